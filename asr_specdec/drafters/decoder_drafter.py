@@ -1,0 +1,67 @@
+"""Shared mechanics of drafters that run a Whisper decoder: sync a KV cache to the sequence, then step."""
+
+from __future__ import annotations
+
+import torch
+
+from ..decoder import KVCache, WhisperDecoderRunner
+from .base import Draft, Drafter
+
+
+class DecoderDrafter(Drafter):
+    """Drafts by running `self.runner` token by token over `self.cache`.
+
+    Subclasses set up runner and cache in `start`. The cache holds the drafter's keys/values for
+    `self.cached` tokens; each draft first re-feeds whatever part of the sequence differs from them.
+    """
+
+    runner: WhisperDecoderRunner
+    cache: KVCache
+
+    def __init__(self, confidence_threshold: float = 0.0):
+        self.confidence_threshold = confidence_threshold
+        self.cached: list[int] = []
+
+    def _forward(self, token_ids: list[int], start: int) -> torch.Tensor:
+        ids = torch.tensor([token_ids], dtype=torch.long, device=self.runner.device)
+        return self.runner.forward(self.cache, ids, start)[0, -1]
+
+    def _common_prefix(self, sequence: list[int]) -> int:
+        limit = min(len(self.cached), len(sequence) - 1)
+        for index in range(limit):
+            if self.cached[index] != sequence[index]:
+                return index
+        return limit
+
+    def draft(self, sequence: list[int], max_tokens: int) -> Draft:
+        context = self.context
+        if len(sequence) >= self.cache.max_positions:
+            return Draft(tokens=[])
+        kept = self._common_prefix(sequence)
+        logits = self._forward(sequence[kept:], kept)
+        passes = 1
+        position = len(sequence)
+        tokens: list[int] = []
+        rows: list[torch.Tensor] = []
+        while True:
+            scores = context.rules.apply(logits.unsqueeze(0), first_index=position)[0]
+            if context.sampling.do_sample:
+                probs = context.sampling.probabilities(scores)
+                token = int(torch.multinomial(probs, 1, generator=context.generator))
+                rows.append(probs)
+            else:
+                token = int(scores.argmax())
+                if self.confidence_threshold > 0:
+                    probs = scores.float().softmax(dim=-1)
+                    if float(probs[token]) < self.confidence_threshold and tokens:
+                        break
+            tokens.append(token)
+            position += 1
+            if len(tokens) >= max_tokens or token == context.eos_token_id or position >= self.cache.max_positions:
+                break
+            logits = self._forward([token], position - 1)
+            passes += 1
+        # the cache now holds the sequence and every draft token but the last
+        self.cached = sequence + tokens[:-1]
+        probs = torch.stack(rows) if rows else None
+        return Draft(tokens=tokens, probs=probs, forward_passes=passes)

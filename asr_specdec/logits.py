@@ -1,0 +1,74 @@
+"""Logit rules applied identically on the main model and on every drafter.
+
+Whisper's decoding suppresses some tokens everywhere (`suppress_tokens`) and some only at the first
+generated position (`begin_suppress_tokens`); sampling then warps the scores (temperature, top-k,
+top-p). Drafter and verifier must see the same rules, or a draft could propose a token the main model
+can never emit and, when sampling, the accept/reject arithmetic would compare different distributions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class LogitRules:
+    """Token suppression. Row i of a logits block predicts the token at sequence index `first_index + i`."""
+
+    suppress_tokens: tuple[int, ...] = ()
+    begin_suppress_tokens: tuple[int, ...] = ()
+    begin_index: int = 0  # sequence index of the first generated token
+    _masks: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def _mask(self, tokens: tuple[int, ...], vocab_size: int, device) -> torch.Tensor:
+        key = (tokens, vocab_size, str(device))
+        if key not in self._masks:
+            mask = torch.zeros(vocab_size, dtype=torch.bool, device=device)
+            valid = [token for token in tokens if 0 <= token < vocab_size]
+            mask[valid] = True
+            self._masks[key] = mask
+        return self._masks[key]
+
+    def apply(self, logits: torch.Tensor, first_index: int) -> torch.Tensor:
+        """Return logits [n, vocab] with the suppressed entries set to -inf (a new tensor)."""
+        vocab_size = logits.shape[-1]
+        logits = logits.clone() if self.suppress_tokens or self.begin_suppress_tokens else logits
+        if self.suppress_tokens:
+            logits[..., self._mask(self.suppress_tokens, vocab_size, logits.device)] = -float("inf")
+        row = self.begin_index - first_index
+        if self.begin_suppress_tokens and 0 <= row < logits.shape[0]:
+            logits[row, self._mask(self.begin_suppress_tokens, vocab_size, logits.device)] = -float("inf")
+        return logits
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings; `do_sample=False` means greedy (argmax) decoding."""
+
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+
+    def __post_init__(self):
+        if self.do_sample and self.temperature <= 0:
+            raise ValueError("temperature must be > 0 when sampling")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """The distribution sampling draws from, per row: softmax of the warped logits (float32)."""
+        scores = logits.float() / self.temperature
+        if self.top_k and self.top_k < scores.shape[-1]:
+            kth = torch.topk(scores, self.top_k, dim=-1).values[..., -1:]
+            scores = scores.masked_fill(scores < kth, -float("inf"))
+        if self.top_p < 1.0:
+            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
+            sorted_probs = sorted_scores.softmax(dim=-1)
+            # drop a token once the mass before it already reaches top_p (the first token always stays)
+            drop_sorted = (sorted_probs.cumsum(dim=-1) - sorted_probs) >= self.top_p
+            drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+            scores = scores.masked_fill(drop, -float("inf"))
+        return scores.softmax(dim=-1)
