@@ -8,8 +8,9 @@ and telemetry, and any difference in output can only come from the drafter, whic
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 import torch
 

@@ -41,12 +41,12 @@ def run(model, drafter_factory, seed, *, eos=EOS, draft_tokens=4, dynamic=False,
         return generate(DecoderTarget(runner, cache), PROMPT, settings, drafter)
 
 
-def reference_greedy(model, seed, eos=EOS, max_length=len(PROMPT) + 60):
+def reference_greedy(model, seed, eos=EOS, max_new_tokens=60):
     """transformers' own forward pass over the whole sequence each step (no cache), argmax after rules."""
     _, encoded = encoder_output(model, seed)
     sequence = list(PROMPT)
     with torch.inference_mode():
-        while len(sequence) < max_length:
+        while len(sequence) < len(PROMPT) + max_new_tokens:
             logits = model(encoder_outputs=(encoded,), decoder_input_ids=torch.tensor([sequence])).logits[0, -1:]
             token = int(RULES.apply(logits, first_index=len(sequence)).argmax())
             sequence.append(token)

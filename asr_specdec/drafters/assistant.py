@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..decoder import WhisperDecoderRunner, decoder_parts
+from ..decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts
 from ..errors import ModelError
-from .decoder_drafter import DecoderDrafter
+from .model_drafter import ModelDrafter
 
 
 def has_own_encoder(model: nn.Module) -> bool:
@@ -51,7 +51,7 @@ def check_same_device(main: nn.Module, assistant: nn.Module) -> None:
                          "load both on the same device")
 
 
-class AssistantDrafter(DecoderDrafter):
+class AssistantDrafter(ModelDrafter):
     name = "assistant"
 
     def __init__(self, assistant_model: nn.Module, main_model: nn.Module, confidence_threshold: float = 0.0):
@@ -60,7 +60,8 @@ class AssistantDrafter(DecoderDrafter):
         main_width = decoder_parts(main_model)[0].embed_tokens.weight.shape[1]
         self.model = assistant_model.eval()
         self.shares_encoder = not has_own_encoder(assistant_model) or same_encoder(main_model, assistant_model)
-        if not has_own_encoder(assistant_model) and decoder_parts(assistant_model)[0].layers[0].encoder_attn.k_proj.in_features != main_width:
+        cross_width = decoder_parts(assistant_model)[0].layers[0].encoder_attn.k_proj.in_features
+        if not has_own_encoder(assistant_model) and cross_width != main_width:
             raise ModelError("the decoder-only assistant's cross-attention width does not match the main "
                              "model's encoder: it was not distilled from this main model")
         self.runner = WhisperDecoderRunner(assistant_model)
@@ -77,5 +78,6 @@ class AssistantDrafter(DecoderDrafter):
                                  f"have {features.shape[1]}")
             encoder_output = self.model.model.encoder(features).last_hidden_state
         max_positions = min(context.max_positions, self.runner.max_positions)
-        self.cache = self.runner.new_cache(encoder_output.to(self.runner.dtype), max_positions=max_positions)
+        cache = self.runner.new_cache(encoder_output.to(self.runner.dtype), max_positions=max_positions)
+        self.target = DecoderTarget(self.runner, cache)
         self.cached = []

@@ -46,7 +46,7 @@ class Drafter(ABC):
     name: str = "drafter"
     uses_model: bool = True
 
-    def start(self, context: DraftContext) -> None:  # noqa: B027 - optional hook
+    def start(self, context: DraftContext) -> None:
         """Called once per utterance before the first draft."""
         self.context = context
 
@@ -54,5 +54,5 @@ class Drafter(ABC):
     def draft(self, sequence: list[int], max_tokens: int) -> Draft:
         """Propose up to `max_tokens` tokens to follow `sequence`."""
 
-    def feedback(self, drafted: int, accepted: int) -> None:  # noqa: B027 - optional hook
+    def feedback(self, drafted: int, accepted: int) -> None:
         """Told after each verification how many drafted tokens were accepted."""

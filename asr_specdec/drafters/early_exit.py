@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..decoder import KVCache, WhisperDecoderRunner, decoder_parts
+from ..decoder import DecoderTarget, KVCache, WhisperDecoderRunner, decoder_parts
 from ..errors import ModelError
-from .decoder_drafter import DecoderDrafter
+from .model_drafter import ModelDrafter
 
 
-class EarlyExitDrafter(DecoderDrafter):
+class EarlyExitDrafter(ModelDrafter):
     name = "early-exit"
 
     def __init__(self, main_model: nn.Module, exit_layer: int, confidence_threshold: float = 0.0):
@@ -30,8 +30,9 @@ class EarlyExitDrafter(DecoderDrafter):
         super().start(context)
         main_cache: KVCache = context.main_cache
         layers = self.runner.num_layers
-        self.cache = KVCache(main_cache.self_keys[:layers], main_cache.self_values[:layers],
-                             main_cache.cross_keys[:layers], main_cache.cross_values[:layers])
+        shared = KVCache(main_cache.self_keys[:layers], main_cache.self_values[:layers],
+                         main_cache.cross_keys[:layers], main_cache.cross_values[:layers])
+        self.target = DecoderTarget(self.runner, shared)
 
     def _common_prefix(self, sequence: list[int]) -> int:
         # the shared cache always holds every token but the last (the main pass wrote them)

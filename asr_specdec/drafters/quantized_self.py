@@ -12,9 +12,9 @@ import warnings
 import torch
 from torch import nn
 
-from ..decoder import WhisperDecoderRunner, decoder_parts
+from ..decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts
 from ..errors import ModelError
-from .decoder_drafter import DecoderDrafter
+from .model_drafter import ModelDrafter
 
 
 class _DecoderOnly(nn.Module):
@@ -39,7 +39,7 @@ def quantize_decoder(model: nn.Module) -> nn.Module:
         return torch.ao.quantization.quantize_dynamic(shell, {nn.Linear}, dtype=torch.qint8)
 
 
-class QuantizedSelfDrafter(DecoderDrafter):
+class QuantizedSelfDrafter(ModelDrafter):
     name = "quantized-self"
 
     def __init__(self, main_model: nn.Module, confidence_threshold: float = 0.0):
@@ -49,8 +49,9 @@ class QuantizedSelfDrafter(DecoderDrafter):
     def start(self, context) -> None:
         super().start(context)
         encoder_output = context.encoder_output.float()
-        self.cache = self.runner.new_cache(encoder_output, cross_states=_float_states(context.main_cross_states),
-                                           max_positions=context.max_positions)
+        cache = self.runner.new_cache(encoder_output, cross_states=_float_states(context.main_cross_states),
+                                      max_positions=context.max_positions)
+        self.target = DecoderTarget(self.runner, cache)
         self.cached = []
 
 

@@ -10,14 +10,14 @@ end-of-text becomes the main model's end-of-text.
 
 from __future__ import annotations
 
-from ..decoder import WhisperDecoderRunner
-from ..whisper_tokens import WhisperTokens
+from ..decoder import DecoderTarget, WhisperDecoderRunner
 from ..logits import Sampling
+from ..whisper_tokens import WhisperTokens
 from .base import Draft, DraftContext
-from .decoder_drafter import DecoderDrafter
+from .model_drafter import ModelDrafter
 
 
-class UniversalDrafter(DecoderDrafter):
+class UniversalDrafter(ModelDrafter):
     name = "universal"
 
     def __init__(self, assistant_model, assistant_tokenizer, main_tokenizer, main_prompt_length: int,
@@ -36,13 +36,12 @@ class UniversalDrafter(DecoderDrafter):
         super().start(context)
         features = context.input_features.to(self.runner.device, self.runner.dtype)
         encoder_output = self.model.model.encoder(features).last_hidden_state
-        self.cache = self.runner.new_cache(encoder_output, max_positions=self.runner.max_positions)
+        self.target = DecoderTarget(self.runner, self.runner.new_cache(encoder_output))
         self.cached = []
         # the assistant applies its own rules; drafts are deterministic (greedy in its vocabulary)
         self.assistant_context = DraftContext(
             rules=self.tokens.rules(len(self.assistant_prompt)), sampling=Sampling(),
-            max_positions=self.cache.max_positions, eos_token_id=self.tokens.end_of_text)
-        self._encode_cache: dict[str, list[int]] = {}
+            max_positions=self.target.max_positions, eos_token_id=self.tokens.end_of_text)
 
     def _main_text(self, sequence: list[int]) -> str | None:
         generated = sequence[self.main_prompt_length:]

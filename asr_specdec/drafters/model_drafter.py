@@ -1,30 +1,29 @@
-"""Shared mechanics of drafters that run a Whisper decoder: sync a KV cache to the sequence, then step."""
+"""Shared mechanics of drafters that run a model: sync its KV cache to the sequence, then step greedily or
+by sampling, under the same logit rules as the main model."""
 
 from __future__ import annotations
 
 import torch
 
-from ..decoder import KVCache, WhisperDecoderRunner
 from .base import Draft, Drafter
 
 
-class DecoderDrafter(Drafter):
-    """Drafts by running `self.runner` token by token over `self.cache`.
+class ModelDrafter(Drafter):
+    """Drafts by running `self.target` (anything with the engine's Target interface: `extend` and
+    `max_positions`) token by token.
 
-    Subclasses set up runner and cache in `start`. The cache holds the drafter's keys/values for
-    `self.cached` tokens; each draft first re-feeds whatever part of the sequence differs from them.
+    Subclasses set the target up in `start`. Its cache holds the drafter's keys/values for `self.cached`
+    tokens; each draft first re-feeds whatever part of the sequence differs from them.
     """
 
-    runner: WhisperDecoderRunner
-    cache: KVCache
+    target: object
 
     def __init__(self, confidence_threshold: float = 0.0):
         self.confidence_threshold = confidence_threshold
         self.cached: list[int] = []
 
     def _forward(self, token_ids: list[int], start: int) -> torch.Tensor:
-        ids = torch.tensor([token_ids], dtype=torch.long, device=self.runner.device)
-        return self.runner.forward(self.cache, ids, start)[0, -1]
+        return self.target.extend(token_ids, start)[-1]
 
     def _common_prefix(self, sequence: list[int]) -> int:
         limit = min(len(self.cached), len(sequence) - 1)
@@ -35,7 +34,7 @@ class DecoderDrafter(Drafter):
 
     def draft(self, sequence: list[int], max_tokens: int) -> Draft:
         context = self.context
-        if len(sequence) >= self.cache.max_positions:
+        if len(sequence) >= self.target.max_positions:
             return Draft(tokens=[])
         kept = self._common_prefix(sequence)
         logits = self._forward(sequence[kept:], kept)
@@ -57,7 +56,8 @@ class DecoderDrafter(Drafter):
                         break
             tokens.append(token)
             position += 1
-            if len(tokens) >= max_tokens or token == context.eos_token_id or position >= self.cache.max_positions:
+            finished = token == context.eos_token_id or position >= self.target.max_positions
+            if finished or len(tokens) >= max_tokens:
                 break
             logits = self._forward([token], position - 1)
             passes += 1

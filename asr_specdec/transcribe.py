@@ -1,0 +1,208 @@
+"""`python -m asr_specdec.transcribe FILE [FILE...]`: transcribe audio files, speculatively by default.
+
+Every failure is one line on stderr and a non-zero exit code; with several files, one bad file does not
+stop the others, whose results are still written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+MODES = ("off", "assistant", "quantized-self", "early-exit", "prompt-lookup", "universal")
+FORMATS = ("text", "json", "srt", "vtt")
+DEFAULTS_HELP = (
+    "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
+    "distil-whisper/distil-large-v3 (mode assistant); otherwise (this offline CPU setup) the offline pack "
+    "'base' with the quantized-self drafter, the fastest drafter measured on CPU (see README). "
+    "--main/--assistant/--mode override. Model specs: an offline pack name (tiny.en, base), a CTranslate2 "
+    "(faster-whisper) directory, a transformers directory or a model-hub id."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m asr_specdec.transcribe", description=__doc__.splitlines()[0],
+                                     epilog=DEFAULTS_HELP)
+    parser.add_argument("files", nargs="+", metavar="FILE", help="audio files (wav, flac, ogg, mp3, ...)")
+    parser.add_argument("--main", help="main model (see below)")
+    parser.add_argument("--assistant", help="assistant model for modes assistant/universal")
+    parser.add_argument("--mode", choices=MODES, help="drafting mode (default: see below)")
+    parser.add_argument("--num-draft-tokens", type=int, default=None, help="tokens drafted per round (default 5)")
+    parser.add_argument("--dynamic", action="store_true", help="adapt the draft length (+2 on full accept, -1 else)")
+    parser.add_argument("--confidence-threshold", type=float, default=0.0,
+                        help="stop a draft when the drafter's top probability falls below this")
+    parser.add_argument("--early-exit-layer", type=int, default=None, help="decoder layers the early-exit drafter uses")
+    parser.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=None, help="random seed for sampling")
+    parser.add_argument("--language", help="spoken language (e.g. en); detected when omitted")
+    parser.add_argument("--task", choices=("transcribe", "translate"), default="transcribe")
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
+    parser.add_argument("--stats", action="store_true", help="print acceptance and timing telemetry to stderr")
+    parser.add_argument("--compare", action="store_true",
+                        help="also decode with plain greedy and print both times, the speedup and whether the "
+                             "outputs are identical")
+    return parser
+
+
+def render(result, output_format: str, file: str) -> str:
+    from .formats import to_srt, to_text, to_vtt
+
+    if output_format == "srt":
+        return to_srt(result.segments)
+    if output_format == "vtt":
+        return to_vtt(result.segments)
+    if output_format == "json":
+        return json.dumps(result_record(result, file), ensure_ascii=False, indent=2) + "\n"
+    return to_text(result.segments) + "\n"
+
+
+def result_record(result, file: str) -> dict:
+    return {
+        "file": file,
+        "text": result.text,
+        "segments": [{"start": s.start, "end": s.end, "text": s.text} for s in result.segments],
+        "language": result.language,
+        "duration": round(result.duration, 3),
+        "mode": result.mode,
+        "main_model": result.main_model,
+        "assistant_model": result.assistant_model,
+        "tokens": result.tokens,
+        "stats": result.stats.as_dict(),
+    }
+
+
+def format_stats(stats, label: str) -> str:
+    return (f"{label}: {stats.new_tokens} tokens in {stats.total_seconds:.2f} s "
+            f"(encoder {stats.encoder_seconds:.2f} s, draft {stats.draft_seconds:.2f} s, verify "
+            f"{stats.verify_seconds:.2f} s); drafted {stats.drafted_tokens}, accepted {stats.accepted_tokens} "
+            f"({stats.acceptance_rate:.0%}); {stats.tokens_per_main_pass:.2f} tokens per main pass, "
+            f"{stats.main_passes} main passes, {stats.draft_passes} drafter passes")
+
+
+def output_path(args, file: str, several: bool) -> Path | None:
+    if not args.output:
+        return None
+    target = Path(args.output)
+    if several or target.is_dir():
+        extension = {"text": "txt"}.get(args.format, args.format)
+        target.mkdir(parents=True, exist_ok=True)
+        return target / f"{Path(file).stem}.{extension}"
+    return target
+
+
+def choose_models(args) -> tuple[str, str | None, str, str]:
+    """(main, assistant, mode, why) from the arguments and what this machine offers."""
+    from .models import default_models
+
+    main, assistant, reason = args.main, args.assistant, "given on the command line"
+    if main is None:
+        main, default_assistant, reason = default_models()
+        assistant = assistant or default_assistant
+    mode = args.mode or ("assistant" if assistant else "quantized-self")
+    if mode == "quantized-self" and args.device.startswith("cuda"):
+        mode = "assistant" if assistant else "off"
+    return main, assistant, mode, reason
+
+
+def build_transcriber(args, mode_override: str | None = None):
+    import torch
+
+    from .whisper import SpeculativeWhisper
+
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}.get(args.dtype)
+    if dtype is None:
+        dtype = torch.float16 if device.startswith("cuda") else torch.float32
+    args.device = device
+    main, assistant, mode, reason = choose_models(args)
+    mode = mode_override or mode
+    return SpeculativeWhisper(
+        main, mode=mode, assistant_model=assistant if mode in ("assistant", "universal") else None,
+        num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic,
+        assistant_confidence_threshold=args.confidence_threshold, assistant_early_exit=args.early_exit_layer,
+        do_sample=args.do_sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        seed=args.seed, language=args.language, task=args.task, device=device, dtype=dtype,
+    ), reason
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from .errors import SpecdecError
+
+    try:
+        transcriber, reason = build_transcriber(args)
+        plain = build_transcriber(args, mode_override="off")[0] if args.compare else None
+    except SpecdecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.stats:
+        print(f"models: main {transcriber.main_name}, mode {transcriber.mode}"
+              f"{', assistant ' + transcriber.assistant_name if transcriber.assistant_name else ''} ({reason})",
+              file=sys.stderr)
+    several = len(args.files) > 1
+    failures = 0
+    records = []
+    progress = tqdm(args.files, unit="file", disable=not several, file=sys.stderr)
+    for file in progress:
+        try:
+            result = transcriber.transcribe(file)
+            rendered = render(result, args.format, file)
+            destination = output_path(args, file, several)
+            if destination is not None:
+                destination.write_text(rendered, encoding="utf-8")
+            elif args.format == "json" and several:
+                records.append(result_record(result, file))
+            else:
+                header = f"== {file}\n" if several and args.format == "text" else ""
+                tqdm.write(header + rendered.rstrip("\n"), file=sys.stdout)
+            if args.stats:
+                print(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
+            if plain is not None:
+                compare(plain, result, file)
+        except SpecdecError as error:
+            failures += 1
+            print(f"error: {file}: {error}", file=sys.stderr)
+        except Exception as error:  # a bug must not take the other files down or print a traceback
+            failures += 1
+            print(f"error: {file}: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+    if records:
+        print(json.dumps(records, ensure_ascii=False, indent=2))
+    return 1 if failures else 0
+
+
+def compare(plain, speculative_result, file: str) -> None:
+    result = plain.transcribe(file)
+    speedup = result.stats.total_seconds / max(speculative_result.stats.total_seconds, 1e-9)
+    identical = result.tokens == speculative_result.tokens
+    print(f"compare {file}: plain {result.stats.total_seconds:.2f} s, {speculative_result.mode} "
+          f"{speculative_result.stats.total_seconds:.2f} s, speedup {speedup:.2f}x, identical output: "
+          f"{'yes' if identical else 'NO'}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    started = time.perf_counter()
+    try:
+        code = run(args)
+    except KeyboardInterrupt:
+        print("interrupted: results already written are kept", file=sys.stderr)
+        return 130
+    if args.stats:
+        print(f"total wall time {time.perf_counter() - started:.2f} s", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
