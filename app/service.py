@@ -1,0 +1,85 @@
+"""Models loaded once and shared by every request; transcription and comparison behind the limits.
+
+A SpeculativeWhisper keeps per-request decoding state (its drafter, its dynamic draft length), so each
+cached one is used by one request at a time; the models underneath are shared read-only by all of them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import astuple, replace
+
+import torch
+
+from asr_specdec.errors import SpecdecError
+from asr_specdec.models import LoadedWhisper, load_whisper
+from asr_specdec.whisper import SpeculativeWhisper, TranscriptionResult
+
+from .intake import read_audio, uploaded_path
+from .long_audio import Progress, transcribe_with_progress
+from .settings import ASSISTED_MODES, AppSettings, DecodeOptions
+
+
+def _no_progress(fraction: float, description: str) -> None:
+    pass
+
+
+class TranscriptionService:
+    def __init__(self, settings: AppSettings, max_decoders: int = 8):
+        self.settings = settings
+        self.max_decoders = max_decoders  # each quantized-self decoder holds its own int8 copy
+        self._models: dict[str, LoadedWhisper] = {}
+        self._decoders: OrderedDict[tuple, tuple[SpeculativeWhisper, threading.Lock]] = OrderedDict()
+        self._cache_lock = threading.RLock()
+
+    def model(self, spec: str) -> LoadedWhisper:
+        if spec not in self.settings.models:
+            raise SpecdecError(f"model '{spec}' is not offered here (choose one of {', '.join(self.settings.models)})")
+        with self._cache_lock:
+            if spec not in self._models:
+                dtype = torch.float32 if self.settings.device == "cpu" else torch.float16
+                self._models[spec] = load_whisper(spec, device=self.settings.device, dtype=dtype)
+            return self._models[spec]
+
+    def decoder(self, options: DecodeOptions) -> tuple[SpeculativeWhisper, threading.Lock]:
+        """The cached decoder for these options and the lock its user must hold, built on first use."""
+        options = options.normalized()
+        key = astuple(options)
+        with self._cache_lock:
+            if key not in self._decoders:
+                assistant = self.model(options.assistant) if options.mode in ASSISTED_MODES else None
+                decoder = SpeculativeWhisper(
+                    self.model(options.main), mode=options.mode, assistant_model=assistant,
+                    num_draft_tokens=options.draft_tokens, dynamic=options.dynamic, language=options.language,
+                    task=options.task, device=self.settings.device)
+                self._decoders[key] = (decoder, threading.Lock())
+                while len(self._decoders) > self.max_decoders:
+                    self._decoders.popitem(last=False)
+            self._decoders.move_to_end(key)
+            return self._decoders[key]
+
+    def read(self, upload: str | None):
+        return read_audio(uploaded_path(upload), self.settings.max_upload_bytes, self.settings.max_seconds)
+
+    def transcribe(self, upload: str | None, options: DecodeOptions,
+                   report: Progress = _no_progress) -> TranscriptionResult:
+        return self._run(options, self.read(upload), report)
+
+    def compare(self, upload: str | None, options: DecodeOptions,
+                report: Progress = _no_progress) -> tuple[TranscriptionResult, TranscriptionResult]:
+        """(plain greedy result, speculative result) on the same audio, plain first."""
+        samples = self.read(upload)
+        plain = self._run(replace(options, mode="off"), samples, lambda done, what: report(done / 2, f"plain: {what}"))
+        speculative = self._run(options, samples,
+                                lambda done, what: report(0.5 + done / 2, f"{options.mode}: {what}"))
+        return plain, speculative
+
+    def _run(self, options: DecodeOptions, samples, report: Progress) -> TranscriptionResult:
+        report(0.0, "loading models")
+        decoder, in_use = self.decoder(options)
+        with in_use:
+            return transcribe_with_progress(decoder, samples, report)
+
+    def tokenizer(self, spec: str):
+        return self.model(spec).processor.tokenizer

@@ -1,0 +1,41 @@
+"""What the server offers and allows (fixed at start-up) and what one request asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ASSISTED_MODES = ("assistant", "universal")  # the modes that draft with a second model
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    models: tuple[str, ...]  # the only model specs a client may choose: a client never names a path
+    default_main: str = "base"
+    default_assistant: str = "tiny.en"
+    default_mode: str = "quantized-self"
+    max_upload_mb: float = 25.0
+    max_seconds: float = 600.0
+    device: str = "cpu"
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    main: str
+    mode: str = "quantized-self"
+    assistant: str | None = None
+    draft_tokens: int = 5
+    dynamic: bool = False
+    language: str | None = None  # None: detected by multilingual models
+    task: str = "transcribe"
+
+    def normalized(self) -> DecodeOptions:
+        """The same request with the settings its mode ignores blanked, so equal decoders share one cache key."""
+        assistant = self.assistant if self.mode in ASSISTED_MODES else None
+        if self.mode == "off":
+            return DecodeOptions(self.main, "off", None, 5, False, self.language, self.task)
+        return DecodeOptions(self.main, self.mode, assistant, int(self.draft_tokens), bool(self.dynamic),
+                             self.language, self.task)

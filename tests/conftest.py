@@ -1,0 +1,47 @@
+"""Shared fixtures: the team's real speech clips, and the offline packs converted once per session."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED_AUDIO = Path(__file__).resolve().parents[1].parent / "shared" / "audio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pack_cache(tmp_path_factory):
+    """Converted packs go to a per-session cache, never the user's ~/.cache (unless CI asks otherwise)."""
+    if "ASR_SPECDEC_TEST_CACHE" in os.environ:
+        os.environ["ASR_SPECDEC_CACHE"] = os.environ["ASR_SPECDEC_TEST_CACHE"]
+    else:
+        os.environ["ASR_SPECDEC_CACHE"] = str(tmp_path_factory.mktemp("asr_specdec_cache"))
+    return Path(os.environ["ASR_SPECDEC_CACHE"])
+
+
+@pytest.fixture(scope="session")
+def shared_audio() -> Path:
+    assert (SHARED_AUDIO / "manifest.jsonl").exists(), f"missing team audio at {SHARED_AUDIO}"
+    return SHARED_AUDIO
+
+
+@pytest.fixture(scope="session")
+def manifest(shared_audio) -> list[dict]:
+    lines = (shared_audio / "manifest.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def tiny_en_dir(pack_cache) -> Path:
+    from asr_specdec.packs import ensure_pack
+
+    return ensure_pack("tiny.en")
+
+
+@pytest.fixture(scope="session")
+def base_dir(pack_cache) -> Path:
+    from asr_specdec.packs import ensure_pack
+
+    return ensure_pack("base")
