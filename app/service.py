@@ -14,10 +14,9 @@ import torch
 
 from asr_specdec.errors import SpecdecError
 from asr_specdec.models import LoadedWhisper, load_whisper
-from asr_specdec.whisper import SpeculativeWhisper, TranscriptionResult
+from asr_specdec.whisper import Progress, SpeculativeWhisper, TranscriptionResult
 
 from .intake import read_audio, uploaded_path
-from .long_audio import Progress, transcribe_with_progress
 from .settings import ASSISTED_MODES, AppSettings, DecodeOptions
 
 
@@ -79,7 +78,7 @@ class TranscriptionService:
         report(0.0, "loading models")
         decoder, in_use = self.decoder(options)
         with in_use:
-            return transcribe_with_progress(decoder, samples, report)
+            return decoder.transcribe(samples, progress=report)
 
     def tokenizer(self, spec: str):
         return self.model(spec).processor.tokenizer

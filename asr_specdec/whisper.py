@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,8 @@ from .formats import Segment
 from .logits import Sampling
 from .stats import DecodeStats
 from .whisper_tokens import WhisperTokens
+
+Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 
 
 @dataclass
@@ -190,8 +193,11 @@ class SpeculativeWhisper:
         return tokens, language_id, language
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
-                   task: str | None = None) -> TranscriptionResult:
-        """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz)."""
+                   task: str | None = None, progress: Progress | None = None) -> TranscriptionResult:
+        """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz).
+
+        `progress(fraction_done, description)` is called before each 30-second window and at the end.
+        """
         started = time.perf_counter()
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
         if task is not None and task != self.task:
@@ -206,7 +212,10 @@ class SpeculativeWhisper:
         stats = DecodeStats()
         segments, window_tokens = [], []
         duration = audio_io.duration_seconds(samples)
-        for offset, window in audio_io.split_long_audio(samples):
+        windows = audio_io.split_long_audio(samples)
+        for index, (offset, window) in enumerate(windows):
+            if progress is not None:
+                progress(index / len(windows), f"transcribing window {index + 1} of {len(windows)}")
             tokens, language_id, found = self._decode_window(window, language_id, generator, stats)
             detected = detected or found
             window_tokens.append(tokens)
@@ -215,6 +224,8 @@ class SpeculativeWhisper:
                 end = offset + audio_io.duration_seconds(window)
                 segments.append(Segment(round(offset, 3), round(end, 3), text))
         stats.total_seconds = time.perf_counter() - started
+        if progress is not None:
+            progress(1.0, "done")
         return TranscriptionResult(
             text=" ".join(segment.text for segment in segments), segments=segments, window_tokens=window_tokens,
             stats=stats, language=detected, duration=duration, mode=self.mode, main_model=self.main_name,

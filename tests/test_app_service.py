@@ -50,19 +50,22 @@ def test_decoders_share_the_loaded_model_and_are_reused(tiny_en_dir):
 
 def test_each_decoder_serves_one_request_at_a_time_while_different_decoders_run_together(monkeypatch):
     monkeypatch.setattr(service_module, "load_whisper", lambda spec, **_: SimpleNamespace(model=spec, processor=None))
-    monkeypatch.setattr(service_module, "SpeculativeWhisper", lambda main, **options: SimpleNamespace(**options))
     running, most_per_decoder, most_overall, count_lock = Counter(), Counter(), [0], threading.Lock()
 
-    def transcribe(decoder, samples, report):
-        with count_lock:
-            running[id(decoder)] += 1
-            most_per_decoder[id(decoder)] = max(most_per_decoder[id(decoder)], running[id(decoder)])
-            most_overall[0] = max(most_overall[0], sum(running.values()))
-        time.sleep(0.2)
-        with count_lock:
-            running[id(decoder)] -= 1
+    class FakeDecoder:
+        def __init__(self, main, **options):
+            self.options = options
 
-    monkeypatch.setattr(service_module, "transcribe_with_progress", transcribe)
+        def transcribe(self, samples, progress=None):
+            with count_lock:
+                running[id(self)] += 1
+                most_per_decoder[id(self)] = max(most_per_decoder[id(self)], running[id(self)])
+                most_overall[0] = max(most_overall[0], sum(running.values()))
+            time.sleep(0.2)
+            with count_lock:
+                running[id(self)] -= 1
+
+    monkeypatch.setattr(service_module, "SpeculativeWhisper", FakeDecoder)
     service = TranscriptionService(make_settings("tiny.en"))
     monkeypatch.setattr(service, "read", lambda upload: None)
     requests = [DecodeOptions("tiny.en", mode) for mode in ("off", "off", "prompt-lookup", "prompt-lookup")]

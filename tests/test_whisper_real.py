@@ -117,3 +117,14 @@ def test_mismatched_pairs_are_refused(base, tiny_en):
     on_other_device = copy.deepcopy(tiny_en.model).to("meta")
     with pytest.raises(ModelError, match="device"):
         SpeculativeWhisper(base, mode="universal", assistant_model=(on_other_device, tiny_en.processor))
+
+
+def test_long_audio_reports_progress_per_window(tiny_en, clips):
+    import numpy as np
+
+    long_audio = np.concatenate([clips["libri-1088-134315-0000.wav"]] * 5)  # 80 s: three windows
+    calls = []
+    result = SpeculativeWhisper(tiny_en, mode="off").transcribe(long_audio, progress=lambda f, what: calls.append(f))
+    assert len(result.window_tokens) == 3
+    assert calls == sorted(calls) and calls[0] == 0.0 and calls[-1] == 1.0 and len(calls) == 4
+    assert result.segments[-1].end == pytest.approx(result.duration, abs=0.01)
