@@ -168,15 +168,16 @@ def run(args) -> int:
                 header = f"== {file}\n" if several and args.format == "text" else ""
                 tqdm.write(header + rendered.rstrip("\n"), file=sys.stdout)
             if args.stats:
-                print(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
+                tqdm.write(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
             if plain is not None:
                 compare(plain, result, file)
         except SpecdecError as error:
             failures += 1
-            print(f"error: {file}: {error}", file=sys.stderr)
+            message = str(error) if str(error).startswith(file) else f"{file}: {error}"
+            tqdm.write(f"error: {message}", file=sys.stderr)
         except Exception as error:  # a bug must not take the other files down or print a traceback
             failures += 1
-            print(f"error: {file}: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+            tqdm.write(f"error: {file}: unexpected {type(error).__name__}: {error}", file=sys.stderr)
     if records:
         print(json.dumps(records, ensure_ascii=False, indent=2))
     return 1 if failures else 0

@@ -15,6 +15,7 @@ from ..logits import Sampling
 from ..whisper_tokens import WhisperTokens
 from .base import Draft, DraftContext
 from .model_drafter import ModelDrafter
+from .retokenize import continuation_tokens
 
 
 class UniversalDrafter(ModelDrafter):
@@ -64,10 +65,8 @@ class UniversalDrafter(ModelDrafter):
         ends = proposal.tokens and proposal.tokens[-1] == self.tokens.end_of_text
         draft_text = self.assistant_tokenizer.decode([t for t in proposal.tokens if t < self.tokens.end_of_text])
         generated = sequence[self.main_prompt_length:]
-        main_tokens = self.main_tokenizer.encode(text + draft_text, add_special_tokens=False)
-        if main_tokens[: len(generated)] == generated:
-            new_tokens = main_tokens[len(generated):]
-        else:
+        new_tokens = continuation_tokens(self.main_tokenizer, generated, text, draft_text)
+        if new_tokens is None:
             new_tokens = self.main_tokenizer.encode(draft_text, add_special_tokens=False)
         if ends:
             new_tokens = new_tokens + [self.context.eos_token_id]

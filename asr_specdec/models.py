@@ -1,0 +1,148 @@
+"""One resolver from a model spec to a loaded Whisper: offline pack name, CTranslate2 dir, transformers dir
+or model-hub id, tried in that order."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+
+from .ct2 import quiet_progress_bars
+from .errors import ModelError
+from .packs import PACKS, cached_conversion, ensure_pack, pack_names, sha256_file
+
+LARGE_MAIN, LARGE_ASSISTANT = "openai/whisper-large-v3", "distil-whisper/distil-large-v3"
+OFFLINE_MAIN = "base"
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+@dataclass(frozen=True)
+class LoadedWhisper:
+    model: torch.nn.Module  # WhisperForConditionalGeneration, or WhisperForCausalLM for a decoder-only assistant
+    processor: object | None  # WhisperProcessor; None only for an assistant directory that ships none
+    name: str  # the spec it was loaded from
+    source: str  # "pack" | "ct2" | "transformers" | "hub"
+    path: Path | None  # the local transformers directory; None for a hub id
+    sha256: str | None  # of the CTranslate2 model.bin it was converted from, when there was one
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    location: Path | str
+    source: str
+    sha256: str | None = None
+
+
+def _looks_like_path(spec: str) -> bool:
+    # "owner/name" is a hub id even though it contains a slash
+    return spec.startswith((".", "~", os.sep)) or not _HUB_ID.fullmatch(spec)
+
+
+def _resolve(spec: str) -> _Resolved:
+    if spec in PACKS:
+        return _Resolved(ensure_pack(spec), "pack", PACKS[spec].sha256)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if (path / "model.bin").is_file():
+            sha256 = sha256_file(path / "model.bin")
+            return _Resolved(cached_conversion(path, f"ct2/{path.resolve().name}-{sha256[:12]}", sha256), "ct2",
+                             sha256)
+        if (path / "config.json").is_file():
+            return _Resolved(path, "transformers")
+        raise ModelError(f"'{spec}' holds neither a CTranslate2 model.bin nor a transformers config.json")
+    if path.exists():
+        raise ModelError(f"'{spec}' is a file; a model is a directory, a pack name ({', '.join(pack_names())}) "
+                         "or a model-hub id")
+    if _looks_like_path(spec):
+        raise ModelError(f"no such model directory: '{spec}'")
+    return _Resolved(spec, "hub")
+
+
+def resolve_model_dir(spec: str) -> Path | str:
+    """A local transformers directory for `spec` (converting and caching CTranslate2 checkpoints), or the
+    model-hub id itself."""
+    return _resolve(spec).location
+
+
+def hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the model hub accepts a TCP connection within `timeout` seconds (False when HF_HUB_OFFLINE)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}:
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    address = (endpoint.hostname, endpoint.port or (80 if endpoint.scheme == "http" else 443))
+    connected = []
+
+    def probe():
+        try:
+            socket.create_connection(address, timeout=timeout).close()
+            connected.append(True)
+        except OSError:
+            pass
+
+    # a thread, because name resolution ignores socket timeouts
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(connected)
+
+
+def default_models() -> tuple[str, str | None, str]:
+    """(main model, assistant model or None, why) for this machine."""
+    if torch.cuda.is_available() and hub_reachable():
+        return LARGE_MAIN, LARGE_ASSISTANT, "GPU and model hub available"
+    return OFFLINE_MAIN, None, f"no GPU or no model hub: offline pack '{OFFLINE_MAIN}'"
+
+
+def _architectures(resolved: _Resolved, local_only: bool) -> list[str]:
+    if isinstance(resolved.location, Path):
+        return json.loads((resolved.location / "config.json").read_text()).get("architectures") or []
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(resolved.location, local_files_only=local_only).architectures or []
+
+
+def _load(spec: str, device, dtype, decoder_only: bool | None, need_processor: bool) -> LoadedWhisper:
+    from transformers import WhisperForCausalLM, WhisperForConditionalGeneration, WhisperProcessor
+
+    resolved = _resolve(spec)
+    hub = resolved.source == "hub"
+    local_only = hub and not hub_reachable()
+    try:
+        if decoder_only is None:
+            decoder_only = "WhisperForCausalLM" in _architectures(resolved, local_only)
+        model_class = WhisperForCausalLM if decoder_only else WhisperForConditionalGeneration
+        with quiet_progress_bars():
+            model = model_class.from_pretrained(resolved.location, dtype=dtype, local_files_only=local_only)
+        try:
+            processor = WhisperProcessor.from_pretrained(resolved.location, local_files_only=local_only)
+        except (OSError, ValueError):
+            if need_processor:
+                raise
+            processor = None
+    except (OSError, ValueError) as error:
+        reason = " ".join(str(error).split())[:300]
+        if not hub:
+            raise ModelError(f"could not load '{spec}' from {resolved.location}: {reason}") from None
+        hub_state = "the model hub is unreachable" if local_only else "the model hub could not provide it"
+        raise ModelError(f"could not load '{spec}': not an offline pack ({', '.join(pack_names())}), not a local "
+                         f"directory, and {hub_state}: {reason}") from None
+    return LoadedWhisper(model.to(device).eval(), processor, spec, resolved.source,
+                         None if hub else Path(resolved.location), resolved.sha256)
+
+
+def load_whisper(spec: str, device="cpu", dtype=torch.float32) -> LoadedWhisper:
+    """A WhisperForConditionalGeneration (eval mode) and its processor, from any spec `_resolve` accepts."""
+    return _load(spec, device, dtype, decoder_only=False, need_processor=True)
+
+
+def load_assistant(spec: str, device="cpu", dtype=torch.float32, decoder_only: bool | None = None) -> LoadedWhisper:
+    """A drafting model: decoder-only (WhisperForCausalLM, sharing the main model's encoder) when asked or
+    when its config's architectures say so, else a full WhisperForConditionalGeneration."""
+    return _load(spec, device, dtype, decoder_only=decoder_only, need_processor=False)

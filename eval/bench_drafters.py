@@ -1,0 +1,170 @@
+"""Drafter benchmark: every drafter against our plain greedy, and transformers' own assisted generation
+against its plain generate(), on the same clips, interleaved clip by clip after a warm-up.
+
+    python -m eval.bench_drafters [--main base] [--assistant tiny.en] [--repeats 2] [--num-draft-tokens 5]
+
+Prints one table; speedups are ratios of summed times measured in this one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+SHARED_AUDIO = Path(__file__).resolve().parents[1].parent / "shared" / "audio"
+
+
+@dataclass
+class Tally:
+    seconds: float = 0.0
+    decode_seconds: float = 0.0  # total minus the encoder
+    encoder: float = 0.0
+    draft: float = 0.0
+    verify: float = 0.0
+    drafted: int = 0
+    accepted: int = 0
+    tokens: int = 0
+    passes: int = 0
+    mismatches: list = field(default_factory=list)
+    error: str | None = None
+
+
+def manifest_clips(folder: Path) -> list[Path]:
+    lines = (folder / "manifest.jsonl").read_text().splitlines()
+    return [folder / json.loads(line)["audio"] for line in lines if line.strip()]
+
+
+def our_modes(main, assistant, draft_tokens: int, language: str):
+    from asr_specdec.whisper import SpeculativeWhisper
+
+    modes = {"off": SpeculativeWhisper(main, mode="off", language=language)}
+    for mode in ("quantized-self", "prompt-lookup", "early-exit"):
+        modes[mode] = SpeculativeWhisper(main, mode=mode, language=language, num_draft_tokens=draft_tokens)
+    modes["assistant (main copy)"] = SpeculativeWhisper(main, mode="assistant", assistant_model=main,
+                                                        language=language, num_draft_tokens=draft_tokens)
+    if assistant is not None:
+        modes["universal"] = SpeculativeWhisper(main, mode="universal", assistant_model=assistant,
+                                                language=language, num_draft_tokens=draft_tokens)
+    return modes
+
+
+def transformers_modes(main, assistant, language: str):
+    """name -> function(features) -> generated ids, through transformers' own generate()."""
+    model = main.model
+    modes = {
+        "hf off": lambda f: model.generate(f, language=language, task="transcribe"),
+        "hf assistant (main copy)": lambda f: model.generate(f, language=language, task="transcribe",
+                                                             assistant_model=model),
+        "hf early-exit": lambda f: model.generate(f, language=language, task="transcribe", assistant_early_exit=2),
+        "hf prompt-lookup": lambda f: model.generate(f, language=language, task="transcribe",
+                                                     prompt_lookup_num_tokens=5),
+    }
+    if assistant is not None:
+        modes["hf universal"] = lambda f: model.generate(
+            f, language=language, task="transcribe", assistant_model=assistant.model,
+            tokenizer=main.processor.tokenizer, assistant_tokenizer=assistant.processor.tokenizer)
+    return modes
+
+
+def run(args) -> list[str]:
+    from asr_specdec.audio import load_audio
+    from asr_specdec.models import load_whisper
+
+    torch.set_num_threads(args.threads)
+    main = load_whisper(args.main)
+    assistant = load_whisper(args.assistant) if args.assistant else None
+    ours = our_modes(main, assistant, args.num_draft_tokens, args.language)
+    theirs = transformers_modes(main, assistant, args.language)
+    clips = manifest_clips(Path(args.audio))[: args.limit or None]
+    audio = {clip: load_audio(clip) for clip in clips}
+    tallies = {name: Tally() for name in [*ours, *theirs]}
+    reference = {}
+
+    for transcriber in ours.values():  # warm-up: first calls pay one-off allocation costs
+        transcriber.transcribe(audio[clips[0]])
+    for _ in range(args.repeats):
+        for clip in clips:
+            samples = audio[clip]
+            for name, transcriber in ours.items():
+                result = transcriber.transcribe(samples)
+                tally, stats = tallies[name], result.stats
+                tally.seconds += stats.total_seconds
+                tally.encoder += stats.encoder_seconds
+                tally.decode_seconds += stats.total_seconds - stats.encoder_seconds
+                tally.draft += stats.draft_seconds
+                tally.verify += stats.verify_seconds
+                tally.drafted += stats.drafted_tokens
+                tally.accepted += stats.accepted_tokens
+                tally.tokens += stats.new_tokens
+                tally.passes += stats.main_passes
+                if name == "off":
+                    reference.setdefault(clip, result.tokens)
+                if result.tokens != reference[clip]:
+                    tally.mismatches.append(clip.name)
+            features = main.processor(samples, sampling_rate=16000, return_tensors="pt").input_features
+            for name, generate in theirs.items():
+                tally = tallies[name]
+                if tally.error:
+                    continue
+                started = time.perf_counter()
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        ids = generate(features)[0].tolist()
+                except Exception as error:  # report what transformers refuses instead of stopping the bench
+                    tally.error = f"{type(error).__name__}: {str(error).splitlines()[0][:80]}"
+                    continue
+                tally.seconds += time.perf_counter() - started
+                if ids != [t for t in reference[clip] if t != main.model.generation_config.eos_token_id]:
+                    tally.mismatches.append(clip.name)
+    return table(tallies, len(clips) * args.repeats)
+
+
+def table(tallies: dict, runs: int) -> list[str]:
+    ours_plain, hf_plain = tallies["off"], tallies["hf off"]
+    lines = [
+        "| mode | total s | speedup vs plain | decoder-only speedup | acceptance | tokens/main pass | "
+        "encoder s | draft s | verify s | identical to plain greedy |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, tally in tallies.items():
+        if tally.error:
+            lines.append(f"| {name} | failed: {tally.error} | | | | | | | | |")
+            continue
+        plain = hf_plain if name.startswith("hf ") else ours_plain
+        speedup = plain.seconds / tally.seconds if tally.seconds else 0.0
+        decode = (f"{plain.decode_seconds / tally.decode_seconds:.2f}x"
+                  if tally.decode_seconds and not name.startswith("hf ") else "")
+        acceptance = f"{tally.accepted / tally.drafted:.0%}" if tally.drafted else ""
+        per_pass = f"{tally.tokens / tally.passes:.2f}" if tally.passes else ""
+        split = (f"{tally.encoder:.2f} | {tally.draft:.2f} | {tally.verify:.2f}"
+                 if not name.startswith("hf ") else " | | ")
+        identical = "yes" if not tally.mismatches else f"NO ({len(tally.mismatches)}/{runs})"
+        lines.append(f"| {name} | {tally.seconds:.2f} | {speedup:.2f}x | {decode} | {acceptance} | {per_pass} | "
+                     f"{split} | {identical} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--main", default="base")
+    parser.add_argument("--assistant", default="tiny.en", help="universal-mode assistant ('' to skip)")
+    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
+    parser.add_argument("--limit", type=int, default=0, help="first N clips only")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--num-draft-tokens", type=int, default=5)
+    parser.add_argument("--language", default="en")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args(argv)
+    print("\n".join(run(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
