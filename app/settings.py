@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from asr_specdec.draft_length import DEFAULT_DRAFT_TOKENS
+
 ASSISTED_MODES = ("assistant", "universal")  # the modes that draft with a second model
 
 
@@ -27,7 +29,7 @@ class DecodeOptions:
     main: str
     mode: str = "quantized-self"
     assistant: str | None = None
-    draft_tokens: int = 5
+    draft_tokens: int = DEFAULT_DRAFT_TOKENS
     dynamic: bool = False
     language: str | None = None  # None: detected by multilingual models
     task: str = "transcribe"
@@ -36,6 +38,6 @@ class DecodeOptions:
         """The same request with the settings its mode ignores blanked, so equal decoders share one cache key."""
         assistant = self.assistant if self.mode in ASSISTED_MODES else None
         if self.mode == "off":
-            return DecodeOptions(self.main, "off", None, 5, False, self.language, self.task)
+            return DecodeOptions(self.main, "off", None, DEFAULT_DRAFT_TOKENS, False, self.language, self.task)
         return DecodeOptions(self.main, self.mode, assistant, int(self.draft_tokens), bool(self.dynamic),
                              self.language, self.task)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from asr_specdec.draft_length import DEFAULT_DRAFT_TOKENS
 from asr_specdec.drafters import MODES
 
 from .handlers import Handlers
@@ -101,7 +102,7 @@ def _controls(settings: AppSettings) -> Controls:
     assistant = gr.Dropdown(list(settings.models), value=settings.default_assistant, label="Assistant model",
                             visible=settings.default_mode in ASSISTED_MODES,
                             info="assistant mode needs the main model's vocabulary; universal takes any")
-    draft_tokens = gr.Slider(1, 16, value=5, step=1, label="Draft tokens per round")
+    draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
     dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full accept, -1 otherwise)")
     language = gr.Dropdown(["auto", *sorted(LANGUAGES)], value="auto", label="Language",
                            info="auto: detected (English-only models ignore it)")

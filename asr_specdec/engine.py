@@ -26,8 +26,9 @@ class Target(Protocol):
 
     max_positions: int
 
-    def extend(self, token_ids: list[int], start: int) -> torch.Tensor:
-        """Feed tokens at positions start.. (overwriting anything cached there); logits [n, vocab]."""
+    def extend(self, token_ids: list[int], start: int, scored: int | None = None) -> torch.Tensor:
+        """Feed tokens at positions start.. (overwriting anything cached there); logits [scored, vocab] of the
+        last `scored` of them (all when None): rows nobody reads are not projected onto the vocabulary."""
 
 
 @dataclass
@@ -58,8 +59,7 @@ def generate(
                                settings.draft_length.minimum, settings.draft_length.maximum)
     sequence = list(prompt)
     limit = min(len(prompt) + settings.max_new_tokens, target.max_positions)
-    if len(prompt) > 1:
-        target.extend(prompt[:-1], 0)
+    fed = 0  # positions whose keys/values the target holds for `sequence`: all but the last after round one
 
     while len(sequence) < limit:
         room = limit - len(sequence)
@@ -74,8 +74,8 @@ def generate(
                 draft_probs = draft.probs[: len(draft_tokens)]
 
         verify_started = time.perf_counter()
-        logits = target.extend(sequence[-1:] + draft_tokens, len(sequence) - 1)
-        scores = settings.rules.apply(logits, first_index=len(sequence))
+        logits = target.extend(sequence[fed:] + draft_tokens, fed, scored=len(draft_tokens) + 1)
+        scores = settings.rules.apply(logits, len(sequence), sequence + draft_tokens)
         if settings.sampling.do_sample:
             main_probs = settings.sampling.probabilities(scores)
             accepted, next_token = verify_sampling(draft_tokens, draft_probs, main_probs, generator)
@@ -92,6 +92,7 @@ def generate(
             end = new_tokens.index(settings.eos_token_id) + 1
             new_tokens, from_draft = new_tokens[:end], from_draft[:end]
         sequence.extend(new_tokens)
+        fed = len(sequence) - 1
         stats.token_from_draft.extend(from_draft)
         if drafter is not None and draft_tokens:
             drafter.feedback(len(draft_tokens), accepted)

@@ -31,8 +31,11 @@ class LogitRules:
             self._masks[key] = mask
         return self._masks[key]
 
-    def apply(self, logits: torch.Tensor, first_index: int) -> torch.Tensor:
-        """Return logits [n, vocab] with the suppressed entries set to -inf (a new tensor)."""
+    def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
+        """Return logits [n, vocab] with the suppressed entries set to -inf (a new tensor).
+
+        `tokens` holds the sequence the rows continue (row i may read tokens[:first_index + i]); these rules
+        do not need it, rules that depend on earlier tokens (Whisper's timestamp rules) do."""
         vocab_size = logits.shape[-1]
         logits = logits.clone() if self.suppress_tokens or self.begin_suppress_tokens else logits
         if self.suppress_tokens:

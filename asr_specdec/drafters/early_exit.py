@@ -35,5 +35,6 @@ class EarlyExitDrafter(ModelDrafter):
         self.target = DecoderTarget(self.runner, shared)
 
     def _common_prefix(self, sequence: list[int]) -> int:
-        # the shared cache always holds every token but the last (the main pass wrote them)
-        return len(sequence) - 1
+        # after the first verification the shared cache holds every token but the last (the main pass wrote
+        # them); before it, nothing: the main model feeds its prompt together with the first draft
+        return len(sequence) - 1 if self.cached else 0

@@ -22,8 +22,12 @@ class ModelDrafter(Drafter):
         self.confidence_threshold = confidence_threshold
         self.cached: list[int] = []
 
+    def start(self, context) -> None:
+        super().start(context)
+        self.cached = []
+
     def _forward(self, token_ids: list[int], start: int) -> torch.Tensor:
-        return self.target.extend(token_ids, start)[-1]
+        return self.target.extend(token_ids, start, scored=1)[0]
 
     def _common_prefix(self, sequence: list[int]) -> int:
         limit = min(len(self.cached), len(sequence) - 1)
@@ -43,7 +47,7 @@ class ModelDrafter(Drafter):
         tokens: list[int] = []
         rows: list[torch.Tensor] = []
         while True:
-            scores = context.rules.apply(logits.unsqueeze(0), first_index=position)[0]
+            scores = context.rules.apply(logits.unsqueeze(0), position, sequence + tokens)[0]
             if context.sampling.do_sample:
                 probs = context.sampling.probabilities(scores)
                 token = int(torch.multinomial(probs, 1, generator=context.generator))

@@ -52,7 +52,6 @@ class QuantizedSelfDrafter(ModelDrafter):
         cache = self.runner.new_cache(encoder_output, cross_states=_float_states(context.main_cross_states),
                                       max_positions=context.max_positions)
         self.target = DecoderTarget(self.runner, cache)
-        self.cached = []
 
 
 def _float_states(states):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from ..errors import ModelError
@@ -28,7 +27,3 @@ class TextAssistantDrafter(ModelDrafter):
 
         super().start(context)
         self.target = CausalLMTarget(self.model, max_positions=min(context.max_positions, context_length(self.model)))
-        self.cached = []
-
-    def _forward(self, token_ids: list[int], start: int) -> torch.Tensor:
-        return self.target.last_logits(token_ids, start)

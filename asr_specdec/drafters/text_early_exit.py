@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 
-import torch
 from torch import nn
 
 from ..errors import ModelError
@@ -73,8 +72,6 @@ class TextEarlyExitDrafter(ModelDrafter):
         self.target = CausalLMTarget(self.model, cache=shared, max_positions=context.max_positions)
 
     def _common_prefix(self, sequence: list[int]) -> int:
-        # the shared cache always holds every token but the last (the main pass wrote them)
-        return len(sequence) - 1
-
-    def _forward(self, token_ids: list[int], start: int) -> torch.Tensor:
-        return self.target.last_logits(token_ids, start)
+        # after the first verification the shared cache holds every token but the last (the main pass wrote
+        # them); before it, nothing: the main model feeds its prompt together with the first draft
+        return len(sequence) - 1 if self.cached else 0

@@ -9,8 +9,6 @@ each side keeps its own, and the assistant's end of sequence becomes the main mo
 
 from __future__ import annotations
 
-import torch
-
 from ..logits import LogitRules, Sampling
 from .base import Draft, DraftContext
 from .model_drafter import ModelDrafter
@@ -38,15 +36,11 @@ class TextUniversalDrafter(ModelDrafter):
 
         super().start(context)
         self.target = CausalLMTarget(self.model, max_positions=context_length(self.model))
-        self.cached = []
         self.prompt: list[int] | None = None
         # the assistant drafts greedily under no rules of its own; drafts are deterministic (one-hot)
         self.assistant_context = DraftContext(
             rules=LogitRules(), sampling=Sampling(), max_positions=self.target.max_positions,
             eos_token_id=min(self.assistant_eos) if self.assistant_eos else -1)
-
-    def _forward(self, token_ids: list[int], start: int) -> torch.Tensor:
-        return self.target.last_logits(token_ids, start)
 
     def _assistant_sequence(self, sequence: list[int]) -> list[int] | None:
         if self.prompt is None:

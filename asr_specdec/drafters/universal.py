@@ -38,7 +38,6 @@ class UniversalDrafter(ModelDrafter):
         features = context.input_features.to(self.runner.device, self.runner.dtype)
         encoder_output = self.model.model.encoder(features).last_hidden_state
         self.target = DecoderTarget(self.runner, self.runner.new_cache(encoder_output))
-        self.cached = []
         # the assistant applies its own rules; drafts are deterministic (greedy in its vocabulary)
         self.assistant_context = DraftContext(
             rules=self.tokens.rules(len(self.assistant_prompt)), sampling=Sampling(),
