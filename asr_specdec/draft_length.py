@@ -20,6 +20,10 @@ class DraftLength:
         if self.tokens < 1:
             raise ValueError("the number of draft tokens must be at least 1")
 
+    def copy(self) -> DraftLength:
+        """A fresh schedule with these settings (dynamic lengths adapt per sequence)."""
+        return DraftLength(self.tokens, self.dynamic, self.minimum, self.maximum)
+
     def update(self, drafted: int, accepted: int) -> None:
         if not self.dynamic or drafted == 0:
             return

@@ -36,14 +36,26 @@ class LogitRules:
 
         `tokens` holds the sequence the rows continue (row i may read tokens[:first_index + i]); these rules
         do not need it, rules that depend on earlier tokens (Whisper's timestamp rules) do."""
-        vocab_size = logits.shape[-1]
-        logits = logits.clone() if self.suppress_tokens or self.begin_suppress_tokens else logits
+        mask = self.suppressed(first_index, logits.shape[0], logits.shape[-1], logits.device)
+        return logits if mask is None else logits.masked_fill(mask, -float("inf"))
+
+    def suppressed(self, first_index: int, rows: int, vocab_size: int, device) -> torch.Tensor | None:
+        """[rows, vocab]: True where suppression puts -inf for rows predicting first_index.. (None: nowhere)."""
+        if not self.suppress_tokens and not self.begin_suppress_tokens:
+            return None
+        mask = torch.zeros(rows, vocab_size, dtype=torch.bool, device=device)
         if self.suppress_tokens:
-            logits[..., self._mask(self.suppress_tokens, vocab_size, logits.device)] = -float("inf")
+            mask |= self._mask(self.suppress_tokens, vocab_size, device)
         row = self.begin_index - first_index
-        if self.begin_suppress_tokens and 0 <= row < logits.shape[0]:
-            logits[row, self._mask(self.begin_suppress_tokens, vocab_size, logits.device)] = -float("inf")
-        return logits
+        if self.begin_suppress_tokens and 0 <= row < rows:
+            mask[row] |= self._mask(self.begin_suppress_tokens, vocab_size, device)
+        return mask
+
+
+def masks_only(rules: LogitRules) -> bool:
+    """True when `rules` only ever forbid tokens (suppression), so that a greedy choice needs no full logits
+    (see argmax.py): rules that subclass apply(), such as the timestamp rules, need them."""
+    return type(rules).apply is LogitRules.apply
 
 
 @dataclass(frozen=True)

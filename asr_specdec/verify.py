@@ -17,13 +17,17 @@ import torch
 
 def verify_greedy(draft_tokens: list[int], main_logits: torch.Tensor) -> tuple[int, int]:
     """main_logits [len(draft)+1, vocab] (rules already applied). Returns (accepted count, next token)."""
-    main_choice = main_logits.argmax(dim=-1).tolist()
+    return verify_greedy_choices(draft_tokens, main_logits.argmax(dim=-1).tolist())
+
+
+def verify_greedy_choices(draft_tokens: list[int], main_choices: list[int]) -> tuple[int, int]:
+    """main_choices: the main model's greedy token at each of the len(draft)+1 positions."""
     accepted = 0
-    for proposed, chosen in zip(draft_tokens, main_choice):
+    for proposed, chosen in zip(draft_tokens, main_choices):
         if proposed != chosen:
             break
         accepted += 1
-    return accepted, main_choice[accepted]
+    return accepted, main_choices[accepted]
 
 
 def verify_sampling(

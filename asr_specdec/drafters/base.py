@@ -33,6 +33,7 @@ class DraftContext:
     input_features: torch.Tensor | None = None
     main_cache: object | None = None  # the main model's KV cache, for drafters that share its layers
     main_cross_states: tuple | None = None
+    row_rules: list[LogitRules] | None = None  # per batch row, where rows differ (else `rules` for all)
 
 
 class Drafter(ABC):
@@ -40,7 +41,9 @@ class Drafter(ABC):
 
     `draft` receives the whole current sequence (prompt + accepted tokens) every round; a drafter with a
     model keeps its own cache and syncs it to that sequence, so rollback after a rejection is the
-    drafter's own business and the engine stays generic.
+    drafter's own business and the engine stays generic. The engine asks for a batch of rows at once
+    (`draft_rows`); row b is batch row b of the context's encoder output, and `keep` follows the engine when
+    finished rows leave the batch.
     """
 
     name: str = "drafter"
@@ -54,5 +57,10 @@ class Drafter(ABC):
     def draft(self, sequence: list[int], max_tokens: int) -> Draft:
         """Propose up to `max_tokens` tokens to follow `sequence`."""
 
-    def feedback(self, drafted: int, accepted: int) -> None:
-        """Told after each verification how many drafted tokens were accepted."""
+    def draft_rows(self, sequences: list[list[int]], max_tokens: list[int]) -> list[Draft]:
+        """A draft for every row of the batch (row by row unless a drafter batches its model)."""
+        return [self.draft(sequence, limit) if limit > 0 else Draft(tokens=[])
+                for sequence, limit in zip(sequences, max_tokens)]
+
+    def keep(self, rows: torch.Tensor, memo: dict) -> None:
+        """Only batch rows `rows` go on (the others finished); `memo` as in KVCache.keep."""

@@ -34,7 +34,7 @@ class EarlyExitDrafter(ModelDrafter):
                          main_cache.cross_keys[:layers], main_cache.cross_values[:layers])
         self.target = DecoderTarget(self.runner, shared)
 
-    def _common_prefix(self, sequence: list[int]) -> int:
+    def _common_prefix(self, sequence: list[int], cached: list[int]) -> int:
         # after the first verification the shared cache holds every token but the last (the main pass wrote
         # them); before it, nothing: the main model feeds its prompt together with the first draft
-        return len(sequence) - 1 if self.cached else 0
+        return len(sequence) - 1 if cached else 0

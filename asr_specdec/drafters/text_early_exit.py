@@ -71,7 +71,7 @@ class TextEarlyExitDrafter(ModelDrafter):
         shared.layers = context.main_cache.layers[: self.exit_layer]  # the same layer objects
         self.target = CausalLMTarget(self.model, cache=shared, max_positions=context.max_positions)
 
-    def _common_prefix(self, sequence: list[int]) -> int:
+    def _common_prefix(self, sequence: list[int], cached: list[int]) -> int:
         # after the first verification the shared cache holds every token but the last (the main pass wrote
         # them); before it, nothing: the main model feeds its prompt together with the first draft
-        return len(sequence) - 1 if self.cached else 0
+        return len(sequence) - 1 if cached else 0

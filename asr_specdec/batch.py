@@ -1,0 +1,142 @@
+"""Batched speculative transcription: many utterances (or 30-s windows of long audio) decoded together.
+
+Design, and why every row stays exact:
+- One engine loop (engine.generate_batch) serves the batch. Each round every row drafts, the main decoder
+  verifies all rows in ONE pass, and each row accepts its own number of draft tokens: no row waits for the
+  slowest acceptor and no draft is thrown away because another row disagreed.
+- KV cache: static buffers [batch, heads, positions + 1, head_dim] per layer, with a length per row
+  instead of a shared one. A pass feeds row b its unverified tokens at its own positions start_b..; rows
+  are padded to the longest feed, keys and values are scattered to each row's own positions, and a per-row
+  causal mask lets token i of row b attend to positions <= start_b + i only (decoder.py). Slots past a row's
+  valid length (rejected drafts, padding) are never read before the pass that reaches them overwrites them,
+  so rollback after a rejection is free and no row is ever recomputed. Padding that would fall past the
+  model's last position goes to one scratch slot beyond it.
+- A drafter keeps the same layout for its own cache (the int8 self-drafter and the assistant) or shares
+  the main cache's first layers (early exit). Rows that do not draft in a step get one padding token in the
+  scratch slot, so a step is one batched pass whatever the rows are doing.
+- Rows that finish (end-of-text, their own length limit) leave the batch: every cache is compacted to the
+  remaining rows; tensors shared between the main model and the drafter (the cross-attention keys/values)
+  are compacted once and stay shared (KVCache.keep), so speculation adds no copy of them.
+- Each row's encoder output and cross-attention states are computed row by row (the encoder is
+  compute-bound, so batching it buys little) and are therefore bit-identical to decoding the row alone. The
+  decoder passes are batched: their arithmetic can differ from a one-row pass in the last float bits, so a
+  token can flip only at a true near-tie of the top two logits.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from . import audio as audio_io
+from .decoder import DecoderTarget
+from .drafters import DraftContext
+from .engine import GenerationSettings, generate_batch
+from .formats import Segment
+from .stats import DecodeStats
+
+
+def transcribe_batch(whisper, audios: list, sample_rate: int | None = None, language: str | None = None,
+                     batch_size: int = 8) -> list:
+    """Transcribe every audio (path, bytes or array) with `whisper` (a SpeculativeWhisper), `batch_size` rows
+    at a time. Audio over 30 s is cut at quiet points into windows, which are decoded as rows of the batch
+    like short utterances (the chunked long-form mode). Returns one TranscriptionResult per audio, in order;
+    each result's times are its share of the batched passes, so they add up to the whole run."""
+    from .whisper import TranscriptionResult
+
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
+    language = language or whisper.language
+    language_id = whisper.tokens.language_token(language) if (language and whisper.tokens.multilingual) else None
+    windows = [(index, offset, window) for index, audio in enumerate(samples)
+               for offset, window in audio_io.split_long_audio(audio)]
+    decoded = []
+    for begin in range(0, len(windows), batch_size):
+        group = windows[begin:begin + batch_size]
+        decoded += _decode_rows(whisper, [window for _, _, window in group], language_id)
+
+    results = []
+    for index, audio in enumerate(samples):
+        rows = [(offset, window, row) for (owner, offset, window), row in zip(windows, decoded) if owner == index]
+        stats, segments, window_tokens, detected = DecodeStats(), [], [], None
+        for offset, window, (tokens, row_stats, found) in rows:
+            stats.add(row_stats)
+            window_tokens.append(tokens)
+            detected = detected or found
+            text = whisper.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+            if text:
+                segments.append(Segment(round(offset, 3), round(offset + audio_io.duration_seconds(window), 3), text))
+        if language:
+            detected = language
+        elif not whisper.tokens.multilingual:
+            detected = "en"
+        results.append(TranscriptionResult(
+            text=" ".join(segment.text for segment in segments), segments=segments, window_tokens=window_tokens,
+            stats=stats, language=detected, duration=audio_io.duration_seconds(audio), mode=whisper.mode,
+            main_model=whisper.main_name, assistant_model=whisper.assistant_name))
+    return results
+
+
+def _decode_rows(whisper, windows: list[np.ndarray], language_id: int | None) -> list:
+    """(generated tokens, stats, detected language code or None) for each window, decoded as one batch."""
+    started = time.perf_counter()
+    runner, tokens = whisper.runner, whisper.tokens
+    with torch.inference_mode():
+        features, encoder_outputs, cross_rows = [], [], []
+        for window in windows:
+            window_features = whisper._features(window)
+            encoded = whisper.model.model.encoder(window_features).last_hidden_state
+            features.append(window_features)
+            encoder_outputs.append(encoded)
+            cross_rows.append(runner.cross_attention_states(encoded))
+        features, encoder_output = torch.cat(features), torch.cat(encoder_outputs)
+        layers = range(len(cross_rows[0][0]))
+        cross_states = tuple([torch.cat([row[side][layer] for row in cross_rows]) for layer in layers]
+                             for side in (0, 1))
+        del cross_rows, encoder_outputs
+        cache = runner.new_cache(encoder_output, cross_states=cross_states)
+        encoder_seconds = time.perf_counter() - started
+
+        languages = _languages(whisper, cache, len(windows), language_id)
+        prompts = [tokens.prompt(row_language, whisper.task) for row_language, _ in languages]
+        settings = [GenerationSettings(eos_token_id=tokens.end_of_text, max_new_tokens=whisper.max_new_tokens,
+                                       rules=tokens.rules(len(prompt)), sampling=whisper.sampling,
+                                       draft_length=whisper.draft_length) for prompt in prompts]
+        generator = None
+        if whisper.sampling.do_sample:
+            generator = torch.Generator(device="cpu")
+            generator.manual_seed(whisper.seed if whisper.seed is not None else torch.seed())
+        drafter_seconds = 0.0
+        if whisper.drafter is not None:
+            drafter_started = time.perf_counter()
+            whisper.drafter.start(DraftContext(
+                rules=settings[0].rules, sampling=whisper.sampling, max_positions=cache.max_positions,
+                eos_token_id=tokens.end_of_text, generator=generator, encoder_output=encoder_output,
+                input_features=features, main_cache=cache, main_cross_states=cross_states,
+                row_rules=[row.rules for row in settings]))
+            drafter_seconds = time.perf_counter() - drafter_started
+        rows = generate_batch(DecoderTarget(runner, cache), prompts, settings, whisper.drafter, generator)
+    decoded = []
+    for (row_tokens, stats), (_, found) in zip(rows, languages):
+        stats.encoder_seconds += encoder_seconds / len(windows)
+        stats.draft_seconds += drafter_seconds / len(windows)
+        stats.total_seconds = (time.perf_counter() - started) / len(windows)
+        decoded.append((row_tokens, stats, found))
+    return decoded
+
+
+def _languages(whisper, cache, rows: int, language_id: int | None) -> list[tuple[int | None, str | None]]:
+    """(language token, detected code or None) per row: the given language, or each row's own most likely
+    language after start-of-transcript, as SpeculativeWhisper.detect_language picks it for one row."""
+    tokens = whisper.tokens
+    if not tokens.multilingual or language_id is not None:
+        return [(language_id, None)] * rows
+    ids = torch.full((rows, 1), tokens.start_of_transcript, device=whisper.runner.device)
+    logits = whisper.runner.forward(cache, ids, 0)[:, -1]
+    candidates = torch.tensor(list(tokens.language_ids.values()), device=logits.device)
+    best = candidates[logits[:, candidates].argmax(dim=-1)].tolist()
+    codes = {value: key.strip("<|>") for key, value in tokens.language_ids.items()}
+    return [(token, codes[token]) for token in best]
