@@ -37,3 +37,18 @@ def wer(references: list[str], hypotheses: list[str]) -> float:
         clip_errors, clip_words = word_errors(reference, hypothesis)
         errors, words = errors + clip_errors, words + clip_words
     return errors / words if words else 0.0
+
+
+def ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def spread(values: list[float]) -> dict:
+    """Median, quartiles and range of per-utterance values (None each when there are none)."""
+    import numpy as np
+
+    if not values:
+        return {"median": None, "p25": None, "p75": None, "min": None, "max": None}
+    p25, median, p75 = np.percentile(values, [25, 50, 75])
+    return {"median": float(median), "p25": float(p25), "p75": float(p75), "min": float(min(values)),
+            "max": float(max(values))}
