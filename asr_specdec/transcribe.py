@@ -14,6 +14,7 @@ from pathlib import Path
 
 MODES = ("off", "assistant", "quantized-self", "early-exit", "prompt-lookup", "universal")
 FORMATS = ("text", "json", "srt", "vtt")
+LONG_FORM_MODES = ("sequential", "chunked")
 DEFAULTS_HELP = (
     "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
     "distil-whisper/distil-large-v3 (mode assistant); otherwise (this offline CPU setup) the offline pack "
@@ -43,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--language", help="spoken language (e.g. en); detected when omitted")
     parser.add_argument("--task", choices=("transcribe", "translate"), default="transcribe")
     parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--timestamps", action=argparse.BooleanOptionalAction, default=None,
+                        help="decode with Whisper's timestamp tokens, giving segments with real times (default: on "
+                             "for srt/vtt and for audio over 30 s)")
+    parser.add_argument("--long-form", choices=LONG_FORM_MODES, default="sequential",
+                        help="audio over 30 s: 'sequential' (Whisper's own: each 30-s window starts where the last "
+                             "complete segment ended) or 'chunked' (independent windows cut at quiet points)")
+    parser.add_argument("--condition-on-previous-text", action="store_true",
+                        help="prompt each window with the text before it (<|startofprev|>), as openai's default")
     parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
@@ -133,6 +142,8 @@ def build_transcriber(args, mode_override: str | None = None):
         assistant_confidence_threshold=args.confidence_threshold, assistant_early_exit=args.early_exit_layer,
         do_sample=args.do_sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         seed=args.seed, language=args.language, task=args.task, device=device, dtype=dtype,
+        timestamps=args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None),
+        long_form=args.long_form, condition_on_previous_text=args.condition_on_previous_text,
     ), reason
 
 

@@ -27,10 +27,14 @@ from .engine import GenerationSettings, generate
 from .errors import ModelError, SpecdecError
 from .formats import Segment
 from .logits import Sampling
+from .longform import Frames, TimedTokens, chunk_segments, transcribe_sequential
 from .stats import DecodeStats
 from .whisper_tokens import WhisperTokens
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
+LONG_FORM_MODES = ("sequential", "chunked")
+# transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
+CONDITIONING_TEMPERATURE_LIMIT = 0.5
 
 
 @dataclass
@@ -81,13 +85,22 @@ def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_t
     return "off"
 
 
+def _first_given(*values):
+    return next((value for value in values if value is not None), None)
+
+
 class SpeculativeWhisper:
     """Transcribe with a main Whisper model, optionally verified against a drafter.
 
     Greedy output is exactly the main model's greedy output whatever the drafter; sampling output has
     exactly the main model's distribution. Accepts transformers' argument names (`assistant_model`,
-    `num_assistant_tokens`, `prompt_lookup_num_tokens`, `assistant_early_exit`, `assistant_tokenizer`)
-    and the aliases `draft_model` / `num_draft_tokens`.
+    `num_assistant_tokens`, `prompt_lookup_num_tokens`, `assistant_early_exit`, `assistant_tokenizer`,
+    `return_timestamps`, `condition_on_prev_tokens`) and the aliases `draft_model` / `num_draft_tokens`.
+
+    Audio longer than 30 s is decoded with timestamps, window after window, each window starting where the
+    last complete segment ended (`long_form="sequential"`, Whisper's own algorithm), or cut at quiet points
+    into independent windows (`long_form="chunked"`). `timestamps=True` decodes short audio with timestamps
+    too; `condition_on_previous_text=True` prompts each window with the text before it.
     """
 
     def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
@@ -97,8 +110,14 @@ class SpeculativeWhisper:
                  prompt_lookup_num_tokens: int | None = None, assistant_early_exit: int | None = None,
                  do_sample: bool = False, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                  seed: int | None = None, language: str | None = None, task: str = "transcribe",
-                 device: str = "cpu", dtype: torch.dtype | None = None, max_new_tokens: int | None = None):
+                 device: str = "cpu", dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
+                 timestamps: bool | None = None, return_timestamps: bool | None = None,
+                 long_form: str = "sequential", condition_on_previous_text: bool | None = None,
+                 condition_on_prev_tokens: bool | None = None):
         dtype = dtype or torch.float32
+        self.timestamps = _first_given(timestamps, return_timestamps)
+        self.long_form = _check_long_form(long_form)
+        self.condition_on_previous_text = bool(_first_given(condition_on_previous_text, condition_on_prev_tokens))
         self.model, loaded_processor, self.main_name = _load(main, device, dtype)
         self.processor = processor or loaded_processor
         if self.processor is None:
@@ -144,18 +163,23 @@ class SpeculativeWhisper:
         tokenizer = assistant_tokenizer or (processor.tokenizer if processor is not None else None)
         if tokenizer is None:
             raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
-        language = self.language or "en"
-        prompt_length = len(self._prompt(self.tokens.language_ids.get("<|en|>")))
-        return UniversalDrafter(model, tokenizer, self.processor.tokenizer, prompt_length, language=language,
+        return UniversalDrafter(model, tokenizer, self.processor.tokenizer, language=self.language or "en",
                                 task=self.task, confidence_threshold=threshold)
 
-    def _prompt(self, language_id: int | None) -> list[int]:
-        return self.tokens.prompt(language_id, self.task)
-
-    def _features(self, samples: np.ndarray) -> torch.Tensor:
+    def _features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
+        """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
+        over all of it, as transformers' long-form generate and openai's transcribe compute them."""
+        options = {"truncation": False, "padding": "longest"} if whole else {}
         features = self.processor.feature_extractor(samples, sampling_rate=audio_io.SAMPLE_RATE,
-                                                    return_tensors="pt").input_features
+                                                    return_tensors="pt", **options).input_features
         return features.to(self.runner.device, self.runner.dtype)
+
+    @property
+    def frames(self) -> Frames:
+        extractor = self.processor.feature_extractor
+        encoder = self.model.model.encoder
+        return Frames(window=extractor.nb_max_frames, per_timestamp=encoder.conv1.stride[0] * encoder.conv2.stride[0],
+                      seconds=extractor.hop_length / extractor.sampling_rate)
 
     def detect_language(self, cache: KVCache) -> tuple[int, str]:
         """The most likely language token after start-of-transcript, as transformers' generate picks it."""
@@ -166,9 +190,10 @@ class SpeculativeWhisper:
         code = next(key for key, value in self.tokens.language_ids.items() if value == best)
         return best, code.strip("<|>")
 
-    def _decode_window(self, samples: np.ndarray, language_id: int | None, generator, stats: DecodeStats):
+    def _decode_features(self, features: torch.Tensor, language_id: int | None, generator, stats: DecodeStats,
+                         timestamps: bool = False, previous: list[int] | None = None):
+        """(generated tokens, language id, detected language code or None) for one 30-s window."""
         started = time.perf_counter()
-        features = self._features(samples)
         with torch.inference_mode():
             encoder_output = self.model.model.encoder(features).last_hidden_state
             cross_states = self.runner.cross_attention_states(encoder_output)
@@ -177,10 +202,11 @@ class SpeculativeWhisper:
             language = None
             if self.tokens.multilingual and language_id is None:
                 language_id, language = self.detect_language(cache)
-            prompt = self._prompt(language_id)
+            prompt = self.tokens.prompt(language_id, self.task, timestamps, previous)
             settings = GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt)), sampling=self.sampling, draft_length=self.draft_length)
+                rules=self.tokens.rules(len(prompt), timestamps), sampling=self.sampling,
+                draft_length=self.draft_length)
             if self.drafter is not None:
                 drafter_started = time.perf_counter()
                 self.drafter.start(DraftContext(
@@ -194,10 +220,13 @@ class SpeculativeWhisper:
         return tokens, language_id, language
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
-                   task: str | None = None, progress: Progress | None = None) -> TranscriptionResult:
+                   task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
+                   return_timestamps: bool | None = None, long_form: str | None = None,
+                   condition_on_previous_text: bool | None = None) -> TranscriptionResult:
         """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz).
 
-        `progress(fraction_done, description)` is called before each 30-second window and at the end.
+        `progress(fraction_done, description)` is called before each 30-second window and at the end. The
+        keyword options override the constructor's for this call.
         """
         started = time.perf_counter()
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
@@ -205,29 +234,106 @@ class SpeculativeWhisper:
             self.task = task
         language = language or self.language
         language_id = self.tokens.language_token(language) if (language and self.tokens.multilingual) else None
-        detected = language if language else ("en" if not self.tokens.multilingual else None)
+        timestamps = _first_given(timestamps, return_timestamps, self.timestamps)
+        long_form = _check_long_form(long_form or self.long_form)
+        condition = _first_given(condition_on_previous_text, self.condition_on_previous_text)
+        is_long = len(samples) > self.processor.feature_extractor.n_samples
+        if is_long and long_form == "sequential" and timestamps is False:
+            raise SpecdecError("sequential long-form decoding needs timestamps: use long_form='chunked' for audio "
+                               "over 30 s without timestamps")
         generator = None
         if self.sampling.do_sample:
             generator = torch.Generator(device="cpu")
             generator.manual_seed(self.seed if self.seed is not None else torch.seed())
-        stats = DecodeStats()
-        segments, window_tokens = [], []
-        duration = audio_io.duration_seconds(samples)
-        windows = audio_io.split_long_audio(samples)
-        for index, (offset, window) in enumerate(windows):
-            if progress is not None:
-                progress(index / len(windows), f"transcribing window {index + 1} of {len(windows)}")
-            tokens, language_id, found = self._decode_window(window, language_id, generator, stats)
-            detected = detected or found
-            window_tokens.append(tokens)
-            text = self.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
-            if text:
-                end = offset + audio_io.duration_seconds(window)
-                segments.append(Segment(round(offset, 3), round(end, 3), text))
-        stats.total_seconds = time.perf_counter() - started
+        run = _Run(language_id, generator, DecodeStats(), progress)
+        if is_long and long_form == "chunked":
+            segments = self._transcribe_chunked(samples, run, bool(timestamps))
+        elif is_long or timestamps:
+            segments = self._transcribe_sequential(samples, run, is_long, condition)
+        else:
+            segments = self._transcribe_chunked(samples, run, False)
+        run.stats.total_seconds = time.perf_counter() - started
         if progress is not None:
             progress(1.0, "done")
+        detected = language if language else ("en" if not self.tokens.multilingual else run.language)
+        spoken = [segment for segment in segments if segment.text]
         return TranscriptionResult(
-            text=" ".join(segment.text for segment in segments), segments=segments, window_tokens=window_tokens,
-            stats=stats, language=detected, duration=duration, mode=self.mode, main_model=self.main_name,
+            text=self._text(spoken), segments=[Segment(s.start, s.end, s.text) for s in spoken],
+            window_tokens=run.window_tokens, stats=run.stats, language=detected,
+            duration=audio_io.duration_seconds(samples), mode=self.mode, main_model=self.main_name,
             assistant_model=self.assistant_name)
+
+    def _decode_run(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None):
+        tokens, run.language_id, found = self._decode_features(features, run.language_id, run.generator, run.stats,
+                                                               timestamps, previous)
+        run.language = run.language or found
+        run.window_tokens.append(tokens)
+        return tokens
+
+    def _transcribe_chunked(self, samples: np.ndarray, run: _Run, timestamps: bool) -> list[_TextSegment]:
+        """Windows cut at quiet points, each decoded on its own (one window for audio up to 30 s)."""
+        windows = audio_io.split_long_audio(samples)
+        segments = []
+        for index, (offset, window) in enumerate(windows):
+            if run.progress is not None:
+                run.progress(index / len(windows), f"transcribing window {index + 1} of {len(windows)}")
+            tokens = self._decode_run(self._features(window), run, timestamps)
+            duration = audio_io.duration_seconds(window)
+            if timestamps:
+                timed = chunk_segments(tokens, self.tokens.timestamp_begin, self.tokens.end_of_text, offset,
+                                       duration, self.frames)
+                segments += [self._segment(piece) for piece in timed]
+            else:
+                segments.append(_TextSegment(round(offset, 3), round(offset + duration, 3), self._decode(tokens)))
+        return segments
+
+    def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,
+                               condition: bool) -> list[_TextSegment]:
+        """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
+        if condition and self.sampling.do_sample and self.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
+            condition = False
+
+        def decode(window: torch.Tensor, previous: list[int] | None) -> list[int]:
+            return self._decode_run(window, run, True, previous)
+
+        output = transcribe_sequential(self._features(samples, whole=is_long), decode, self.tokens.timestamp_begin,
+                                       self.tokens.end_of_text, self.frames, condition, run.progress)
+        return [self._segment(piece) for piece in output.segments]
+
+    def _segment(self, piece: TimedTokens) -> _TextSegment:
+        return _TextSegment(round(piece.start, 3), round(piece.end, 3), self._decode(list(piece.tokens)),
+                            piece.tokens)
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+
+    def _text(self, segments: list[_TextSegment]) -> str:
+        if all(segment.tokens is None for segment in segments):
+            return " ".join(segment.text for segment in segments)
+        return self._decode([token for segment in segments for token in segment.tokens or ()])
+
+
+@dataclass
+class _Run:
+    """What one transcribe call accumulates across its windows."""
+
+    language_id: int | None
+    generator: torch.Generator | None
+    stats: DecodeStats
+    progress: Progress | None
+    language: str | None = None
+    window_tokens: list[list[int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _TextSegment:
+    start: float
+    end: float
+    text: str
+    tokens: tuple[int, ...] | None = None
+
+
+def _check_long_form(long_form: str) -> str:
+    if long_form not in LONG_FORM_MODES:
+        raise SpecdecError(f"unknown long-form mode '{long_form}': choose one of {', '.join(LONG_FORM_MODES)}")
+    return long_form

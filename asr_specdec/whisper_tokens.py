@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from .errors import SpecdecError
 from .logits import LogitRules
+from .timestamps import TimestampRules
+
+DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai's max_initial_timestamp of 1.0 s
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,9 @@ class WhisperTokens:
     suppress_tokens: tuple[int, ...]
     begin_suppress_tokens: tuple[int, ...]
     max_positions: int
+    vocab_size: int = 0
+    start_of_prev: int | None = None
+    max_initial_timestamp_index: int | None = DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX
 
     @classmethod
     def from_model(cls, model) -> WhisperTokens:
@@ -34,6 +40,10 @@ class WhisperTokens:
             suppress_tokens=tuple(config.suppress_tokens or ()),
             begin_suppress_tokens=tuple(config.begin_suppress_tokens or ()),
             max_positions=min(max_positions, getattr(config, "max_length", None) or max_positions),
+            vocab_size=model.config.vocab_size,
+            start_of_prev=getattr(config, "prev_sot_token_id", None),
+            max_initial_timestamp_index=getattr(config, "max_initial_timestamp_index",
+                                                DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX),
         )
 
     @property
@@ -52,8 +62,19 @@ class WhisperTokens:
             raise SpecdecError(f"unknown language '{language}' for this model (use a code such as {known}, ...)")
         return self.language_ids[key]
 
-    def prompt(self, language_id: int | None, task: str) -> list[int]:
-        """The decoder prompt: start, [language, task,] no-timestamps."""
+    @property
+    def timestamp_begin(self) -> int:
+        """The id of <|0.00|>: Whisper numbers its timestamps right after <|notimestamps|>."""
+        return self.no_timestamps + 1
+
+    @property
+    def timestamp_count(self) -> int:
+        return max(0, self.vocab_size - self.timestamp_begin)
+
+    def prompt(self, language_id: int | None, task: str, timestamps: bool = False,
+               previous: list[int] | None = None) -> list[int]:
+        """The decoder prompt: [<|startofprev|>, previous text,] start, [language, task,] and no-timestamps
+        unless decoding with timestamps. Only the last max_positions // 2 - 1 previous tokens are kept."""
         if task not in ("transcribe", "translate"):
             raise SpecdecError(f"unknown task '{task}': use transcribe or translate")
         tokens = [self.start_of_transcript]
@@ -61,7 +82,18 @@ class WhisperTokens:
             tokens += [language_id, self.task_ids[task]]
         elif task == "translate":
             raise SpecdecError("this model is English-only and cannot translate: use a multilingual model")
-        return tokens + [self.no_timestamps]
+        if timestamps and not self.timestamp_count:
+            raise SpecdecError("this model's vocabulary has no timestamp tokens: decode without timestamps")
+        if previous:
+            if self.start_of_prev is None:
+                raise SpecdecError("this model has no <|startofprev|> token: decode without previous-text conditioning")
+            tokens = [self.start_of_prev, *previous[-(self.max_positions // 2 - 1):], *tokens]
+        return tokens if timestamps else tokens + [self.no_timestamps]
 
-    def rules(self, prompt_length: int) -> LogitRules:
-        return LogitRules(self.suppress_tokens, self.begin_suppress_tokens, begin_index=prompt_length)
+    def rules(self, prompt_length: int, timestamps: bool = False) -> LogitRules:
+        if not timestamps:
+            return LogitRules(self.suppress_tokens, self.begin_suppress_tokens, begin_index=prompt_length)
+        return TimestampRules(self.suppress_tokens, self.begin_suppress_tokens, begin_index=prompt_length,
+                              timestamp_begin=self.timestamp_begin, no_timestamps=self.no_timestamps,
+                              end_of_text=self.end_of_text,
+                              max_initial_timestamp_index=self.max_initial_timestamp_index)

@@ -76,3 +76,27 @@ def test_a_row_with_no_room_leaves_at_once():
     batch = run_batch(MAIN, DRAFTERS["quantized-self"], [0, 1], max_new_tokens=[0, 6])
     assert batch[0][0] == []
     assert batch[1][0] == run(MAIN, None, 1, max_new_tokens=6)[0]
+
+
+def test_rows_keep_their_own_rules_after_others_leave():
+    from asr_specdec.logits import LogitRules
+
+    # row 1 may never say token 9; once row 0 leaves, row 1's rules must still be row 1's own
+    rules = [RULES, LogitRules(suppress_tokens=(3, 7, 9), begin_suppress_tokens=(EOS, 5), begin_index=len(PROMPT))]
+    seeds = [0, 1]
+    features = torch.cat([encoder_output(MAIN, seed)[0] for seed in seeds])
+    runner = WhisperDecoderRunner(MAIN)
+    with torch.inference_mode():
+        encoded = torch.cat([encoder_output(MAIN, seed)[1] for seed in seeds])
+        cross = runner.cross_attention_states(encoded)
+        cache = runner.new_cache(encoded, cross_states=cross)
+        drafter = DRAFTERS["assistant-self"]()
+        drafter.start(DraftContext(rules=RULES, sampling=Sampling(), max_positions=cache.max_positions,
+                                   eos_token_id=EOS, encoder_output=encoded, input_features=features,
+                                   main_cache=cache, main_cross_states=cross, row_rules=rules))
+        settings = [GenerationSettings(eos_token_id=EOS, max_new_tokens=limit, rules=row_rules,
+                                       draft_length=DraftLength(4)) for limit, row_rules in zip([3, 40], rules)]
+        batch = generate_batch(DecoderTarget(runner, cache), [PROMPT] * 2, settings, drafter)
+    assert 9 not in batch[1][0]
+    # the drafter is the main model itself: with the right rules it proposes exactly what is accepted
+    assert batch[1][1].acceptance_rate == 1.0

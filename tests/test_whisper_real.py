@@ -124,7 +124,8 @@ def test_long_audio_reports_progress_per_window(tiny_en, clips):
 
     long_audio = np.concatenate([clips["libri-1088-134315-0000.wav"]] * 5)  # 80 s: three windows
     calls = []
-    result = SpeculativeWhisper(tiny_en, mode="off").transcribe(long_audio, progress=lambda f, what: calls.append(f))
+    result = SpeculativeWhisper(tiny_en, mode="off", long_form="chunked").transcribe(
+        long_audio, progress=lambda f, what: calls.append(f))
     assert len(result.window_tokens) == 3
     assert calls == sorted(calls) and calls[0] == 0.0 and calls[-1] == 1.0 and len(calls) == 4
     assert result.segments[-1].end == pytest.approx(result.duration, abs=0.01)

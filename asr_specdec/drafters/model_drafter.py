@@ -3,6 +3,8 @@ or by sampling, under the same logit rules as the main model, a batch of rows at
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from .base import Draft, Drafter
@@ -108,6 +110,9 @@ class ModelDrafter(Drafter):
     def keep(self, rows: torch.Tensor, memo: dict) -> None:
         from ..engine import as_rows_target
 
+        kept = rows.tolist()
         if self.cached:
-            self.cached = [self.cached[index] for index in rows.tolist()]
+            self.cached = [self.cached[index] for index in kept]
+        if getattr(self.context, "row_rules", None):
+            self.context = replace(self.context, row_rules=[self.context.row_rules[index] for index in kept])
         as_rows_target(self.target).keep(rows, memo)

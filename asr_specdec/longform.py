@@ -1,0 +1,159 @@
+"""Whisper's sequential long-form transcription (openai/whisper's `transcribe`, transformers' long-form
+`generate`): decode a 30-second window with timestamps, keep its complete segments, move the window to the
+end of the last complete one, repeat.
+
+A window's tokens read `<|t0|> text <|t1|><|t1|> text <|t2|>...`; two timestamps in a row close a segment
+and open the next. When the window ends with a single timestamp after text, everything up to it was
+heard: the next window starts after this one. Otherwise the text after the last pair may be a word cut by
+the window's edge, so it is dropped and the next window starts at that pair. A window with no pair at all
+is one segment. Optionally each window is conditioned on the tokens of the segments before it
+(<|startofprev|> prompt), as both references do.
+
+This module knows nothing about models: `decode(window_features, previous_tokens)` returns a window's
+generated tokens, so plain and speculative decoding share every line of the seeking logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The time grid: feature frames per window, frames per timestamp step, seconds per frame."""
+
+    window: int = 3000
+    per_timestamp: int = 2  # the encoder's total convolution stride
+    seconds: float = 0.01  # hop length / sample rate
+
+    @property
+    def timestamp_seconds(self) -> float:
+        return self.per_timestamp * self.seconds
+
+
+@dataclass(frozen=True)
+class TimedTokens:
+    """One segment of a window: absolute start/end seconds and its tokens (timestamps included)."""
+
+    start: float
+    end: float
+    tokens: tuple[int, ...]
+
+
+@dataclass
+class LongFormOutput:
+    segments: list[TimedTokens] = field(default_factory=list)
+    window_tokens: list[list[int]] = field(default_factory=list)  # generated ids per decoded window
+    window_offsets: list[float] = field(default_factory=list)  # start of each decoded window, seconds
+
+
+def window_segments(tokens: list[int], timestamp_begin: int, end_of_text: int, offset_frames: int,
+                    window_frames: int, frames: Frames) -> tuple[list[TimedTokens], int]:
+    """(segments, frames to advance) for one window's generated tokens, as transformers' `_retrieve_segment`.
+
+    `window_frames` is how many real frames the window held (less than frames.window at the end). The last
+    segment of a window cut after a pair keeps the pair's second timestamp, as transformers keeps it.
+    """
+    if tokens and tokens[-1] == end_of_text:
+        tokens = tokens[:-1]
+    offset = offset_frames * frames.seconds
+    step = frames.timestamp_seconds
+    is_timestamp = [token >= timestamp_begin for token in tokens]
+    single_timestamp_ending = is_timestamp[-2:] == [False, True]
+    pair_ends = [index + 1 for index in range(len(tokens) - 1) if is_timestamp[index] and is_timestamp[index + 1]]
+    if not pair_ends:
+        stamps = [token for token, stamp in zip(tokens, is_timestamp) if stamp]
+        duration = window_frames * frames.seconds
+        if stamps and stamps[-1] != timestamp_begin:
+            duration = (stamps[-1] - timestamp_begin) * step
+        return [TimedTokens(offset, offset + duration, tuple(tokens))], window_frames
+
+    slices = list(pair_ends)
+    if single_timestamp_ending:
+        slices.append(len(tokens))
+    else:
+        slices[-1] += 1
+    segments, begin = [], 0
+    for number, end in enumerate(slices):
+        piece = tokens[begin:end]
+        closing = piece[-1] if number < len(slices) - 1 or single_timestamp_ending else piece[-2]
+        segments.append(TimedTokens(offset + (piece[0] - timestamp_begin) * step,
+                                    offset + (closing - timestamp_begin) * step, tuple(piece)))
+        begin = end
+    if single_timestamp_ending:
+        return segments, window_frames
+    return segments, (tokens[begin - 2] - timestamp_begin) * frames.per_timestamp
+
+
+def chunk_segments(tokens: list[int], timestamp_begin: int, end_of_text: int, offset: float, duration: float,
+                   frames: Frames) -> list[TimedTokens]:
+    """Segments of a window that is never decoded again (the chunked mode): every piece between pairs is
+    kept, and one with no closing timestamp ends where the window ends. Times past the window's audio (the
+    model may place timestamps in its silent padding) are clipped to its end, so that windows never overlap."""
+    if tokens and tokens[-1] == end_of_text:
+        tokens = tokens[:-1]
+    step = frames.timestamp_seconds
+    starts = [0] + [index for index in range(1, len(tokens))
+                    if tokens[index - 1] >= timestamp_begin and tokens[index] >= timestamp_begin]
+    segments = []
+    for begin, end in zip(starts, starts[1:] + [len(tokens)]):
+        piece = tokens[begin:end]
+        if not piece:
+            continue
+        first, last = piece[0], piece[-1]
+        start = (first - timestamp_begin) * step if first >= timestamp_begin else 0.0
+        end = (last - timestamp_begin) * step if len(piece) > 1 and last >= timestamp_begin else duration
+        segments.append(TimedTokens(offset + min(start, duration), offset + min(end, duration), tuple(piece)))
+    return segments
+
+
+def previous_tokens(segments: list[TimedTokens], timestamp_begin: int) -> list[int]:
+    """The conditioning text: every segment's tokens, a segment's trailing second timestamp left out."""
+    tokens: list[int] = []
+    for segment in segments:
+        piece = segment.tokens
+        if len(piece) > 2 and piece[-2] >= timestamp_begin:
+            piece = piece[:-1]
+        tokens.extend(piece)
+    return tokens
+
+
+def window_features(features: torch.Tensor, seek: int, frames: Frames) -> tuple[torch.Tensor, int]:
+    """(features of the window starting at frame `seek`, zero-padded to frames.window; real frames in it)."""
+    window = features[..., seek: seek + frames.window]
+    real = window.shape[-1]
+    if real < frames.window:
+        window = F.pad(window, (0, frames.window - real))
+    return window, real
+
+
+def transcribe_sequential(
+    features: torch.Tensor,
+    decode: Callable[[torch.Tensor, list[int] | None], list[int]],
+    timestamp_begin: int,
+    end_of_text: int,
+    frames: Frames = Frames(),
+    condition_on_previous_text: bool = False,
+    progress: Callable[[float, str], None] | None = None,
+) -> LongFormOutput:
+    """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time."""
+    total = features.shape[-1]
+    output = LongFormOutput()
+    seek = 0
+    while seek < total:
+        if progress is not None:
+            progress(seek / total, f"transcribing from {seek * frames.seconds:.1f} s of "
+                                   f"{total * frames.seconds:.1f} s")
+        window, real = window_features(features, seek, frames)
+        previous = previous_tokens(output.segments, timestamp_begin) if condition_on_previous_text else []
+        tokens = decode(window, previous or None)
+        output.window_tokens.append(tokens)
+        output.window_offsets.append(seek * frames.seconds)
+        segments, advance = window_segments(tokens, timestamp_begin, end_of_text, seek, real, frames)
+        output.segments.extend(segments)
+        seek += advance if advance > 0 else real  # a complete segment always ends after 0, but never loop
+    return output
