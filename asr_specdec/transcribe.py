@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "complete segment ended) or 'chunked' (independent windows cut at quiet points)")
     parser.add_argument("--condition-on-previous-text", action="store_true",
                         help="prompt each window with the text before it (<|startofprev|>), as openai's default")
+    parser.add_argument("--batch-size", type=int, default=1,
+                        help="decode several files together, this many rows at a time (without timestamps; audio "
+                             "over 30 s is cut into quiet-point windows that join the batch)")
     parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
@@ -162,36 +165,85 @@ def run(args) -> int:
         print(f"models: main {transcriber.main_name}, mode {transcriber.mode}"
               f"{', assistant ' + transcriber.assistant_name if transcriber.assistant_name else ''} ({reason})",
               file=sys.stderr)
+    if args.batch_size < 1:
+        print("error: --batch-size must be at least 1", file=sys.stderr)
+        return 2
+    if args.batch_size > 1 and transcriber.timestamps:
+        print("error: --batch-size decodes without timestamps: add --no-timestamps (srt/vtt then get one cue per "
+              "30-s window)", file=sys.stderr)
+        return 2
     several = len(args.files) > 1
     failures = 0
     records = []
-    progress = tqdm(args.files, unit="file", disable=not several, file=sys.stderr)
-    for file in progress:
-        try:
-            result = transcriber.transcribe(file)
-            rendered = render(result, args.format, file)
-            destination = output_path(args, file, several)
-            if destination is not None:
-                destination.write_text(rendered, encoding="utf-8")
-            elif args.format == "json" and several:
-                records.append(result_record(result, file))
-            else:
-                header = f"== {file}\n" if several and args.format == "text" else ""
-                tqdm.write(header + rendered.rstrip("\n"), file=sys.stdout)
-            if args.stats:
-                tqdm.write(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
-            if plain is not None:
-                compare(plain, result, file)
-        except SpecdecError as error:
-            failures += 1
+    progress = tqdm(total=len(args.files), unit="file", disable=not several, file=sys.stderr)
+
+    def fail(file: str, error: Exception) -> None:
+        nonlocal failures
+        failures += 1
+        if isinstance(error, SpecdecError):
             message = str(error) if str(error).startswith(file) else f"{file}: {error}"
-            tqdm.write(f"error: {message}", file=sys.stderr)
-        except Exception as error:  # a bug must not take the other files down or print a traceback
-            failures += 1
-            tqdm.write(f"error: {file}: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        else:  # a bug must not take the other files down or print a traceback
+            message = f"{file}: unexpected {type(error).__name__}: {error}"
+        tqdm.write(f"error: {message}", file=sys.stderr)
+
+    def emit(file: str, result) -> None:
+        rendered = render(result, args.format, file)
+        destination = output_path(args, file, several)
+        if destination is not None:
+            destination.write_text(rendered, encoding="utf-8")
+        elif args.format == "json" and several:
+            records.append(result_record(result, file))
+        else:
+            header = f"== {file}\n" if several and args.format == "text" else ""
+            tqdm.write(header + rendered.rstrip("\n"), file=sys.stdout)
+        if args.stats:
+            tqdm.write(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
+        if plain is not None:
+            compare(plain, result, file)
+
+    for group in _groups(args.files, args.batch_size):
+        for file, outcome in _transcribe_group(transcriber, group):
+            try:
+                if isinstance(outcome, Exception):
+                    raise outcome
+                emit(file, outcome)
+            except Exception as error:
+                fail(file, error)
+            progress.update()
+    progress.close()
     if records:
         print(json.dumps(records, ensure_ascii=False, indent=2))
     return 1 if failures else 0
+
+
+def _groups(files: list[str], size: int) -> list[list[str]]:
+    return [files[begin:begin + size] for begin in range(0, len(files), size)]
+
+
+def _transcribe_group(transcriber, files: list[str]) -> list[tuple[str, object]]:
+    """(file, result or the exception it raised) for each file; a group of more than one decodes as a batch,
+    after reading every file on its own so that one unreadable file fails alone."""
+    from .audio import load_audio
+
+    if len(files) == 1:
+        try:
+            return [(files[0], transcriber.transcribe(files[0]))]
+        except Exception as error:
+            return [(files[0], error)]
+    outcomes: dict[str, object] = {}
+    readable = {}
+    for file in files:
+        try:
+            readable[file] = load_audio(file)
+        except Exception as error:
+            outcomes[file] = error
+    if readable:
+        try:
+            results = transcriber.transcribe_batch(list(readable.values()), batch_size=len(readable))
+            outcomes.update(zip(readable, results))
+        except Exception as error:
+            outcomes.update((file, error) for file in readable)
+    return [(file, outcomes[file]) for file in files]
 
 
 def compare(plain, speculative_result, file: str) -> None:

@@ -263,6 +263,16 @@ class SpeculativeWhisper:
             duration=audio_io.duration_seconds(samples), mode=self.mode, main_model=self.main_name,
             assistant_model=self.assistant_name)
 
+    def transcribe_batch(self, audios: list, sample_rate: int | None = None, language: str | None = None,
+                         batch_size: int = 8) -> list[TranscriptionResult]:
+        """Transcribe several audios (paths, bytes or arrays) together, `batch_size` rows at a time: each row
+        drafts and accepts at its own pace (see batch.py). Decodes without timestamps; audio over 30 s is cut
+        at quiet points into windows that join the batch as rows, so each result has the tokens of
+        transcribe(audio, long_form="chunked", timestamps=False)."""
+        from .batch import transcribe_batch
+
+        return transcribe_batch(self, audios, sample_rate, language, batch_size)
+
     def _decode_run(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None):
         tokens, run.language_id, found = self._decode_features(features, run.language_id, run.generator, run.stats,
                                                                timestamps, previous)

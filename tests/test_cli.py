@@ -132,16 +132,33 @@ def test_bad_input_is_one_line_error_and_nonzero_exit(capsys, tmp_path, case):
     assert str(path.name) in one_line_error(err)
 
 
-def test_several_files_with_one_bad(capsys, tmp_path, shared_audio):
+@pytest.mark.parametrize("batch", [[], ["--batch-size", "3"]])
+def test_several_files_with_one_bad(capsys, tmp_path, shared_audio, batch):
     bad = _write(tmp_path / "bad.wav", b"garbage")
     outdir = tmp_path / "out"
     code, _, err = cli(capsys, shared_audio / "LJ002-0020.wav", bad, shared_audio / "goforward.wav",
-                       "--output", outdir)
+                       "--output", outdir, *batch)
     assert code == 1
     assert "bad.wav" in one_line_error(err)
     assert "1813" in (outdir / "LJ002-0020.txt").read_text()
     assert "forward" in (outdir / "goforward.txt").read_text().lower()
     assert not (outdir / "bad.txt").exists()
+
+
+def test_batched_files_get_the_tokens_they_get_alone(capsys, tmp_path, shared_audio):
+    files = [shared_audio / name for name in ("LJ002-0035.wav", "librivox-0880.wav", "forever.wav")]
+    records = {}
+    for batch in ([], ["--batch-size", "2"]):
+        code, out, err = cli(capsys, *files, "--format", "json", "--mode", "quantized-self", *batch)
+        assert code == 0, err
+        records[bool(batch)] = [record["tokens"] for record in json.loads(out)]
+    assert records[True] == records[False]
+
+
+def test_batch_size_with_timestamps_is_refused(capsys, shared_audio):
+    code, _, err = cli(capsys, shared_audio / "forever.wav", "--batch-size", "2", "--format", "srt")
+    assert code == 2
+    assert "--no-timestamps" in one_line_error(err)
 
 
 def test_unknown_model_name(capsys, shared_audio):
