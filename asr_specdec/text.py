@@ -1,8 +1,7 @@
 """Speculative decoding for causal language models, through the same engine, verifier and drafters as Whisper.
 
-`CausalLMTarget` adapts any transformers `AutoModelForCausalLM` to the engine's `Target`: a KV cache
-addressed by position, where feeding tokens at `start` first drops whatever the cache holds from `start` on.
-`SpeculativeLM` is the public API, mirroring `SpeculativeWhisper`: prompt in, text + tokens + stats out.
+`SpeculativeLM` is the public API, mirroring `SpeculativeWhisper`: prompt in, text + tokens + stats out. The
+model adapter is `text_target.CausalLMTarget`.
 """
 
 from __future__ import annotations
@@ -13,118 +12,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .draft_length import DraftLength
+from .draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from .drafters.base import DraftContext, Drafter
 from .drafters.prompt_lookup import PromptLookupDrafter
 from .engine import GenerationSettings, generate
 from .errors import ModelError, SpecdecError
 from .logits import LogitRules, Sampling
 from .stats import DecodeStats
+from .text_target import CausalLMTarget, context_length, eos_token_ids, model_device, num_layers, vocab_size
 
 TEXT_MODES = ("off", "assistant", "quantized-self", "early-exit", "prompt-lookup", "universal")
-NEEDS_ASSISTANT = ("assistant", "universal")
-
-
-def text_config(model: nn.Module):
-    return model.config.get_text_config(decoder=True)
-
-
-def decoder_layers(model: nn.Module) -> tuple[str, str]:
-    """(inner model attribute, layer list attribute): ("model", "layers") for Llama-style models
-    (Llama, Mistral, Qwen, Gemma, SmolLM), ("transformer", "h") for GPT-2-style ones."""
-    for inner_name, layers_name in (("model", "layers"), ("transformer", "h")):
-        inner = getattr(model, inner_name, None)
-        if isinstance(getattr(inner, layers_name, None), nn.ModuleList):
-            return inner_name, layers_name
-    raise ModelError(f"{type(model).__name__} has neither model.layers (Llama-style) nor transformer.h (GPT-2-style) "
-                     "decoder layers")
-
-
-def num_layers(model: nn.Module) -> int:
-    inner_name, layers_name = decoder_layers(model)
-    return len(getattr(getattr(model, inner_name), layers_name))
-
-
-def context_length(model: nn.Module) -> int:
-    config = text_config(model)
-    for name in ("max_position_embeddings", "n_positions"):
-        if getattr(config, name, None):
-            return int(getattr(config, name))
-    raise ModelError(f"{type(model).__name__}'s config gives no context length (max_position_embeddings)")
-
-
-def vocab_size(model: nn.Module) -> int:
-    return model.get_output_embeddings().weight.shape[0]
-
-
-def model_device(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
-
-def full_attention_cache(layers: int):
-    """A DynamicCache whose every layer keeps all positions, created up front so that drafters can share layers.
-
-    Sliding-window layers (Gemma 2/3, Mistral) would keep only the last `window - 1` positions, and rolling
-    back a rejected draft past that is impossible. Keeping them whole costs memory only: the model still builds
-    its sliding-window mask from absolute positions, so each layer attends to exactly the same keys.
-    """
-    from transformers import DynamicCache
-    from transformers.cache_utils import DynamicLayer
-
-    cache = DynamicCache()
-    cache.layers = [DynamicLayer() for _ in range(layers)]
-    return cache
-
-
-def crop_cache(cache, length: int) -> None:
-    """Drop every position >= `length`, layer by layer (an early-exit drafter may have filled the layers it
-    shares further than the rest)."""
-    for layer in cache.layers:
-        held = layer.get_seq_length()
-        if held > length:
-            layer.crop(length - held)  # transformers' crop takes minus the number of positions to remove
-
-
-class CausalLMTarget:
-    """A causal LM as the engine's `Target`, over a transformers DynamicCache."""
-
-    def __init__(self, model: nn.Module, cache=None, max_positions: int | None = None):
-        self.model = model
-        self.cache = cache if cache is not None else full_attention_cache(num_layers(model))
-        self.max_positions = max_positions or context_length(model)
-        self.device = model_device(model)
-
-    def _run(self, token_ids: list[int], start: int, rows: int) -> torch.Tensor:
-        held = min(layer.get_seq_length() for layer in self.cache.layers)
-        if start > held:
-            raise ValueError(f"cannot feed position {start}: the cache holds only {held} positions")
-        if start + len(token_ids) > self.max_positions:
-            raise ValueError(f"positions up to {start + len(token_ids)} exceed the model's {self.max_positions}")
-        crop_cache(self.cache, start)
-        ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
-        positions = torch.arange(start, start + len(token_ids), device=self.device).unsqueeze(0)
-        output = self.model(input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True,
-                            logits_to_keep=rows)
-        return output.logits[0]
-
-    def extend(self, token_ids: list[int], start: int, scored: int | None = None) -> torch.Tensor:
-        """Feed tokens at positions start.. (dropping anything cached there and after); logits [scored, vocab]
-        of the last `scored` of them (all when None): the output projection over a large vocabulary can cost
-        more than the decoder layers, so rows nobody reads are not computed."""
-        return self._run(token_ids, start, 0 if scored is None else scored)  # logits_to_keep=0: every row
-
-
-def eos_token_ids(model: nn.Module, tokenizer=None) -> list[int]:
-    """End-of-sequence ids as transformers' generate uses them: the generation config's, else the tokenizer's."""
-    config = getattr(model, "generation_config", None)
-    ids = getattr(config, "eos_token_id", None) if config is not None else None
-    if ids is None:
-        ids = getattr(text_config(model), "eos_token_id", None)
-    if ids is None and tokenizer is not None:
-        ids = tokenizer.eos_token_id
-    if ids is None:
-        return []
-    return [int(ids)] if isinstance(ids, int) else [int(i) for i in ids]
 
 
 @dataclass
@@ -170,7 +67,8 @@ class SpeculativeLM:
     `assistant_tokenizer`, `num_assistant_tokens`, `prompt_lookup_num_tokens`, `max_matching_ngram_size`,
     `assistant_early_exit`) and the spelling `speculative_decoding=True, draft_model=..., num_draft_tokens=N`.
     `drafter` is a mode name (see TEXT_MODES) or a Drafter object; without one, the mode follows from the
-    arguments given, as in transformers.
+    arguments given, as in transformers. As in transformers, a model drafter stops a draft where its own top
+    probability falls below `assistant_confidence_threshold` (0.4; 0 drafts every token asked for).
     """
 
     def __init__(self, main="smollm2-135m", drafter: str | Drafter | None = None, *, mode: str | None = None,
@@ -178,7 +76,7 @@ class SpeculativeLM:
                  prompt_lookup_num_tokens: int | None = None, max_matching_ngram_size: int | None = None,
                  assistant_early_exit: int | None = None, num_assistant_tokens: int | None = None,
                  num_draft_tokens: int | None = None, dynamic: bool = False,
-                 assistant_confidence_threshold: float = 0.0, speculative_decoding: bool = True,
+                 assistant_confidence_threshold: float = 0.4, speculative_decoding: bool = True,
                  do_sample: bool = False, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                  seed: int | None = None, max_new_tokens: int = 128, eos_token_id: int | list[int] | None = None,
                  device: str = "cpu", dtype: torch.dtype | None = None):
@@ -187,15 +85,16 @@ class SpeculativeLM:
         self.model.eval()
         self.layers = num_layers(self.model)
         self.max_positions = context_length(self.model)
-        self.sampling = Sampling(do_sample, temperature, top_k, top_p)
+        self.sampling = _checked(Sampling, do_sample, temperature, top_k, top_p)
         self.seed = seed
-        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens = _checked_max_new_tokens(max_new_tokens)
         if eos_token_id is not None:
             self.eos_ids = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
         else:
             self.eos_ids = eos_token_ids(self.model, self.tokenizer)
-        tokens = num_draft_tokens or num_assistant_tokens or prompt_lookup_num_tokens or 5
-        self.draft_length = DraftLength(tokens, dynamic=dynamic)
+        tokens = next((n for n in (num_draft_tokens, num_assistant_tokens, prompt_lookup_num_tokens) if n is not None),
+                      DEFAULT_DRAFT_TOKENS)
+        self.draft_length = _checked(DraftLength, tokens, dynamic=dynamic)
         self.assistant_name = None
 
         assistant_model = assistant_model if assistant_model is not None else draft_model
@@ -205,7 +104,8 @@ class SpeculativeLM:
         self.mode = self._resolve_mode(drafter or mode, speculative_decoding, assistant_model, prompt_lookup_num_tokens,
                                        assistant_early_exit)
         self.drafter = self._make_drafter(assistant_model, assistant_tokenizer, assistant_confidence_threshold,
-                                          assistant_early_exit, max_matching_ngram_size, device, dtype)
+                                          assistant_early_exit, max_matching_ngram_size, device, dtype,
+                                          explicit=(drafter or mode) is not None)
 
     @staticmethod
     def _resolve_mode(mode, speculative_decoding, assistant_model, prompt_lookup, early_exit) -> str:
@@ -219,11 +119,12 @@ class SpeculativeLM:
             return "assistant"  # becomes universal below when the tokenizers differ
         if prompt_lookup:
             return "prompt-lookup"
-        if early_exit:
+        if early_exit is not None:
             return "early-exit"
         return "off"
 
-    def _make_drafter(self, assistant_model, assistant_tokenizer, threshold, early_exit, ngram_size, device, dtype):
+    def _make_drafter(self, assistant_model, assistant_tokenizer, threshold, early_exit, ngram_size, device, dtype,
+                      explicit: bool):
         if self.mode == "off":
             return None
         if self.mode == "prompt-lookup":
@@ -231,7 +132,8 @@ class SpeculativeLM:
         if self.mode == "early-exit":
             from .drafters.text_early_exit import TextEarlyExitDrafter
 
-            return TextEarlyExitDrafter(self.model, early_exit or max(1, self.layers // 4), threshold)
+            return TextEarlyExitDrafter(self.model, max(1, self.layers // 4) if early_exit is None else early_exit,
+                                        threshold)
         if self.mode == "quantized-self":
             from .drafters.text_quantized_self import TextQuantizedSelfDrafter
 
@@ -243,7 +145,10 @@ class SpeculativeLM:
             raise ModelError(f"the assistant is on {model_device(model)} but the main model on "
                              f"{model_device(self.model)}: load both on the same device")
         if self.mode == "assistant" and not same_tokenizer(self.model, self.tokenizer, model, tokenizer):
-            if assistant_tokenizer is None and not isinstance(assistant_model, str) and tokenizer is None:
+            if explicit:
+                raise ModelError(f"mode 'assistant' needs the main model's tokenizer, but {self.assistant_name} has "
+                                 "another: use mode 'universal' for a pair with different tokenizers")
+            if tokenizer is None:
                 raise ModelError("the assistant's vocabulary differs from the main model's: pass "
                                  "assistant_tokenizer=... (and tokenizer=...) for universal assisted decoding")
             self.mode = "universal"
@@ -290,7 +195,7 @@ class SpeculativeLM:
         prompt_ids = self.encode(prompt, chat)
         sampling = self.sampling
         if any(value is not None for value in (do_sample, temperature, top_k, top_p)):
-            sampling = Sampling(sampling.do_sample if do_sample is None else do_sample,
+            sampling = _checked(Sampling, sampling.do_sample if do_sample is None else do_sample,
                                 sampling.temperature if temperature is None else temperature,
                                 sampling.top_k if top_k is None else top_k, sampling.top_p if top_p is None else top_p)
         generator = None
@@ -300,7 +205,8 @@ class SpeculativeLM:
             generator.manual_seed(seed if seed is not None else torch.seed())
         eos, other_eos = (self.eos_ids[0], set(self.eos_ids[1:])) if self.eos_ids else (-1, set())
         settings = GenerationSettings(
-            eos_token_id=eos, max_new_tokens=max_new_tokens or self.max_new_tokens, rules=LogitRules(),
+            eos_token_id=eos, rules=LogitRules(),
+            max_new_tokens=self.max_new_tokens if max_new_tokens is None else _checked_max_new_tokens(max_new_tokens),
             sampling=sampling, draft_length=self.draft_length,
             stop=(lambda sequence: bool(other_eos.intersection(sequence[len(prompt_ids):]))) if other_eos else None)
         with torch.inference_mode():
@@ -320,6 +226,20 @@ class SpeculativeLM:
         text = self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer is not None else ""
         return GenerationResult(text=text, tokens=tokens, stats=stats, prompt_tokens=prompt_ids, mode=self.mode,
                                 main_model=self.main_name, assistant_model=self.assistant_name)
+
+
+def _checked(settings_class, *args, **kwargs):
+    """Settings whose out-of-range values are the user's to fix: a SpecdecError, shown as one line."""
+    try:
+        return settings_class(*args, **kwargs)
+    except ValueError as error:
+        raise SpecdecError(str(error)) from None
+
+
+def _checked_max_new_tokens(max_new_tokens: int) -> int:
+    if max_new_tokens < 1:
+        raise SpecdecError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
+    return max_new_tokens
 
 
 def _cut_at_end(tokens: list[int], stats: DecodeStats, end_ids: set[int]) -> tuple[list[int], DecodeStats]:

@@ -1,12 +1,12 @@
 """Offline causal LMs: GGUF files shipped in PyPI packages, verified, dequantized once and cached.
 
 transformers reads a GGUF file (`from_pretrained(dir, gguf_file=...)`, needs the `gguf` and `accelerate`
-packages) but slowly: on 2 CPU cores parsing and dequantizing SmolLM2-135M takes 40-65 s, its tokenizer
-another 12-23 s. So a pack is assembled from its packages' files, checked against a pinned SHA-256, loaded
-once, and saved as an ordinary float32 transformers directory (config, safetensors, tokenizer) under
-`$ASR_SPECDEC_CACHE/text/` (default ~/.cache/asr_specdec): later loads take well under a second. float32
-because the dequantized GGUF values are not all representable in 16 bits, and the cache must load the very
-same weights as the GGUF.
+packages) but slowly: on a busy 2-core machine its loader took 44 s for SmolLM2-135M and 112 s for Gemma 3
+270M, 21 s and 61 s with each file parsed once (`_gguf_parsed_once`). So a pack is assembled from its packages'
+files, checked against a pinned SHA-256, loaded once, and saved as an ordinary float32 transformers directory
+(config, safetensors, tokenizer) under `$ASR_SPECDEC_CACHE/text/` (default ~/.cache/asr_specdec); later loads
+read that directory. float32 because the dequantized GGUF values are not all representable in 16 bits, and the
+cache must load the very same weights as the GGUF.
 
 | pack | packages | GGUF | cached (float32) |
 |---|---|---|---|
@@ -16,6 +16,8 @@ same weights as the GGUF.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -25,7 +27,9 @@ from pathlib import Path
 
 import torch
 
+from .ct2 import quiet_progress_bars
 from .errors import ModelError
+from .models import _looks_like_path, hub_reachable
 from .packs import MARKER, cache_root, package_dir
 
 INSTALL_HINT = "pip install 'asr-specdec[text]'"
@@ -96,13 +100,38 @@ def _assemble(parts: list[Path], destination: Path) -> str:
     return digest.hexdigest()
 
 
+@contextlib.contextmanager
+def _gguf_parsed_once():
+    """transformers' GGUF loader parses the file three times (tokenizer config, model config, weights) and
+    rebuilds gguf's tensor-name table once per module: together most of a conversion's minute (Gemma 3's
+    262k-entry vocabulary is slow to parse). Within this block each file is parsed once and each table
+    built once; the values read are the same."""
+    import gguf
+
+    original_reader, original_name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers = {}
+
+    def reader(path, *args, **kwargs):
+        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = original_reader(path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, functools.lru_cache(maxsize=None)(original_name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_name_map
+
+
 def convert_gguf(gguf_dir: Path, gguf_name: str, destination: Path) -> None:
     """Load a GGUF model and tokenizer with transformers and save them as a float32 transformers directory."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
-        model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name, dtype=torch.float32)
+        with _gguf_parsed_once():
+            tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
+            model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name, dtype=torch.float32)
     except ImportError as error:
         raise ModelError(f"reading GGUF files needs the gguf and accelerate packages ({error}): {INSTALL_HINT}") \
             from None
@@ -158,7 +187,10 @@ def _resolve(spec: str) -> Path | str:
         if not (path / "config.json").is_file():
             raise ModelError(f"'{spec}' holds no transformers config.json")
         return path
-    if path.exists() or os.sep in spec and spec.startswith((".", "/", "~")):
+    if path.exists():
+        raise ModelError(f"'{spec}' is a file; a text model is a directory, an offline text model name "
+                         f"({', '.join(TEXT_PACKS)}) or a model-hub id")
+    if _looks_like_path(spec):
         raise ModelError(f"no such model directory: '{spec}'")
     return spec
 
@@ -168,11 +200,17 @@ def load_causal_lm(spec: str, device="cpu", dtype=torch.float32) -> LoadedLM:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     location = _resolve(spec)
+    hub = not isinstance(location, Path)
+    local_only = hub and not hub_reachable()  # otherwise an unknown name waits through the hub client's retries
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
-        model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype)
+        with quiet_progress_bars():
+            tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=local_only)
+            model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, local_files_only=local_only)
     except (OSError, ValueError) as error:
         reason = " ".join(str(error).split())[:300]
-        raise ModelError(f"could not load text model '{spec}' (offline text models: {', '.join(TEXT_PACKS)}): "
-                         f"{reason}") from None
+        if not hub:
+            raise ModelError(f"could not load text model '{spec}' from {location}: {reason}") from None
+        hub_state = "the model hub is unreachable" if local_only else "the model hub could not provide it"
+        raise ModelError(f"could not load text model '{spec}': not an offline text model ({', '.join(TEXT_PACKS)}), "
+                         f"not a local directory, and {hub_state}: {reason}") from None
     return LoadedLM(model.to(device).eval(), tokenizer, spec, location)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from ..errors import ModelError
+from ..text_target import CausalLMTarget, context_length, vocab_size
 from .model_drafter import ModelDrafter
 
 
@@ -13,8 +14,6 @@ class TextAssistantDrafter(ModelDrafter):
 
     def __init__(self, assistant_model: nn.Module, main_model: nn.Module | None = None,
                  confidence_threshold: float = 0.0):
-        from ..text import vocab_size
-
         super().__init__(confidence_threshold)
         if main_model is not None and vocab_size(main_model) != vocab_size(assistant_model):
             raise ModelError(f"mode '{self.name}' needs the same tokenizer, but the main model has "
@@ -23,7 +22,5 @@ class TextAssistantDrafter(ModelDrafter):
         self.model = assistant_model.eval()
 
     def start(self, context) -> None:
-        from ..text import CausalLMTarget, context_length
-
         super().start(context)
         self.target = CausalLMTarget(self.model, max_positions=min(context.max_positions, context_length(self.model)))

@@ -15,6 +15,7 @@ import copy
 from torch import nn
 
 from ..errors import ModelError
+from ..text_target import CausalLMTarget, decoder_layers, num_layers
 from .model_drafter import ModelDrafter
 
 LAYER_COUNT_NAMES = ("num_hidden_layers", "n_layer")
@@ -29,8 +30,6 @@ def _shallow(module: nn.Module) -> nn.Module:
 
 def truncated_model(model: nn.Module, exit_layer: int) -> nn.Module:
     """`model` with only its first `exit_layer` decoder layers: shares all weights, changes nothing in `model`."""
-    from ..text import decoder_layers
-
     inner_name, layers_name = decoder_layers(model)
     config = copy.deepcopy(model.config)
     for name in LAYER_COUNT_NAMES:
@@ -51,8 +50,6 @@ class TextEarlyExitDrafter(ModelDrafter):
     name = "early-exit"
 
     def __init__(self, main_model: nn.Module, exit_layer: int, confidence_threshold: float = 0.0):
-        from ..text import num_layers
-
         super().__init__(confidence_threshold)
         total = num_layers(main_model)
         if not 1 <= exit_layer < total:
@@ -63,8 +60,6 @@ class TextEarlyExitDrafter(ModelDrafter):
 
     def start(self, context) -> None:
         from transformers import DynamicCache
-
-        from ..text import CausalLMTarget
 
         super().start(context)
         shared = DynamicCache()
