@@ -5,6 +5,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "SpeculativeWhisper": "whisper",
     "TranscriptionResult": "whisper",
+    "SpeculativeLM": "text",
+    "GenerationResult": "text",
     "DecodeStats": "stats",
     "Drafter": "drafters.base",
     "load_audio": "audio",

@@ -164,3 +164,18 @@ def test_cli_timestamp_and_long_form_flags(capsys, tmp_path, shared_audio, long_
                  "--format", "srt", "--no-timestamps"]) == 0
     chunked = capsys.readouterr().out
     assert chunked.count(" --> ") == 3 and "00:00:00,000 --> " in chunked  # one cue per quiet-point window
+
+
+def test_long_audio_windows_decode_as_rows_of_one_batch(tiny_en, long_clip, shared_audio):
+    """The chunked long-form mode for throughput: a long file's quiet-point windows join the batch as rows, next
+    to a short file, and each file gets the tokens of its own chunked decoding."""
+    from asr_specdec.audio import load_audio
+
+    short = load_audio(shared_audio / "librivox-0870.wav")
+    asr = SpeculativeWhisper(tiny_en, mode="quantized-self")
+    alone = [asr.transcribe(audio, long_form="chunked", timestamps=False) for audio in (long_clip, short)]
+    batched = asr.transcribe_batch([long_clip, short], batch_size=4)
+    assert len(alone[0].window_tokens) == 3
+    assert [result.window_tokens for result in batched] == [result.window_tokens for result in alone]
+    assert [result.text for result in batched] == [result.text for result in alone]
+    assert batched[0].stats.accepted_tokens > 0
