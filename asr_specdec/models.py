@@ -127,14 +127,19 @@ def _load(spec: str, device, dtype, decoder_only: bool | None, need_processor: b
                 raise
             processor = None
     except (OSError, ValueError) as error:
-        reason = " ".join(str(error).split())[:300]
-        if not hub:
-            raise ModelError(f"could not load '{spec}' from {resolved.location}: {reason}") from None
-        hub_state = "the model hub is unreachable" if local_only else "the model hub could not provide it"
-        raise ModelError(f"could not load '{spec}': not an offline pack ({', '.join(pack_names())}), not a local "
-                         f"directory, and {hub_state}: {reason}") from None
+        raise load_failure(f"'{spec}'", None if hub else resolved.location, local_only,
+                           f"an offline pack ({', '.join(pack_names())})", error) from None
     return LoadedWhisper(model.to(device).eval(), processor, spec, resolved.source,
                          None if hub else Path(resolved.location), resolved.sha256)
+
+
+def load_failure(what: str, location, local_only: bool, offline: str, error: Exception) -> ModelError:
+    """One line for a model that would not load: from its local `location`, or (location None) from the hub."""
+    reason = " ".join(str(error).split())[:300]
+    if location is not None:
+        return ModelError(f"could not load {what} from {location}: {reason}")
+    hub_state = "the model hub is unreachable" if local_only else "the model hub could not provide it"
+    return ModelError(f"could not load {what}: not {offline}, not a local directory, and {hub_state}: {reason}")
 
 
 def load_whisper(spec: str, device="cpu", dtype=torch.float32) -> LoadedWhisper:

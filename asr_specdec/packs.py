@@ -106,7 +106,6 @@ def _locate(pack: Pack) -> dict[str, Path]:
 
 def _assemble(pack: Pack, folders: dict[str, Path], destination: Path) -> str:
     """Write the pack as a CTranslate2 directory into `destination`; returns model.bin's SHA-256."""
-    digest = hashlib.sha256()
     files_from = folders[pack.files_from[0]] / pack.files_from[1]
     parts = [folders[package] / file for package, file in pack.model_parts]
     needed = [files_from / "config.json", files_from / "tokenizer.json", *parts]
@@ -116,12 +115,18 @@ def _assemble(pack: Pack, folders: dict[str, Path], destination: Path) -> str:
     for source in files_from.iterdir():  # config, tokenizer and the vocabulary CTranslate2 itself needs
         if source.is_file() and not source.name.startswith("model.bin"):
             shutil.copyfile(source, destination / source.name)
-    with open(destination / "model.bin", "wb") as model_bin:
+    return concatenate(parts, destination / "model.bin")
+
+
+def concatenate(parts: list[Path], destination: Path) -> str:
+    """Write `parts` one after the other into `destination`; returns its SHA-256."""
+    digest = hashlib.sha256()
+    with open(destination, "wb") as output:
         for part in parts:
             with open(part, "rb") as handle:
                 while chunk := handle.read(1 << 20):
                     digest.update(chunk)
-                    model_bin.write(chunk)
+                    output.write(chunk)
     return digest.hexdigest()
 
 

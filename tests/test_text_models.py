@@ -24,7 +24,7 @@ def fake_pack(tmp_path, monkeypatch):
         (folder / "part").write_bytes(chunk)
         parts.append((f"package{index}", "part"))
     digest = hashlib.sha256(b"GGUF first half second half").hexdigest()
-    pack = TextPack("fake", digest, "fake.gguf", tuple(parts), "fake-packages")
+    pack = TextPack("fake", digest, "fake.gguf", tuple(parts), "pip install fake-packages")
     monkeypatch.setattr(text_models, "TEXT_PACKS", {"fake": pack})
     monkeypatch.setattr(text_models, "package_dir", lambda package: tmp_path / package)
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path / "cache"))
