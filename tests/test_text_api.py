@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from asr_specdec import SpeculativeLM
 from asr_specdec.drafters.prompt_lookup import PromptLookupDrafter
 from asr_specdec.drafters.text_assistant import TextAssistantDrafter
 from asr_specdec.drafters.text_early_exit import TextEarlyExitDrafter
 from asr_specdec.errors import ModelError, SpecdecError
-from asr_specdec import SpeculativeLM
 
 from .text_tiny import POSITIONS, char_tokenizer, one_thread, tiny_gpt2, tiny_llama  # noqa: F401 (an autouse fixture)
 
