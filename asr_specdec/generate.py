@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
-from .transcribe import format_stats
+from .transcribe import format_stats, run_command
 
 MODES = ("off", "assistant", "quantized-self", "early-exit", "prompt-lookup", "universal")
 DEFAULT_MAIN = "smollm2-135m"
@@ -160,19 +159,7 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    started = time.perf_counter()
-    try:
-        code = run(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as error:  # a bug still gets one line, not a traceback
-        print(f"error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
-    if args.stats:
-        print(f"total wall time {time.perf_counter() - started:.2f} s", file=sys.stderr)
-    return code
+    return run_command(run, build_parser().parse_args(argv), "interrupted")
 
 
 if __name__ == "__main__":

@@ -255,17 +255,25 @@ def compare(plain, speculative_result, file: str) -> None:
           f"{'yes' if identical else 'NO'}", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_command(run, args, interrupted: str) -> int:
+    """`run(args)` as a command: Ctrl-C and even a bug give one line on stderr and an exit code, never a
+    traceback; --stats adds the total wall time."""
     started = time.perf_counter()
     try:
         code = run(args)
     except KeyboardInterrupt:
-        print("interrupted: results already written are kept", file=sys.stderr)
+        print(interrupted, file=sys.stderr)
         return 130
+    except Exception as error:  # a bug still gets one line, not a traceback
+        print(f"error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
     if args.stats:
         print(f"total wall time {time.perf_counter() - started:.2f} s", file=sys.stderr)
     return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(run, build_parser().parse_args(argv), "interrupted: results already written are kept")
 
 
 if __name__ == "__main__":
