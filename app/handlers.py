@@ -15,6 +15,8 @@ from .service import TranscriptionService
 from .settings import DecodeOptions
 from .views import comparison_rows, telemetry_rows, token_highlights, write_transcript
 
+SUBTITLES = ("srt", "vtt")  # download formats decoded with timestamps, so that cues carry the model's times
+
 log = logging.getLogger(__name__)
 
 
@@ -47,7 +49,8 @@ class Handlers:
         """(transcript, token highlights, telemetry rows, transcript file)."""
         with shown_to_user():
             options = options_from(main, mode, assistant, draft_tokens, dynamic, language, task)
-            result = self.service.transcribe(audio, options, lambda done, what: progress(done, desc=what))
+            result = self.service.transcribe(audio, options, lambda done, what: progress(done, desc=what),
+                                             timestamps=True if output_format in SUBTITLES else None)
             download = write_transcript(result, output_format, Path(self._downloads.name), Path(audio).stem)
             highlights = token_highlights(result, self.service.tokenizer(main))
             return result.text, highlights, telemetry_rows(result), str(download)

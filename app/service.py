@@ -61,9 +61,10 @@ class TranscriptionService:
     def read(self, upload: str | None):
         return read_audio(uploaded_path(upload), self.settings.max_upload_bytes, self.settings.max_seconds)
 
-    def transcribe(self, upload: str | None, options: DecodeOptions,
-                   report: Progress = _no_progress) -> TranscriptionResult:
-        return self._run(options, self.read(upload), report)
+    def transcribe(self, upload: str | None, options: DecodeOptions, report: Progress = _no_progress,
+                   timestamps: bool | None = None) -> TranscriptionResult:
+        """`timestamps`: True for timed segments (subtitles); None leaves it to the length of the audio."""
+        return self._run(options, self.read(upload), report, timestamps)
 
     def compare(self, upload: str | None, options: DecodeOptions,
                 report: Progress = _no_progress) -> tuple[TranscriptionResult, TranscriptionResult]:
@@ -74,11 +75,12 @@ class TranscriptionService:
                                 lambda done, what: report(0.5 + done / 2, f"{options.mode}: {what}"))
         return plain, speculative
 
-    def _run(self, options: DecodeOptions, samples, report: Progress) -> TranscriptionResult:
+    def _run(self, options: DecodeOptions, samples, report: Progress,
+             timestamps: bool | None = None) -> TranscriptionResult:
         report(0.0, "loading models")
         decoder, in_use = self.decoder(options)
         with in_use:
-            return decoder.transcribe(samples, progress=report)
+            return decoder.transcribe(samples, progress=report, timestamps=timestamps)
 
     def tokenizer(self, spec: str):
         return self.model(spec).processor.tokenizer
