@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
 from .errors import EvalError
@@ -119,3 +121,20 @@ def device_and_threads(args) -> tuple[str, int | None]:
         return args.device, args.threads
     device = "cuda" if args.gpus_per_worker > 0 and args.device == "cpu" else args.device
     return device, max(1, int(args.cpus_per_worker))
+
+
+def run_command(run, parser: argparse.ArgumentParser, module: str, argv: list[str] | None, interrupted: str) -> int:
+    """`run(args, command)` as a command line: user errors are one line and exit 2, Ctrl-C before any result
+    says `interrupted` and exits 130. `command` is the line that reproduces the run, for the report."""
+    from asr_specdec.errors import SpecdecError
+
+    args = parser.parse_args(argv)
+    command = f"python -m {module} " + shlex.join(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(args, command)
+    except SpecdecError as error:
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(interrupted, file=sys.stderr)
+        return 130

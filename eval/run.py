@@ -12,11 +12,9 @@ Ctrl-C keeps the finished rows and writes the report so far; `--resume` continue
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 
 from asr_specdec.drafters import MODES
-from asr_specdec.errors import SpecdecError
 
 from .cli_args import (
     OneLineParser,
@@ -29,6 +27,7 @@ from .cli_args import (
     device_and_threads,
     job_options,
     parse_draft_lengths,
+    run_command,
 )
 from .errors import EvalError
 from .settings import NEEDS_ASSISTANT, EvalSettings
@@ -136,16 +135,7 @@ def run(args, command: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    command = "python -m eval.run " + shlex.join(sys.argv[1:] if argv is None else argv)
-    try:
-        return run(args, command)
-    except SpecdecError as error:
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted before any utterance was decoded", file=sys.stderr)
-        return 130
+    return run_command(run, build_parser(), "eval.run", argv, "interrupted before any utterance was decoded")
 
 
 if __name__ == "__main__":

@@ -10,12 +10,10 @@ and OUTPUT/transcripts.parquet at the end.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
 from asr_specdec.drafters import MODES
-from asr_specdec.errors import SpecdecError
 
 from .cli_args import (
     OneLineParser,
@@ -28,6 +26,7 @@ from .cli_args import (
     device_and_threads,
     job_options,
     parse_draft_lengths,
+    run_command,
 )
 from .settings import EvalSettings
 
@@ -80,16 +79,8 @@ def run(args, command: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    command = "python -m eval.transcribe_dataset " + shlex.join(sys.argv[1:] if argv is None else argv)
-    try:
-        return run(args, command)
-    except SpecdecError as error:
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted before any utterance was transcribed", file=sys.stderr)
-        return 130
+    return run_command(run, build_parser(), "eval.transcribe_dataset", argv,
+                       "interrupted before any utterance was transcribed")
 
 
 if __name__ == "__main__":
