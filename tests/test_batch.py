@@ -17,25 +17,32 @@ from .test_engine import DRAFTERS, MAIN, PROMPT, RULES, eos_seen_midway, run
 from .tiny_models import EOS, encoder_output
 
 
+def batch_target(model, seeds, drafter=None, *, eos=EOS, row_rules=None) -> DecoderTarget:
+    """A batch of the seeds' 'audio' as the engine's target, `drafter` (if any) started on it. Call under
+    inference mode."""
+    features = torch.cat([encoder_output(model, seed)[0] for seed in seeds])
+    runner = WhisperDecoderRunner(model)
+    # per-row encoder outputs, so each row's encoder bits equal those of the row decoded alone
+    encoded = torch.cat([encoder_output(model, seed)[1] for seed in seeds])
+    cross = runner.cross_attention_states(encoded)
+    cache = runner.new_cache(encoded, cross_states=cross)
+    if drafter is not None:
+        drafter.start(DraftContext(rules=RULES, sampling=Sampling(), max_positions=cache.max_positions,
+                                   eos_token_id=eos, encoder_output=encoded, input_features=features,
+                                   main_cache=cache, main_cross_states=cross, row_rules=row_rules))
+    return DecoderTarget(runner, cache)
+
+
 def run_batch(model, drafter_factory, seeds, *, eos=EOS, draft_tokens=4, dynamic=False, max_new_tokens=None):
     """Rows decode seeds' 'audio' together; max_new_tokens may differ per row."""
     max_new_tokens = max_new_tokens or [60] * len(seeds)
-    features = torch.cat([encoder_output(model, seed)[0] for seed in seeds])
-    runner = WhisperDecoderRunner(model)
+    settings = [GenerationSettings(eos_token_id=eos, max_new_tokens=limit, rules=RULES,
+                                   draft_length=DraftLength(draft_tokens, dynamic=dynamic))
+                for limit in max_new_tokens]
+    drafter = drafter_factory() if drafter_factory else None
     with torch.inference_mode():
-        # per-row encoder outputs, so each row's encoder bits equal those of the row decoded alone
-        encoded = torch.cat([encoder_output(model, seed)[1] for seed in seeds])
-        cross = runner.cross_attention_states(encoded)
-        cache = runner.new_cache(encoded, cross_states=cross)
-        settings = [GenerationSettings(eos_token_id=eos, max_new_tokens=limit, rules=RULES,
-                                       draft_length=DraftLength(draft_tokens, dynamic=dynamic))
-                    for limit in max_new_tokens]
-        drafter = drafter_factory() if drafter_factory else None
-        if drafter is not None:
-            drafter.start(DraftContext(rules=RULES, sampling=Sampling(), max_positions=cache.max_positions,
-                                       eos_token_id=eos, encoder_output=encoded, input_features=features,
-                                       main_cache=cache, main_cross_states=cross))
-        return generate_batch(DecoderTarget(runner, cache), [PROMPT] * len(seeds), settings, drafter)
+        target = batch_target(model, seeds, drafter, eos=eos)
+        return generate_batch(target, [PROMPT] * len(seeds), settings, drafter)
 
 
 @pytest.mark.parametrize("name", [None, *DRAFTERS])
@@ -83,20 +90,12 @@ def test_rows_keep_their_own_rules_after_others_leave():
 
     # row 1 may never say token 9; once row 0 leaves, row 1's rules must still be row 1's own
     rules = [RULES, LogitRules(suppress_tokens=(3, 7, 9), begin_suppress_tokens=(EOS, 5), begin_index=len(PROMPT))]
-    seeds = [0, 1]
-    features = torch.cat([encoder_output(MAIN, seed)[0] for seed in seeds])
-    runner = WhisperDecoderRunner(MAIN)
+    drafter = DRAFTERS["assistant-self"]()
     with torch.inference_mode():
-        encoded = torch.cat([encoder_output(MAIN, seed)[1] for seed in seeds])
-        cross = runner.cross_attention_states(encoded)
-        cache = runner.new_cache(encoded, cross_states=cross)
-        drafter = DRAFTERS["assistant-self"]()
-        drafter.start(DraftContext(rules=RULES, sampling=Sampling(), max_positions=cache.max_positions,
-                                   eos_token_id=EOS, encoder_output=encoded, input_features=features,
-                                   main_cache=cache, main_cross_states=cross, row_rules=rules))
+        target = batch_target(MAIN, [0, 1], drafter, row_rules=rules)
         settings = [GenerationSettings(eos_token_id=EOS, max_new_tokens=limit, rules=row_rules,
                                        draft_length=DraftLength(4)) for limit, row_rules in zip([3, 40], rules)]
-        batch = generate_batch(DecoderTarget(runner, cache), [PROMPT] * 2, settings, drafter)
+        batch = generate_batch(target, [PROMPT] * 2, settings, drafter)
     assert 9 not in batch[1][0]
     # the drafter is the main model itself: with the right rules it proposes exactly what is accepted
     assert batch[1][1].acceptance_rate == 1.0

@@ -8,17 +8,11 @@ import torch
 
 from asr_specdec.decoder import DecoderTarget, WhisperDecoderRunner
 from asr_specdec.draft_length import DraftLength
-from asr_specdec.drafters import (
-    AssistantDrafter,
-    DraftContext,
-    EarlyExitDrafter,
-    PromptLookupDrafter,
-    QuantizedSelfDrafter,
-)
+from asr_specdec.drafters import AssistantDrafter, DraftContext
 from asr_specdec.engine import GenerationSettings, generate
 from asr_specdec.logits import LogitRules, Sampling
 
-from .tiny_models import EOS, NO_TIMESTAMPS, START, encoder_output, tiny_whisper
+from .tiny_models import EOS, NO_TIMESTAMPS, START, drafter_factories, encoder_output, tiny_whisper
 
 PROMPT = [START, NO_TIMESTAMPS]
 RULES = LogitRules(suppress_tokens=(3, 7), begin_suppress_tokens=(EOS, 5), begin_index=len(PROMPT))
@@ -63,13 +57,7 @@ def eos_seen_midway(model, seed):
 
 MAIN = tiny_whisper(0)
 OTHER = tiny_whisper(1)  # same vocabulary, unrelated weights: acceptance near zero
-DRAFTERS = {
-    "assistant-other": lambda: AssistantDrafter(OTHER, MAIN),
-    "assistant-self": lambda: AssistantDrafter(MAIN, MAIN),
-    "quantized-self": lambda: QuantizedSelfDrafter(MAIN),
-    "early-exit": lambda: EarlyExitDrafter(MAIN, 1),
-    "prompt-lookup": lambda: PromptLookupDrafter(),
-}
+DRAFTERS = drafter_factories(MAIN, OTHER)
 
 
 @pytest.mark.parametrize("seed", range(3))

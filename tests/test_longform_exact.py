@@ -5,21 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from asr_specdec.drafters import AssistantDrafter, EarlyExitDrafter, PromptLookupDrafter, QuantizedSelfDrafter
 from asr_specdec.longform import transcribe_sequential
 
 from .tiny_longform import FRAMES, TIMESTAMP_BEGIN, long_features, timestamp_whisper, window_decoder
-from .tiny_models import EOS
+from .tiny_models import EOS, drafter_factories
 
 MAIN = timestamp_whisper(0)
 OTHER = timestamp_whisper(1)  # same vocabulary, unrelated weights: many rejections
-DRAFTERS = {
-    "assistant-other": lambda: AssistantDrafter(OTHER, MAIN),
-    "assistant-self": lambda: AssistantDrafter(MAIN, MAIN),
-    "quantized-self": lambda: QuantizedSelfDrafter(MAIN),
-    "early-exit": lambda: EarlyExitDrafter(MAIN, 1),
-    "prompt-lookup": lambda: PromptLookupDrafter(),
-}
+DRAFTERS = drafter_factories(MAIN, OTHER)
 FEATURE_SEEDS = (1, 3)  # between them, windows end in all four ways (see the last test)
 PLAIN: dict = {}
 

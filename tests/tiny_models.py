@@ -32,3 +32,17 @@ def encoder_output(model, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     features = torch.randn(1, 8, 32, generator=generator)
     with torch.inference_mode():
         return features, model.model.encoder(features).last_hidden_state
+
+
+def drafter_factories(main, other) -> dict:
+    """Every Whisper drafter on tiny models, as factories: `other` has the same vocabulary and unrelated weights
+    (acceptance near zero), the main model drafting for itself always agrees."""
+    from asr_specdec.drafters import AssistantDrafter, EarlyExitDrafter, PromptLookupDrafter, QuantizedSelfDrafter
+
+    return {
+        "assistant-other": lambda: AssistantDrafter(other, main),
+        "assistant-self": lambda: AssistantDrafter(main, main),
+        "quantized-self": lambda: QuantizedSelfDrafter(main),
+        "early-exit": lambda: EarlyExitDrafter(main, 1),
+        "prompt-lookup": lambda: PromptLookupDrafter(),
+    }
