@@ -105,10 +105,7 @@ def _decode_rows(whisper, windows: list[np.ndarray], language_id: int | None) ->
         settings = [GenerationSettings(eos_token_id=tokens.end_of_text, max_new_tokens=whisper.max_new_tokens,
                                        rules=tokens.rules(len(prompt)), sampling=whisper.sampling,
                                        draft_length=whisper.draft_length) for prompt in prompts]
-        generator = None
-        if whisper.sampling.do_sample:
-            generator = torch.Generator(device="cpu")
-            generator.manual_seed(whisper.seed if whisper.seed is not None else torch.seed())
+        generator = whisper.sampling.generator(whisper.seed)
         drafter_seconds = 0.0
         if whisper.drafter is not None:
             drafter_started = time.perf_counter()
@@ -129,14 +126,7 @@ def _decode_rows(whisper, windows: list[np.ndarray], language_id: int | None) ->
 
 
 def _languages(whisper, cache, rows: int, language_id: int | None) -> list[tuple[int | None, str | None]]:
-    """(language token, detected code or None) per row: the given language, or each row's own most likely
-    language after start-of-transcript, as SpeculativeWhisper.detect_language picks it for one row."""
-    tokens = whisper.tokens
-    if not tokens.multilingual or language_id is not None:
+    """(language token, detected code or None) per row: the given language, or each row's own detected one."""
+    if not whisper.tokens.multilingual or language_id is not None:
         return [(language_id, None)] * rows
-    ids = torch.full((rows, 1), tokens.start_of_transcript, device=whisper.runner.device)
-    logits = whisper.runner.forward(cache, ids, 0)[:, -1]
-    candidates = torch.tensor(list(tokens.language_ids.values()), device=logits.device)
-    best = candidates[logits[:, candidates].argmax(dim=-1)].tolist()
-    codes = {value: key.strip("<|>") for key, value in tokens.language_ids.items()}
-    return [(token, codes[token]) for token in best]
+    return whisper.detect_languages(cache)

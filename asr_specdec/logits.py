@@ -73,6 +73,15 @@ class Sampling:
         if not 0 < self.top_p <= 1:
             raise ValueError("top_p must be in (0, 1]")
 
+    def generator(self, seed: int | None) -> torch.Generator | None:
+        """The random source of one decoding run: None for greedy decoding, else a CPU generator seeded with
+        `seed` (a fresh random seed when None)."""
+        if not self.do_sample:
+            return None
+        generator = torch.Generator(device="cpu")
+        generator.manual_seed(seed if seed is not None else torch.seed())
+        return generator
+
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         """The distribution sampling draws from, per row: softmax of the warped logits (float32)."""
         scores = logits.float() / self.temperature

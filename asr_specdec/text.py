@@ -198,11 +198,7 @@ class SpeculativeLM:
             sampling = _checked(Sampling, sampling.do_sample if do_sample is None else do_sample,
                                 sampling.temperature if temperature is None else temperature,
                                 sampling.top_k if top_k is None else top_k, sampling.top_p if top_p is None else top_p)
-        generator = None
-        if sampling.do_sample:
-            generator = torch.Generator(device="cpu")
-            seed = seed if seed is not None else self.seed
-            generator.manual_seed(seed if seed is not None else torch.seed())
+        generator = sampling.generator(seed if seed is not None else self.seed)
         eos, other_eos = (self.eos_ids[0], set(self.eos_ids[1:])) if self.eos_ids else (-1, set())
         settings = GenerationSettings(
             eos_token_id=eos, rules=LogitRules(),

@@ -183,12 +183,16 @@ class SpeculativeWhisper:
 
     def detect_language(self, cache: KVCache) -> tuple[int, str]:
         """The most likely language token after start-of-transcript, as transformers' generate picks it."""
-        ids = torch.tensor([[self.tokens.start_of_transcript]], device=self.runner.device)
-        logits = self.runner.forward(cache, ids, 0)[0, -1]
+        return self.detect_languages(cache)[0]
+
+    def detect_languages(self, cache: KVCache) -> list[tuple[int, str]]:
+        """(language token, language code) for each row of `cache`, each row's own most likely language."""
+        ids = torch.full((cache.batch_size, 1), self.tokens.start_of_transcript, device=self.runner.device)
+        logits = self.runner.forward(cache, ids, 0)[:, -1]
         candidates = torch.tensor(list(self.tokens.language_ids.values()), device=logits.device)
-        best = int(candidates[logits[candidates].argmax()])
-        code = next(key for key, value in self.tokens.language_ids.items() if value == best)
-        return best, code.strip("<|>")
+        best = candidates[logits[:, candidates].argmax(dim=-1)].tolist()
+        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
+        return [(token, codes[token]) for token in best]
 
     def _decode_features(self, features: torch.Tensor, language_id: int | None, generator, stats: DecodeStats,
                          timestamps: bool = False, previous: list[int] | None = None):
@@ -241,11 +245,7 @@ class SpeculativeWhisper:
         if is_long and long_form == "sequential" and timestamps is False:
             raise SpecdecError("sequential long-form decoding needs timestamps: use long_form='chunked' for audio "
                                "over 30 s without timestamps")
-        generator = None
-        if self.sampling.do_sample:
-            generator = torch.Generator(device="cpu")
-            generator.manual_seed(self.seed if self.seed is not None else torch.seed())
-        run = _Run(language_id, generator, DecodeStats(), progress)
+        run = _Run(language_id, self.sampling.generator(self.seed), DecodeStats(), progress)
         if is_long and long_form == "chunked":
             segments = self._transcribe_chunked(samples, run, bool(timestamps))
         elif is_long or timestamps:
