@@ -32,7 +32,6 @@ import torch
 
 from . import audio as audio_io
 from .decoder import DecoderTarget
-from .drafters import DraftContext
 from .engine import GenerationSettings, generate_batch
 from .formats import Segment
 from .stats import DecodeStats
@@ -85,19 +84,8 @@ def _decode_rows(whisper, windows: list[np.ndarray], language_id: int | None) ->
     started = time.perf_counter()
     runner, tokens = whisper.runner, whisper.tokens
     with torch.inference_mode():
-        features, encoder_outputs, cross_rows = [], [], []
-        for window in windows:
-            window_features = whisper._features(window)
-            encoded = whisper.model.model.encoder(window_features).last_hidden_state
-            features.append(window_features)
-            encoder_outputs.append(encoded)
-            cross_rows.append(runner.cross_attention_states(encoded))
-        features, encoder_output = torch.cat(features), torch.cat(encoder_outputs)
-        layers = range(len(cross_rows[0][0]))
-        cross_states = tuple([torch.cat([row[side][layer] for row in cross_rows]) for layer in layers]
-                             for side in (0, 1))
-        del cross_rows, encoder_outputs
-        cache = runner.new_cache(encoder_output, cross_states=cross_states)
+        features, encoder_output, cross_states, cache = whisper.encode_rows([whisper._features(window)
+                                                                             for window in windows])
         encoder_seconds = time.perf_counter() - started
 
         languages = _languages(whisper, cache, len(windows), language_id)
@@ -106,15 +94,8 @@ def _decode_rows(whisper, windows: list[np.ndarray], language_id: int | None) ->
                                        rules=tokens.rules(len(prompt)), sampling=whisper.sampling,
                                        draft_length=whisper.draft_length) for prompt in prompts]
         generator = whisper.sampling.generator(whisper.seed)
-        drafter_seconds = 0.0
-        if whisper.drafter is not None:
-            drafter_started = time.perf_counter()
-            whisper.drafter.start(DraftContext(
-                rules=settings[0].rules, sampling=whisper.sampling, max_positions=cache.max_positions,
-                eos_token_id=tokens.end_of_text, generator=generator, encoder_output=encoder_output,
-                input_features=features, main_cache=cache, main_cross_states=cross_states,
-                row_rules=[row.rules for row in settings]))
-            drafter_seconds = time.perf_counter() - drafter_started
+        drafter_seconds = whisper.start_drafter([row.rules for row in settings], generator, features, encoder_output,
+                                                cross_states, cache)
         rows = generate_batch(DecoderTarget(runner, cache), prompts, settings, whisper.drafter, generator)
     decoded = []
     for (row_tokens, stats), (_, found) in zip(rows, languages):

@@ -26,7 +26,7 @@ from .drafters.assistant import check_same_device
 from .engine import GenerationSettings, generate
 from .errors import ModelError, SpecdecError
 from .formats import Segment
-from .logits import Sampling
+from .logits import LogitRules, Sampling
 from .longform import Frames, TimedTokens, chunk_segments, transcribe_sequential
 from .stats import DecodeStats
 from .whisper_tokens import WhisperTokens
@@ -83,6 +83,11 @@ def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_t
     if assistant_early_exit:
         return "early-exit"
     return "off"
+
+
+def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Tensors of single rows as one batch (a lone row as it is, not copied)."""
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
 
 
 def _first_given(*values):
@@ -194,14 +199,38 @@ class SpeculativeWhisper:
         codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
         return [(token, codes[token]) for token in best]
 
+    def encode_rows(self, features: list[torch.Tensor]):
+        """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as
+        rows of one batch. Each row is encoded on its own, so its bits equal those of the row decoded alone
+        (the encoder is compute-bound: batching it buys little). Call under inference mode."""
+        encoded = [self.model.model.encoder(row).last_hidden_state for row in features]
+        cross_rows = [self.runner.cross_attention_states(row) for row in encoded]
+        cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
+                             for side in (0, 1))
+        encoder_output = _rows(encoded)
+        return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
+                                                                                     cross_states=cross_states)
+
+    def start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
+                      cache: KVCache) -> float:
+        """Start the drafter (if any) on the rows of `cache`, each row under its own rules; returns the seconds
+        it took."""
+        if self.drafter is None:
+            return 0.0
+        started = time.perf_counter()
+        self.drafter.start(DraftContext(
+            rules=rules[0], sampling=self.sampling, max_positions=cache.max_positions,
+            eos_token_id=self.tokens.end_of_text, generator=generator, encoder_output=encoder_output,
+            input_features=features, main_cache=cache, main_cross_states=cross_states,
+            row_rules=rules if len(rules) > 1 else None))
+        return time.perf_counter() - started
+
     def _decode_features(self, features: torch.Tensor, language_id: int | None, generator, stats: DecodeStats,
                          timestamps: bool = False, previous: list[int] | None = None):
         """(generated tokens, language id, detected language code or None) for one 30-s window."""
         started = time.perf_counter()
         with torch.inference_mode():
-            encoder_output = self.model.model.encoder(features).last_hidden_state
-            cross_states = self.runner.cross_attention_states(encoder_output)
-            cache = self.runner.new_cache(encoder_output, cross_states=cross_states)
+            features, encoder_output, cross_states, cache = self.encode_rows([features])
             stats.encoder_seconds += time.perf_counter() - started
             language = None
             if self.tokens.multilingual and language_id is None:
@@ -211,13 +240,8 @@ class SpeculativeWhisper:
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
                 rules=self.tokens.rules(len(prompt), timestamps), sampling=self.sampling,
                 draft_length=self.draft_length)
-            if self.drafter is not None:
-                drafter_started = time.perf_counter()
-                self.drafter.start(DraftContext(
-                    rules=settings.rules, sampling=self.sampling, max_positions=cache.max_positions,
-                    eos_token_id=self.tokens.end_of_text, generator=generator, encoder_output=encoder_output,
-                    input_features=features, main_cache=cache, main_cross_states=cross_states))
-                stats.draft_seconds += time.perf_counter() - drafter_started
+            stats.draft_seconds += self.start_drafter([settings.rules], generator, features, encoder_output,
+                                                      cross_states, cache)
             tokens, window_stats = generate(DecoderTarget(self.runner, cache), prompt, settings,
                                             self.drafter, generator)
         stats.add(window_stats)
