@@ -26,8 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .argmax import CertifiedArgmax
-
-VERIFY_BLOCK = 8  # rows per vocabulary-projection block (see WhisperDecoderRunner.vocabulary_logits)
+from .projection import project_rows, row_blocked
 
 
 @dataclass
@@ -194,32 +193,17 @@ class WhisperDecoderRunner:
         return self.decoder.layer_norm(hidden)
 
     def vocabulary_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """proj_out(hidden), for several rows at once as weight @ hidden^T in blocks of VERIFY_BLOCK rows.
-
-        On a CPU the projection onto Whisper's 51,865-word vocabulary dominates a decoder pass, and MKL runs
-        the usual hidden @ weight^T at compute speed once there is more than one row (a 9-row verification
-        took 20-23 ms) but weight @ hidden^T near memory speed for up to about 11 rows (5-9 ms). A single row
-        (every plain greedy step) keeps the standard call, so plain decoding stays bit-identical to
-        transformers' generate().
-        """
+        """proj_out(hidden); several rows at once as weight @ hidden^T in blocks (see projection.py)."""
         batch, length, width = hidden.shape
-        rows = batch * length
-        weight = getattr(self.proj_out, "weight", None)
-        if rows == 1 or type(self.proj_out) is not nn.Linear or self.proj_out.bias is not None or \
-                weight.device.type != "cpu":
+        if batch * length == 1 or not row_blocked(self.proj_out):
             return self.proj_out(hidden)
-        flat = hidden.reshape(rows, width)
-        block_rows = -(-rows // -(-rows // VERIFY_BLOCK))  # equal blocks: 9 rows go as 5 + 4, not 8 + 1
-        blocks = [weight @ block.T for block in flat.split(block_rows)]  # each [vocab, block rows]
-        return torch.cat(blocks, dim=1).T.contiguous().view(batch, length, -1)
+        return project_rows(self.proj_out.weight, hidden.reshape(batch * length, width)).view(batch, length, -1)
 
     def greedy_choices(self, hidden: torch.Tensor, suppressed: torch.Tensor | None) -> torch.Tensor:
         """argmax of the vocabulary logits of `hidden` [rows, width] with `suppressed` [rows, vocab] excluded."""
-        weight = getattr(self.proj_out, "weight", None)
-        if (self.certified_argmax and type(self.proj_out) is nn.Linear and self.proj_out.bias is None
-                and weight.device.type == "cpu" and weight.dtype == torch.float32):
+        if self.certified_argmax and row_blocked(self.proj_out) and self.proj_out.weight.dtype == torch.float32:
             if self._certified is None:
-                self._certified = CertifiedArgmax(weight)
+                self._certified = CertifiedArgmax(self.proj_out.weight)
             return self._certified(hidden, suppressed)
         logits = self.vocabulary_logits(hidden[None])[0]
         if suppressed is not None:

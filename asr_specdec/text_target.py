@@ -10,9 +10,7 @@ import torch
 from torch import nn
 
 from .errors import ModelError
-
-# rows per block of a multi-row vocabulary projection (see RowBlockedHead)
-PROJECTION_BLOCK = 8
+from .projection import project_rows, row_blocked
 
 
 def text_config(model: nn.Module):
@@ -76,12 +74,11 @@ def crop_cache(cache, length: int) -> None:
 
 
 class RowBlockedHead(nn.Module):
-    """A bias-free float32 output projection computed as weight @ hidden^T in blocks of PROJECTION_BLOCK rows.
+    """A bias-free float32 output projection computed as weight @ hidden^T in blocks of rows (projection.py).
 
-    On a CPU, MKL runs the usual hidden @ weight^T at compute speed once there are two rows or more, but
-    weight @ hidden^T near memory speed: on one thread, Gemma 3's 262,144-word head took 56 ms for one row,
-    126 ms for two rows and 122 ms for five the usual way, 33 ms and 65 ms this way. One row (every plain
-    greedy step) keeps the standard call, so plain decoding stays bit-identical to transformers' generate().
+    On one thread, Gemma 3's 262,144-word head took 56 ms for one row, 126 ms for two rows and 122 ms for five
+    the usual way, 33 ms and 65 ms this way. One row (every plain greedy step) keeps the standard call, so
+    plain decoding stays bit-identical to transformers' generate().
     """
 
     def __init__(self, head: nn.Linear):
@@ -90,18 +87,14 @@ class RowBlockedHead(nn.Module):
 
     @staticmethod
     def fits(head: nn.Module) -> bool:
-        return (type(head) is nn.Linear and head.bias is None and head.weight.device.type == "cpu"
-                and head.weight.dtype == torch.float32)
+        return row_blocked(head) and head.weight.dtype == torch.float32
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         *leading, width = hidden.shape
         flat = hidden.reshape(-1, width)
-        rows = flat.shape[0]
-        if rows == 1:
+        if flat.shape[0] == 1:
             return self.head(hidden)
-        block_rows = -(-rows // -(-rows // PROJECTION_BLOCK))  # equal blocks: 9 rows go as 5 + 4, not 8 + 1
-        blocks = [self.head.weight @ block.T for block in flat.split(block_rows)]  # each [vocab, block rows]
-        return torch.cat(blocks, dim=1).T.contiguous().view(*leading, -1)
+        return project_rows(self.head.weight, flat).view(*leading, -1)
 
 
 @contextlib.contextmanager
