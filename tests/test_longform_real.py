@@ -7,25 +7,21 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 import torch
 
 from asr_specdec.formats import to_srt, to_vtt
 from asr_specdec.models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper
+from eval.bench_longform import joined_clips
 
 pytestmark = pytest.mark.slow
 
-GAP_SECONDS = 0.5
 
 
 @pytest.fixture(scope="module")
-def long_clip(shared_audio, manifest):
-    from asr_specdec.audio import load_audio
-
-    gap = np.zeros(int(16000 * GAP_SECONDS), dtype=np.float32)
-    audio = np.concatenate([part for entry in manifest for part in (load_audio(shared_audio / entry["audio"]), gap)])
+def long_clip(shared_audio):
+    audio = joined_clips(shared_audio)  # the long-audio benchmark's file: every clip, 0.5 s of silence after each
     assert len(audio) / 16000 > 60
     return audio
 
