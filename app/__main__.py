@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from asr_specdec.drafters import MODES
+from asr_specdec.core.modes import MODES
 
 from .settings import AppSettings
 

@@ -6,7 +6,7 @@ import socket
 
 import gradio as gr
 
-from asr_specdec.packs import pack_names
+from asr_specdec.weights.packs import pack_names
 
 from .service import TranscriptionService
 from .settings import AppSettings, DecodeOptions

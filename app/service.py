@@ -12,12 +12,13 @@ from dataclasses import astuple, replace
 
 import torch
 
+from asr_specdec.core.modes import ASSISTANT_MODES
 from asr_specdec.errors import SpecdecError
-from asr_specdec.models import LoadedWhisper, load_whisper
+from asr_specdec.weights.whisper_models import LoadedWhisper, load_whisper
 from asr_specdec.whisper import Progress, SpeculativeWhisper, TranscriptionResult
 
 from .intake import read_audio, uploaded_path
-from .settings import ASSISTED_MODES, AppSettings, DecodeOptions
+from .settings import AppSettings, DecodeOptions
 
 
 def _no_progress(fraction: float, description: str) -> None:
@@ -47,7 +48,7 @@ class TranscriptionService:
         key = astuple(options)
         with self._cache_lock:
             if key not in self._decoders:
-                assistant = self.model(options.assistant) if options.mode in ASSISTED_MODES else None
+                assistant = self.model(options.assistant) if options.mode in ASSISTANT_MODES else None
                 decoder = SpeculativeWhisper(
                     self.model(options.main), mode=options.mode, assistant_model=assistant,
                     num_draft_tokens=options.draft_tokens, dynamic=options.dynamic, language=options.language,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asr_specdec.draft_length import DEFAULT_DRAFT_TOKENS
-
-ASSISTED_MODES = ("assistant", "universal")  # the modes that draft with a second model
+from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
+from asr_specdec.core.modes import ASSISTANT_MODES
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class DecodeOptions:
 
     def normalized(self) -> DecodeOptions:
         """The same request with the settings its mode ignores blanked, so equal decoders share one cache key."""
-        assistant = self.assistant if self.mode in ASSISTED_MODES else None
+        assistant = self.assistant if self.mode in ASSISTANT_MODES else None
         if self.mode == "off":
             return DecodeOptions(self.main, "off", None, DEFAULT_DRAFT_TOKENS, False, self.language, self.task)
         return DecodeOptions(self.main, self.mode, assistant, int(self.draft_tokens), bool(self.dynamic),

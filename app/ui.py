@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from asr_specdec.draft_length import DEFAULT_DRAFT_TOKENS
-from asr_specdec.drafters import MODES
+from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
+from asr_specdec.core.modes import ASSISTANT_MODES, MODES
 
 from .handlers import Handlers
 from .service import TranscriptionService
-from .settings import ASSISTED_MODES, AppSettings
+from .settings import AppSettings
 from .views import COMPARISON_HEADERS, HIGHLIGHT_COLORS, TELEMETRY_HEADERS
 
 INTRO = ("# asr-specdec\nWhisper transcription with exact speculative decoding: a cheap drafter proposes tokens, "
@@ -80,7 +80,7 @@ def build_app(service: TranscriptionService) -> gr.Blocks:
                                                           elem_id="speculative-transcript")
                         compare_highlights = _highlights("compare-highlights")
 
-        controls.mode.change(lambda mode: gr.update(visible=mode in ASSISTED_MODES), controls.mode,
+        controls.mode.change(lambda mode: gr.update(visible=mode in ASSISTANT_MODES), controls.mode,
                              controls.assistant, api_visibility="private", queue=False)
         transcribe_inputs = controls.decoding + [controls.output_format]
         file_button.click(handlers.transcribe, [file_audio, *transcribe_inputs], file_panel.outputs,
@@ -100,7 +100,7 @@ def _controls(settings: AppSettings) -> Controls:
     mode = gr.Dropdown(list(MODES), value=settings.default_mode, label="Drafter",
                        info="off = plain greedy decoding")
     assistant = gr.Dropdown(list(settings.models), value=settings.default_assistant, label="Assistant model",
-                            visible=settings.default_mode in ASSISTED_MODES,
+                            visible=settings.default_mode in ASSISTANT_MODES,
                             info="assistant mode needs the main model's vocabulary; universal takes any")
     draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
     dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full accept, -1 otherwise)")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from asr_specdec.formats import to_srt, to_text, to_vtt
 from asr_specdec.whisper import TranscriptionResult
+from asr_specdec.whisper.formats import to_srt, to_text, to_vtt
 
 FROM_DRAFT = "accepted from draft"
 FROM_MAIN = "supplied by main model"

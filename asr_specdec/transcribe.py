@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
-MODES = ("off", "assistant", "quantized-self", "early-exit", "prompt-lookup", "universal")
+from .commands import format_stats, run_command
+from .core.modes import ASSISTANT_MODES, MODES
+
 FORMATS = ("text", "json", "srt", "vtt")
 LONG_FORM_MODES = ("sequential", "chunked")
 DEFAULTS_HELP = (
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def render(result, output_format: str, file: str) -> str:
-    from .formats import to_srt, to_text, to_vtt
+    from .whisper.formats import to_srt, to_text, to_vtt
 
     if output_format == "srt":
         return to_srt(result.segments)
@@ -92,14 +93,6 @@ def result_record(result, file: str) -> dict:
     }
 
 
-def format_stats(stats, label: str) -> str:
-    return (f"{label}: {stats.new_tokens} tokens in {stats.total_seconds:.2f} s "
-            f"(encoder {stats.encoder_seconds:.2f} s, draft {stats.draft_seconds:.2f} s, verify "
-            f"{stats.verify_seconds:.2f} s); drafted {stats.drafted_tokens}, accepted {stats.accepted_tokens} "
-            f"({stats.acceptance_rate:.0%}); {stats.tokens_per_main_pass:.2f} tokens per main pass, "
-            f"{stats.main_passes} main passes, {stats.draft_passes} drafter passes")
-
-
 def output_path(args, file: str, several: bool) -> Path | None:
     if not args.output:
         return None
@@ -113,7 +106,7 @@ def output_path(args, file: str, several: bool) -> Path | None:
 
 def choose_models(args) -> tuple[str, str | None, str, str]:
     """(main, assistant, mode, why) from the arguments and what this machine offers."""
-    from .models import default_models
+    from .weights.whisper_models import default_models
 
     main, assistant, reason = args.main, args.assistant, "given on the command line"
     if main is None:
@@ -128,7 +121,7 @@ def choose_models(args) -> tuple[str, str | None, str, str]:
 def build_transcriber(args, mode_override: str | None = None):
     import torch
 
-    from .whisper import SpeculativeWhisper
+    from .whisper.transcriber import SpeculativeWhisper
 
     device = args.device
     if device == "auto":
@@ -140,7 +133,7 @@ def build_transcriber(args, mode_override: str | None = None):
     main, assistant, mode, reason = choose_models(args)
     mode = mode_override or mode
     return SpeculativeWhisper(
-        main, mode=mode, assistant_model=assistant if mode in ("assistant", "universal") else None,
+        main, mode=mode, assistant_model=assistant if mode in ASSISTANT_MODES else None,
         num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic,
         assistant_confidence_threshold=args.confidence_threshold, assistant_early_exit=args.early_exit_layer,
         do_sample=args.do_sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
@@ -223,7 +216,7 @@ def _groups(files: list[str], size: int) -> list[list[str]]:
 def _transcribe_group(transcriber, files: list[str]) -> list[tuple[str, object]]:
     """(file, result or the exception it raised) for each file; a group of more than one decodes as a batch,
     after reading every file on its own so that one unreadable file fails alone."""
-    from .audio import load_audio
+    from .whisper.audio import load_audio
 
     if len(files) == 1:
         try:
@@ -253,23 +246,6 @@ def compare(plain, speculative_result, file: str) -> None:
     print(f"compare {file}: plain {result.stats.total_seconds:.2f} s, {speculative_result.mode} "
           f"{speculative_result.stats.total_seconds:.2f} s, speedup {speedup:.2f}x, identical output: "
           f"{'yes' if identical else 'NO'}", file=sys.stderr)
-
-
-def run_command(run, args, interrupted: str) -> int:
-    """`run(args)` as a command: Ctrl-C and even a bug give one line on stderr and an exit code, never a
-    traceback; --stats adds the total wall time."""
-    started = time.perf_counter()
-    try:
-        code = run(args)
-    except KeyboardInterrupt:
-        print(interrupted, file=sys.stderr)
-        return 130
-    except Exception as error:  # a bug still gets one line, not a traceback
-        print(f"error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
-    if args.stats:
-        print(f"total wall time {time.perf_counter() - started:.2f} s", file=sys.stderr)
-    return code
 
 
 def main(argv: list[str] | None = None) -> int:

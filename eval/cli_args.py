@@ -83,7 +83,7 @@ def check_arguments(args) -> None:
 
 
 def parse_draft_lengths(text: str | None) -> tuple[int, ...]:
-    from asr_specdec.draft_length import DEFAULT_DRAFT_TOKENS
+    from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
 
     if text is None:
         return (DEFAULT_DRAFT_TOKENS,)

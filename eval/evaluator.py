@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 import zlib
 
-from asr_specdec.audio import load_audio
 from asr_specdec.errors import SpecdecError
+from asr_specdec.whisper.audio import load_audio
 
 from .rows import failed_row, ok_row, score_utterance
 from .settings import EvalSettings

@@ -11,8 +11,9 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 def describe_model(spec: str) -> dict:
     """{name, source, sha256, sha256_of, vocab_size, location}; raises asr_specdec's ModelError for a bad spec."""
-    from asr_specdec.models import resolve_model_dir
-    from asr_specdec.packs import PACKS, sha256_file
+    from asr_specdec.weights.cache import sha256_file
+    from asr_specdec.weights.packs import PACKS
+    from asr_specdec.weights.whisper_models import resolve_model_dir
 
     location = resolve_model_dir(spec)
     info = {"name": spec, "source": "hub", "sha256": None, "sha256_of": None, "vocab_size": None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from asr_specdec.drafters import MODES
+from asr_specdec.core.modes import ASSISTANT_MODES, MODES
 
 from .cli_args import (
     OneLineParser,
@@ -30,7 +30,7 @@ from .cli_args import (
     run_command,
 )
 from .errors import EvalError
-from .settings import NEEDS_ASSISTANT, EvalSettings
+from .settings import EvalSettings
 
 
 def build_parser() -> OneLineParser:
@@ -114,7 +114,7 @@ def run(args, command: str) -> int:
     draft_lengths = parse_draft_lengths(args.num_draft_tokens)
     utterances = load_utterances(args.dataset, args.config, args.split)
     main_info = describe_model(args.main)
-    wants_assistant = args.assistant and any(mode in NEEDS_ASSISTANT for mode in requested)
+    wants_assistant = args.assistant and any(mode in ASSISTANT_MODES for mode in requested)
     assistant_info = describe_model(args.assistant) if wants_assistant else None
     modes, assistant_mode_model, notes = plan_modes(requested, chosen, main_info, assistant_info)
     device, threads = device_and_threads(args)

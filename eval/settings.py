@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from asr_specdec.draft_length import DEFAULT_DRAFT_TOKENS
-from asr_specdec.drafters import MODES
+from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
+from asr_specdec.core.modes import MODES
 
 PLAIN = "off"
-NEEDS_ASSISTANT = ("assistant", "universal")
 
 
 def drafter_model(settings: EvalSettings, mode: str) -> str | None:

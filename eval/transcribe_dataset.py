@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from asr_specdec.drafters import MODES
+from asr_specdec.core.modes import MODES
 
 from .cli_args import (
     OneLineParser,

@@ -18,7 +18,7 @@ def torch_device(name: str) -> str:
 def build_transcribers(settings: EvalSettings, variants: list[Variant]) -> dict[str, SpeculativeWhisper]:
     import torch
 
-    from asr_specdec.models import load_assistant, load_whisper
+    from asr_specdec.weights.whisper_models import load_assistant, load_whisper
 
     device = torch_device(settings.device)
     dtype = torch.float16 if device.startswith("cuda") else torch.float32

@@ -35,13 +35,13 @@ def manifest(shared_audio) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def tiny_en_dir(pack_cache) -> Path:
-    from asr_specdec.packs import ensure_pack
+    from asr_specdec.weights.packs import ensure_pack
 
     return ensure_pack("tiny.en")
 
 
 @pytest.fixture(scope="session")
 def base_dir(pack_cache) -> Path:
-    from asr_specdec.packs import ensure_pack
+    from asr_specdec.weights.packs import ensure_pack
 
     return ensure_pack("base")

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from asr_specdec.decoder import DecoderTarget, WhisperDecoderRunner
-from asr_specdec.draft_length import DraftLength
-from asr_specdec.drafters import DraftContext
-from asr_specdec.engine import GenerationSettings, generate
-from asr_specdec.logits import Sampling
-from asr_specdec.longform import Frames
-from asr_specdec.timestamps import TimestampRules
+from asr_specdec.core.draft_length import DraftLength
+from asr_specdec.core.drafter import DraftContext
+from asr_specdec.core.engine import GenerationSettings, generate
+from asr_specdec.core.logits import Sampling
+from asr_specdec.whisper.decoder import DecoderTarget, WhisperDecoderRunner
+from asr_specdec.whisper.longform import Frames
+from asr_specdec.whisper.timestamps import TimestampRules
 
-from .tiny_models import EOS, NO_TIMESTAMPS, START, tiny_whisper
+from .tiny_whisper import EOS, NO_TIMESTAMPS, START, tiny_whisper
 
 START_OF_PREV = 108
 TIMESTAMP_BEGIN = NO_TIMESTAMPS + 1

@@ -26,7 +26,7 @@ def _one_line(error: Exception) -> str:
 
 
 def _check_hub(name: str) -> None:
-    from asr_specdec.models import hub_reachable
+    from asr_specdec.weights.whisper_models import hub_reachable
 
     if not hub_reachable():
         raise DatasetError(

@@ -1,0 +1,31 @@
+"""What every command line shares: one line on stderr for Ctrl-C and for bugs, and the telemetry line."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def format_stats(stats, label: str) -> str:
+    return (f"{label}: {stats.new_tokens} tokens in {stats.total_seconds:.2f} s "
+            f"(encoder {stats.encoder_seconds:.2f} s, draft {stats.draft_seconds:.2f} s, verify "
+            f"{stats.verify_seconds:.2f} s); drafted {stats.drafted_tokens}, accepted {stats.accepted_tokens} "
+            f"({stats.acceptance_rate:.0%}); {stats.tokens_per_main_pass:.2f} tokens per main pass, "
+            f"{stats.main_passes} main passes, {stats.draft_passes} drafter passes")
+
+
+def run_command(run, args, interrupted: str) -> int:
+    """`run(args)` as a command: Ctrl-C and even a bug give one line on stderr and an exit code, never a
+    traceback; --stats adds the total wall time."""
+    started = time.perf_counter()
+    try:
+        code = run(args)
+    except KeyboardInterrupt:
+        print(interrupted, file=sys.stderr)
+        return 130
+    except Exception as error:  # a bug still gets one line, not a traceback
+        print(f"error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    if args.stats:
+        print(f"total wall time {time.perf_counter() - started:.2f} s", file=sys.stderr)
+    return code

@@ -1,0 +1,1 @@
+"""The text-LM drafters, one module each, all behind `core.drafter.Drafter`."""

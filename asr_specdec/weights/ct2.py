@@ -1,0 +1,359 @@
+"""CTranslate2 Whisper checkpoints (faster-whisper's format) -> transformers Whisper directories.
+
+A checkpoint directory holds model.bin (binary version 6), config.json (suppress ids, alignment heads) and
+tokenizer.json. The conversion reads the weights, upcasts them to float32, infers the architecture from
+the tensor shapes, and writes a directory that `from_pretrained` loads: model, processor (feature
+extractor + tokenizer with Whisper's 1501 timestamp tokens) and a complete generation config.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+
+BINARY_VERSION = 6
+TIMESTAMP_COUNT = 1501  # <|0.00|> .. <|30.00|> in 0.02 s steps
+_DTYPES = {0: np.float32, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.float16, 5: "bfloat16"}
+_ITEM_SIZES = {0: 4, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2}
+_LANGUAGE_TOKEN = re.compile(r"<\|[a-z]{2,3}\|>")
+
+
+@dataclass(frozen=True)
+class Ct2Checkpoint:
+    """The parsed content of a model.bin: spec name, revision, variables by name, aliases (name -> target)."""
+
+    spec_name: str
+    revision: int
+    variables: dict[str, np.ndarray]
+    aliases: dict[str, str]
+
+
+class _Cursor:
+    def __init__(self, data: bytes, path: Path):
+        self.data, self.path, self.offset = memoryview(data), path, 0
+
+    def corrupt(self, why: str) -> ModelError:
+        return ModelError(f"{self.path}: not a valid CTranslate2 model.bin ({why} at byte {self.offset})")
+
+    def take(self, size: int) -> memoryview:
+        if self.offset + size > len(self.data):
+            raise self.corrupt(f"truncated: needs {size} more bytes, file has {len(self.data)}")
+        chunk = self.data[self.offset: self.offset + size]
+        self.offset += size
+        return chunk
+
+    def unpack(self, fmt: str) -> tuple:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
+
+    def string(self) -> str:
+        (length,) = self.unpack("<H")
+        try:
+            return bytes(self.take(length)).decode("utf-8").rstrip("\0")
+        except UnicodeDecodeError:
+            raise self.corrupt("name is not UTF-8") from None
+
+
+def _array(raw: memoryview, type_id: int, shape: tuple[int, ...]) -> np.ndarray:
+    if _DTYPES[type_id] == "bfloat16":
+        # numpy has no bfloat16: its bits are the top half of a float32
+        return (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    return np.frombuffer(raw, dtype=np.dtype(_DTYPES[type_id]).newbyteorder("<")).reshape(shape)
+
+
+def read_model_bin(path: str | Path) -> Ct2Checkpoint:
+    """Parse a CTranslate2 model.bin; any malformed or truncated file raises ModelError."""
+    path = Path(path)
+    try:
+        cursor = _Cursor(path.read_bytes(), path)
+    except OSError as error:
+        raise ModelError(f"cannot read {path}: {error.strerror or error}") from None
+    (version,) = cursor.unpack("<I")
+    if version != BINARY_VERSION:
+        raise ModelError(f"{path}: CTranslate2 binary version {version} is not supported (expected {BINARY_VERSION})")
+    spec_name = cursor.string()
+    (revision,) = cursor.unpack("<I")
+    (count,) = cursor.unpack("<I")
+    variables = {}
+    for _ in range(count):
+        name = cursor.string()
+        (rank,) = cursor.unpack("<B")
+        shape = cursor.unpack(f"<{rank}I")
+        type_id, nbytes = cursor.unpack("<BI")
+        if type_id not in _DTYPES:
+            raise cursor.corrupt(f"variable {name!r} has unknown dtype id {type_id}")
+        if nbytes != int(np.prod(shape, dtype=np.int64)) * _ITEM_SIZES[type_id]:
+            raise cursor.corrupt(f"variable {name!r} of shape {list(shape)} declares {nbytes} bytes")
+        variables[name] = _array(cursor.take(nbytes), type_id, shape)
+    (alias_count,) = cursor.unpack("<I")
+    aliases = {}
+    for _ in range(alias_count):
+        alias = cursor.string()
+        aliases[alias] = cursor.string()
+    if cursor.offset != len(cursor.data):
+        raise cursor.corrupt(f"{len(cursor.data) - cursor.offset} unexpected trailing bytes")
+    return Ct2Checkpoint(spec_name, revision, variables, aliases)
+
+
+class _Weights:
+    """Float32 torch tensors by CTranslate2 name, dequantizing int8/int16 weights and following aliases."""
+
+    def __init__(self, checkpoint: Ct2Checkpoint, path: Path):
+        self.checkpoint, self.path = checkpoint, path
+
+    def has(self, name: str) -> bool:
+        return name in self.checkpoint.variables or name in self.checkpoint.aliases
+
+    def array(self, name: str) -> np.ndarray:
+        name = self.checkpoint.aliases.get(name, name)
+        if name not in self.checkpoint.variables:
+            raise ModelError(f"{self.path}: not a Whisper checkpoint (no variable {name!r})")
+        return self.checkpoint.variables[name]
+
+    def __call__(self, name: str):
+        import torch
+
+        values = self.array(name).astype(np.float32)
+        if self.has(name + "_scale"):  # quantized: stored value = round(weight * scale), per output channel
+            scale = self.array(name + "_scale").astype(np.float32)
+            if scale.ndim == 1:
+                scale = scale.reshape(-1, *[1] * (values.ndim - 1))
+            try:
+                values = values / scale
+            except ValueError:
+                raise ModelError(f"{self.path}: scale of {name!r} does not fit its shape {values.shape}") from None
+        return torch.from_numpy(np.ascontiguousarray(values))
+
+    def layer_count(self, side: str) -> int:
+        pattern = re.compile(rf"{side}/layer_(\d+)/")
+        indices = {int(match.group(1)) for name in self.checkpoint.variables if (match := pattern.match(name))}
+        return max(indices) + 1 if indices else 0
+
+    def scalar(self, name: str) -> int | None:
+        values = self.array(name) if self.has(name) else np.zeros(0)
+        return int(values.reshape(-1)[0]) if values.size == 1 else None
+
+
+def _state_dict(weights: _Weights, encoder_layers: int, decoder_layers: int) -> dict:
+    state = {}
+
+    def linear(hf: str, ct2: str, bias: bool = True):
+        state[f"{hf}.weight"] = weights(f"{ct2}/weight")
+        if bias:
+            state[f"{hf}.bias"] = weights(f"{ct2}/bias")
+
+    def split(hf_names: list[str], ct2: str):
+        # a fused projection; the key projection has no bias in transformers, and CTranslate2 stores zeros
+        # there (a key bias adds the same score to every key, which softmax ignores anyway)
+        for hf, weight, bias in zip(hf_names, weights(f"{ct2}/weight").chunk(len(hf_names)),
+                                    weights(f"{ct2}/bias").chunk(len(hf_names))):
+            state[f"{hf}.weight"] = weight
+            if not hf.endswith("k_proj"):
+                state[f"{hf}.bias"] = bias
+
+    def norm(hf: str, ct2: str):
+        state[f"{hf}.weight"], state[f"{hf}.bias"] = weights(f"{ct2}/gamma"), weights(f"{ct2}/beta")
+
+    for conv in ("conv1", "conv2"):
+        linear(f"model.encoder.{conv}", f"encoder/{conv}")
+    state["model.decoder.embed_tokens.weight"] = weights("decoder/embeddings/weight")
+    for side, count in (("encoder", encoder_layers), ("decoder", decoder_layers)):
+        state[f"model.{side}.embed_positions.weight"] = weights(f"{side}/position_encodings/encodings")
+        norm(f"model.{side}.layer_norm", f"{side}/layer_norm")
+        for index in range(count):
+            hf, ct2 = f"model.{side}.layers.{index}", f"{side}/layer_{index}"
+            norm(f"{hf}.self_attn_layer_norm", f"{ct2}/self_attention/layer_norm")
+            split([f"{hf}.self_attn.{p}_proj" for p in "qkv"], f"{ct2}/self_attention/linear_0")
+            linear(f"{hf}.self_attn.out_proj", f"{ct2}/self_attention/linear_1")
+            if side == "decoder":
+                norm(f"{hf}.encoder_attn_layer_norm", f"{ct2}/attention/layer_norm")
+                linear(f"{hf}.encoder_attn.q_proj", f"{ct2}/attention/linear_0")
+                split([f"{hf}.encoder_attn.k_proj", f"{hf}.encoder_attn.v_proj"], f"{ct2}/attention/linear_1")
+                linear(f"{hf}.encoder_attn.out_proj", f"{ct2}/attention/linear_2")
+            norm(f"{hf}.final_layer_norm", f"{ct2}/ffn/layer_norm")
+            linear(f"{hf}.fc1", f"{ct2}/ffn/linear_0")
+            linear(f"{hf}.fc2", f"{ct2}/ffn/linear_1")
+    return state
+
+
+def _special_ids(tokenizer_json: dict, path: Path, multilingual: bool) -> dict[str, int]:
+    try:
+        ids = {token["content"]: int(token["id"]) for token in tokenizer_json.get("added_tokens", [])}
+    except (KeyError, TypeError, ValueError):
+        raise ModelError(f"{path}: malformed added_tokens") from None
+    needed = ["<|endoftext|>", "<|startoftranscript|>", "<|notimestamps|>"]
+    needed += ["<|transcribe|>", "<|translate|>"] if multilingual else []
+    if missing := [token for token in needed if token not in ids]:
+        raise ModelError(f"{path}: not a Whisper tokenizer (no {', '.join(missing)})")
+    return ids
+
+
+def _tokenizer(path: Path, tokenizer_json: dict, special_ids: dict[str, int], vocab_size: int):
+    from transformers import AddedToken, WhisperTokenizerFast
+
+    specials = [token["content"] for token in tokenizer_json["added_tokens"] if token.get("special")]
+    # the decoder finds timestamp ids as "after the last special id", so the order matters
+    specials.sort(key=special_ids.__getitem__)
+    try:
+        tokenizer = WhisperTokenizerFast(tokenizer_file=str(path), pad_token="<|endoftext|>",
+                                         additional_special_tokens=specials)
+    except Exception as error:  # the tokenizers library's parse errors have no common type
+        raise ModelError(f"{path}: unreadable tokenizer ({' '.join(str(error).split())[:200]})") from None
+    first_timestamp = special_ids["<|notimestamps|>"] + 1
+    if vocab_size < first_timestamp + TIMESTAMP_COUNT:
+        return tokenizer  # a vocabulary without timestamp rows: nothing to name
+    if "<|0.00|>" not in special_ids:
+        tokenizer.add_tokens([AddedToken(f"<|{index * 0.02:.2f}|>", lstrip=False, rstrip=False, normalized=False,
+                                         special=False) for index in range(TIMESTAMP_COUNT)])
+    if tokenizer.convert_tokens_to_ids("<|0.00|>") != first_timestamp:
+        raise ModelError(f"{path}: timestamp tokens do not start right after <|notimestamps|>")
+    return tokenizer
+
+
+def _generation_config(ids: dict[str, int], ct2_config: dict, multilingual: bool, max_length: int):
+    from transformers import GenerationConfig
+
+    options = dict(
+        decoder_start_token_id=ids["<|startoftranscript|>"],
+        eos_token_id=ids["<|endoftext|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        bos_token_id=ids["<|endoftext|>"],
+        no_timestamps_token_id=ids["<|notimestamps|>"],
+        prev_sot_token_id=ids.get("<|startofprev|>"),
+        suppress_tokens=list(ct2_config.get("suppress_ids") or []),
+        begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin") or []),
+        alignment_heads=[list(head) for head in ct2_config.get("alignment_heads") or []],
+        max_initial_timestamp_index=50,  # openai's max_initial_timestamp of 1.0 s
+        is_multilingual=multilingual,
+        max_length=max_length,
+        forced_decoder_ids=None,
+        return_timestamps=False,
+    )
+    if multilingual:
+        options["lang_to_id"] = {token: id_ for token, id_ in ids.items() if _LANGUAGE_TOKEN.fullmatch(token)}
+        options["task_to_id"] = {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]}
+        # without forced_decoder_ids, this is what keeps openai's default (detect the language, then
+        # transcribe) instead of a prompt with no task token, on which the model loops
+        options["task"] = "transcribe"
+    return GenerationConfig(**options)
+
+
+def _read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise ModelError(f"{path.parent}: not a CTranslate2 Whisper checkpoint (no {path.name})")
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ModelError(f"{path}: unreadable JSON ({error})") from None
+    if not isinstance(content, dict):
+        raise ModelError(f"{path}: expected a JSON object")
+    return content
+
+
+def _whisper_config(weights: _Weights, ids: dict[str, int], ct2_config: dict):
+    from transformers import WhisperConfig
+
+    vocab_size, d_model = weights.array("decoder/embeddings/weight").shape
+    return WhisperConfig(
+        vocab_size=vocab_size,
+        num_mel_bins=weights.array("encoder/conv1/weight").shape[1],
+        d_model=d_model,
+        encoder_layers=weights.layer_count("encoder"),
+        decoder_layers=weights.layer_count("decoder"),
+        # Whisper's head size is always 64; a checkpoint that records its head count wins
+        encoder_attention_heads=weights.scalar("encoder/num_heads") or d_model // 64,
+        decoder_attention_heads=weights.scalar("decoder/num_heads") or d_model // 64,
+        encoder_ffn_dim=weights.array("encoder/layer_0/ffn/linear_0/weight").shape[0],
+        decoder_ffn_dim=weights.array("decoder/layer_0/ffn/linear_0/weight").shape[0],
+        max_source_positions=weights.array("encoder/position_encodings/encodings").shape[0],
+        max_target_positions=weights.array("decoder/position_encodings/encodings").shape[0],
+        decoder_start_token_id=ids["<|startoftranscript|>"],
+        eos_token_id=ids["<|endoftext|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        bos_token_id=ids["<|endoftext|>"],
+        suppress_tokens=list(ct2_config.get("suppress_ids") or []),
+        begin_suppress_tokens=list(ct2_config.get("suppress_ids_begin") or []),
+        architectures=["WhisperForConditionalGeneration"],
+    )
+
+
+def _model(weights: _Weights, config):
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    state = _state_dict(weights, config.encoder_layers, config.decoder_layers)
+    aliases, variables = weights.checkpoint.aliases, weights.checkpoint.variables
+    if "decoder/projection/weight" in variables and \
+            aliases.get("decoder/projection/weight") != "decoder/embeddings/weight":
+        config.tie_word_embeddings = False
+        state["proj_out.weight"] = weights("decoder/projection/weight")
+    else:
+        state["proj_out.weight"] = state["model.decoder.embed_tokens.weight"]
+    try:
+        with torch.device("meta"):  # skips random initialisation: every weight comes from the checkpoint
+            model = WhisperForConditionalGeneration(config)
+        model.load_state_dict(state, strict=True, assign=True)
+    except (RuntimeError, ValueError) as error:
+        raise ModelError(f"{weights.path}: weights do not fit the inferred Whisper shape: "
+                         f"{' '.join(str(error).split())[:300]}") from None
+    if config.tie_word_embeddings:
+        model.tie_weights()
+    return model.eval()
+
+
+@contextmanager
+def quiet_progress_bars():
+    """Silence transformers' load/save progress bars, which would interleave with a CLI's one-line errors."""
+    from transformers.utils import logging
+
+    was_enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            logging.enable_progress_bar()
+
+
+def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
+    """Write a float32 transformers Whisper directory (model, processor, generation config) into out_dir."""
+    from transformers import WhisperFeatureExtractor, WhisperProcessor
+
+    ct2_dir, out_dir = Path(ct2_dir).expanduser(), Path(out_dir).expanduser()
+    if not ct2_dir.is_dir():
+        raise ModelError(f"no such CTranslate2 model directory: {ct2_dir}")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise ModelError(f"output directory {out_dir} already exists and is not empty")
+    ct2_config = _read_json(ct2_dir / "config.json")
+    tokenizer_json = _read_json(ct2_dir / "tokenizer.json")
+    if not (ct2_dir / "model.bin").is_file():
+        raise ModelError(f"{ct2_dir}: not a CTranslate2 Whisper checkpoint (no model.bin)")
+    checkpoint = read_model_bin(ct2_dir / "model.bin")
+    if checkpoint.spec_name != "WhisperSpec":
+        raise ModelError(f"{ct2_dir}: a CTranslate2 {checkpoint.spec_name} model, not Whisper")
+    weights = _Weights(checkpoint, ct2_dir / "model.bin")
+    vocab_size = weights.array("decoder/embeddings/weight").shape[0]
+    multilingual = vocab_size >= 51865  # openai/whisper's own test
+    ids = _special_ids(tokenizer_json, ct2_dir / "tokenizer.json", multilingual)
+
+    config = _whisper_config(weights, ids, ct2_config)
+    model = _model(weights, config)
+    model.generation_config = _generation_config(ids, ct2_config, multilingual, config.max_target_positions)
+    tokenizer = _tokenizer(ct2_dir / "tokenizer.json", tokenizer_json, ids, vocab_size)
+    processor = WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=config.num_mel_bins),
+                                 tokenizer=tokenizer)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with quiet_progress_bars():
+            model.save_pretrained(out_dir)
+            processor.save_pretrained(out_dir)
+    except OSError as error:
+        raise ModelError(f"cannot write {out_dir}: {error.strerror or error}") from None
+    return out_dir

@@ -1,0 +1,151 @@
+"""The one window pipeline every Whisper path goes through: features -> encoder -> drafter start -> engine -> tokens.
+
+A short utterance is one window, a long file a sequence of windows, a batch of files (or of a long file's
+windows) many windows decoded together: all of them call `WindowPipeline.decode` with a list of windows, which
+become the rows of one engine batch. Each window carries what may differ between rows (its language, whether
+it is decoded with timestamps, the previous text it is conditioned on); what is the same for every row (the
+models, the drafter, the task, sampling and draft length) belongs to the pipeline.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..core.draft_length import DraftLength
+from ..core.drafter import DraftContext, Drafter
+from ..core.engine import GenerationSettings, generate_batch
+from ..core.logits import LogitRules, Sampling
+from ..core.stats import DecodeStats
+from . import audio as audio_io
+from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
+from .longform import Frames
+from .tokens import WhisperTokens
+
+
+@dataclass(frozen=True)
+class Window:
+    """One 30-s window to decode: its log-mel features [1, mel bins, frames] and what its row needs."""
+
+    features: torch.Tensor
+    language_id: int | None = None  # None: detected from the audio (multilingual models)
+    timestamps: bool = False
+    previous: list[int] | None = None  # text tokens to condition on (<|startofprev|> prompt)
+
+
+@dataclass
+class DecodedWindow:
+    tokens: list[int]  # generated ids, ending with end-of-text when the model produced it
+    language_id: int | None
+    detected_language: str | None  # the language code found in the audio; None when it was given
+    stats: DecodeStats
+
+
+def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Tensors of single rows as one batch (a lone row as it is, not copied)."""
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
+
+
+class WindowPipeline:
+    """A main Whisper model (and a drafter) turning windows of audio features into tokens."""
+
+    def __init__(self, model, processor, drafter: Drafter | None, *, task: str, sampling: Sampling,
+                 draft_length: DraftLength, max_new_tokens: int | None = None):
+        self.model, self.processor, self.drafter = model, processor, drafter
+        self.tokens = WhisperTokens.from_model(model)
+        self.runner = WhisperDecoderRunner(model)
+        self.task, self.sampling, self.draft_length = task, sampling, draft_length
+        self.max_new_tokens = max_new_tokens or self.tokens.max_positions
+
+    def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
+        """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
+        over all of it, as transformers' long-form generate and openai's transcribe compute them."""
+        options = {"truncation": False, "padding": "longest"} if whole else {}
+        features = self.processor.feature_extractor(samples, sampling_rate=audio_io.SAMPLE_RATE,
+                                                    return_tensors="pt", **options).input_features
+        return features.to(self.runner.device, self.runner.dtype)
+
+    @property
+    def frames(self) -> Frames:
+        extractor = self.processor.feature_extractor
+        encoder = self.model.model.encoder
+        return Frames(window=extractor.nb_max_frames, per_timestamp=encoder.conv1.stride[0] * encoder.conv2.stride[0],
+                      seconds=extractor.hop_length / extractor.sampling_rate)
+
+    @property
+    def window_samples(self) -> int:
+        return self.processor.feature_extractor.n_samples
+
+    def text(self, tokens: list[int]) -> str:
+        return self.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+
+    def decode(self, windows: list[Window], generator: torch.Generator | None = None) -> list[DecodedWindow]:
+        """Decode `windows` as the rows of one batch. Each row's times in its stats are its share of the batch's,
+        so that they add up to the whole call."""
+        started = time.perf_counter()
+        with torch.inference_mode():
+            features, encoder_output, cross_states, cache = self._encode([window.features for window in windows])
+            encoder_seconds = time.perf_counter() - started
+            languages = self._languages(cache, windows)
+            prompts = [self.tokens.prompt(language_id, self.task, window.timestamps, window.previous)
+                       for window, (language_id, _) in zip(windows, languages)]
+            settings = [GenerationSettings(
+                eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
+                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=self.sampling,
+                draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
+            drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
+                                                  encoder_output, cross_states, cache)
+            rows = generate_batch(DecoderTarget(self.runner, cache), prompts, settings, self.drafter, generator)
+        decoded = []
+        for (tokens, stats), (language_id, detected) in zip(rows, languages):
+            stats.encoder_seconds += encoder_seconds / len(windows)
+            stats.draft_seconds += drafter_seconds / len(windows)
+            stats.total_seconds = (time.perf_counter() - started) / len(windows)
+            decoded.append(DecodedWindow(tokens, language_id, detected, stats))
+        return decoded
+
+    def _encode(self, features: list[torch.Tensor]):
+        """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as rows
+        of one batch. Each row is encoded on its own, so its bits equal those of the row decoded alone (the
+        encoder is compute-bound: batching it buys little)."""
+        encoded = [self.model.model.encoder(row).last_hidden_state for row in features]
+        cross_rows = [self.runner.cross_attention_states(row) for row in encoded]
+        cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
+                             for side in (0, 1))
+        encoder_output = _rows(encoded)
+        return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
+                                                                                     cross_states=cross_states)
+
+    def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None]]:
+        """(language token, detected code or None) per row: the window's language, or the one detected in it."""
+        if not self.tokens.multilingual or all(window.language_id is not None for window in windows):
+            return [(window.language_id, None) for window in windows]
+        detected = self.detect_languages(cache)
+        return [(window.language_id, None) if window.language_id is not None else found
+                for window, found in zip(windows, detected)]
+
+    def detect_languages(self, cache: KVCache) -> list[tuple[int, str]]:
+        """(language token, language code) for each row of `cache`, each row's most likely language after
+        start-of-transcript, as transformers' generate picks it."""
+        ids = torch.full((cache.batch_size, 1), self.tokens.start_of_transcript, device=self.runner.device)
+        logits = self.runner.forward(cache, ids, 0)[:, -1]
+        candidates = torch.tensor(list(self.tokens.language_ids.values()), device=logits.device)
+        best = candidates[logits[:, candidates].argmax(dim=-1)].tolist()
+        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
+        return [(token, codes[token]) for token in best]
+
+    def _start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
+                       cache: KVCache) -> float:
+        """Start the drafter (if any) on the rows of `cache`, each row under its own rules; the seconds it took."""
+        if self.drafter is None:
+            return 0.0
+        started = time.perf_counter()
+        self.drafter.start(DraftContext(
+            rules=rules[0], sampling=self.sampling, max_positions=cache.max_positions,
+            eos_token_id=self.tokens.end_of_text, generator=generator, encoder_output=encoder_output,
+            input_features=features, main_cache=cache, main_cross_states=cross_states,
+            row_rules=rules if len(rules) > 1 else None))
+        return time.perf_counter() - started

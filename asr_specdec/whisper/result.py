@@ -1,0 +1,26 @@
+"""What a transcription returns: text, timed segments, the tokens of each window and the telemetry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.stats import DecodeStats
+from .formats import Segment
+
+
+@dataclass
+class TranscriptionResult:
+    text: str
+    segments: list[Segment]
+    window_tokens: list[list[int]]  # generated ids per 30-second window (ending with end-of-text if produced)
+    stats: DecodeStats
+    language: str | None
+    duration: float
+    mode: str
+    main_model: str
+    assistant_model: str | None = None
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> list[int]:
+        return [token for window in self.window_tokens for token in window]

@@ -1,0 +1,80 @@
+"""Whisper's timestamp rules as a logit rule, applied per row so that a verification block stays exact.
+
+Whisper writes a transcript as `<|t0|> text <|t1|><|t1|> text <|t2|>...`: its ~1500 timestamp tokens
+(<|0.00|> .. <|30.00|> in 0.02 s steps) follow <|notimestamps|> in the vocabulary. openai/whisper's
+`ApplyTimestampRules` and transformers' `WhisperTimeStampLogitsProcessor` constrain every step:
+<|notimestamps|> is never emitted; timestamps come in pairs (after a lone timestamp no text, after a
+pair no timestamp); timestamps never decrease and a segment never has zero length; the first token is a
+timestamp no later than `max_initial_timestamp_index`; and when the timestamps together are more likely
+than the single likeliest text token, a timestamp is forced.
+
+Each rule depends on the tokens generated before the row it edits. Row i of a block predicts sequence
+index first_index + i and reads only tokens[:first_index + i], so the main model verifying k draft tokens
+in one pass and a drafter stepping one token at a time constrain every position identically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..core.logits import LogitRules
+
+NEGATIVE_INFINITY = -float("inf")
+
+
+@dataclass(frozen=True)
+class TimestampRules(LogitRules):
+    """Suppression (LogitRules) followed by Whisper's timestamp rules, for rows at or after `begin_index`."""
+
+    timestamp_begin: int = -1  # id of <|0.00|>; every id from it up is a timestamp
+    no_timestamps: int = -1
+    end_of_text: int = -1  # ids below it are text
+    max_initial_timestamp_index: int | None = None
+
+    def __post_init__(self):
+        if min(self.timestamp_begin, self.no_timestamps, self.end_of_text) < 0:
+            raise ValueError("timestamp rules need timestamp_begin, no_timestamps and end_of_text ids")
+
+    def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
+        if tokens is None:
+            raise ValueError("timestamp rules read the tokens before each row: pass tokens")
+        scores = super().apply(logits, first_index, tokens)
+        if scores is logits:
+            scores = scores.clone()
+        rows = [row for row in range(scores.shape[0]) if first_index + row >= self.begin_index]
+        if not rows:
+            return scores
+        for row in rows:
+            self._pairing_and_order(scores[row], tokens[self.begin_index: first_index + row])
+        ruled = scores[rows[0]:]  # rows are consecutive, so this is a view of them all
+        log_probs = torch.log_softmax(ruled.float(), dim=-1)
+        timestamp_log_prob = log_probs[:, self.timestamp_begin:].logsumexp(dim=-1)
+        best_text_log_prob = log_probs[:, :self.timestamp_begin].max(dim=-1).values
+        forced = (timestamp_log_prob > best_text_log_prob).nonzero().flatten().tolist()
+        for row in forced:
+            ruled[row, :self.timestamp_begin] = NEGATIVE_INFINITY
+        return scores
+
+    def _pairing_and_order(self, row: torch.Tensor, generated: list[int]) -> None:
+        """Edit one row in place from the tokens generated before it."""
+        begin = self.timestamp_begin
+        row[self.no_timestamps] = NEGATIVE_INFINITY
+        if not generated:
+            row[:begin] = NEGATIVE_INFINITY
+            if self.max_initial_timestamp_index is not None:
+                row[begin + self.max_initial_timestamp_index + 1:] = NEGATIVE_INFINITY
+            return
+        last_was_timestamp = generated[-1] >= begin
+        penultimate_was_timestamp = len(generated) < 2 or generated[-2] >= begin
+        if last_was_timestamp:
+            if penultimate_was_timestamp:
+                row[begin:] = NEGATIVE_INFINITY
+            else:
+                row[:self.end_of_text] = NEGATIVE_INFINITY
+        timestamps = [token for token in generated if token >= begin]
+        if timestamps:
+            # a segment ends after it starts; the next one may start where the last one ended
+            last = timestamps[-1] if last_was_timestamp and not penultimate_was_timestamp else timestamps[-1] + 1
+            row[begin:last] = NEGATIVE_INFINITY

@@ -1,0 +1,99 @@
+"""Whisper's special tokens and decoding rules, read from a model's generation config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.logits import LogitRules
+from ..errors import SpecdecError
+from .timestamps import TimestampRules
+
+DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai's max_initial_timestamp of 1.0 s
+
+
+@dataclass(frozen=True)
+class WhisperTokens:
+    start_of_transcript: int
+    end_of_text: int
+    no_timestamps: int
+    language_ids: dict  # "<|en|>" -> id
+    task_ids: dict  # "transcribe" -> id
+    suppress_tokens: tuple[int, ...]
+    begin_suppress_tokens: tuple[int, ...]
+    max_positions: int
+    vocab_size: int = 0
+    start_of_prev: int | None = None
+    max_initial_timestamp_index: int | None = DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX
+
+    @classmethod
+    def from_model(cls, model) -> WhisperTokens:
+        config = model.generation_config
+        eos = config.eos_token_id
+        eos = eos[0] if isinstance(eos, (list, tuple)) else eos
+        max_positions = model.config.max_target_positions
+        return cls(
+            start_of_transcript=config.decoder_start_token_id,
+            end_of_text=eos,
+            no_timestamps=config.no_timestamps_token_id,
+            language_ids=dict(getattr(config, "lang_to_id", None) or {}),
+            task_ids=dict(getattr(config, "task_to_id", None) or {}),
+            suppress_tokens=tuple(config.suppress_tokens or ()),
+            begin_suppress_tokens=tuple(config.begin_suppress_tokens or ()),
+            max_positions=min(max_positions, getattr(config, "max_length", None) or max_positions),
+            vocab_size=model.config.vocab_size,
+            start_of_prev=getattr(config, "prev_sot_token_id", None),
+            max_initial_timestamp_index=getattr(config, "max_initial_timestamp_index",
+                                                DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX),
+        )
+
+    @property
+    def multilingual(self) -> bool:
+        return bool(self.language_ids)
+
+    def language_token(self, language: str) -> int:
+        """Accepts 'en', 'english' or '<|en|>'."""
+        from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
+
+        code = language.strip().lower()
+        code = TO_LANGUAGE_CODE.get(code, code)
+        key = code if code.startswith("<|") else f"<|{code}|>"
+        if key not in self.language_ids:
+            known = ", ".join(sorted(LANGUAGES)[:12])
+            raise SpecdecError(f"unknown language '{language}' for this model (use a code such as {known}, ...)")
+        return self.language_ids[key]
+
+    @property
+    def timestamp_begin(self) -> int:
+        """The id of <|0.00|>: Whisper numbers its timestamps right after <|notimestamps|>."""
+        return self.no_timestamps + 1
+
+    @property
+    def timestamp_count(self) -> int:
+        return max(0, self.vocab_size - self.timestamp_begin)
+
+    def prompt(self, language_id: int | None, task: str, timestamps: bool = False,
+               previous: list[int] | None = None) -> list[int]:
+        """The decoder prompt: [<|startofprev|>, previous text,] start, [language, task,] and no-timestamps
+        unless decoding with timestamps. Only the last max_positions // 2 - 1 previous tokens are kept."""
+        if task not in ("transcribe", "translate"):
+            raise SpecdecError(f"unknown task '{task}': use transcribe or translate")
+        tokens = [self.start_of_transcript]
+        if self.multilingual:
+            tokens += [language_id, self.task_ids[task]]
+        elif task == "translate":
+            raise SpecdecError("this model is English-only and cannot translate: use a multilingual model")
+        if timestamps and not self.timestamp_count:
+            raise SpecdecError("this model's vocabulary has no timestamp tokens: decode without timestamps")
+        if previous:
+            if self.start_of_prev is None:
+                raise SpecdecError("this model has no <|startofprev|> token: decode without previous-text conditioning")
+            tokens = [self.start_of_prev, *previous[-(self.max_positions // 2 - 1):], *tokens]
+        return tokens if timestamps else tokens + [self.no_timestamps]
+
+    def rules(self, prompt_length: int, timestamps: bool = False) -> LogitRules:
+        if not timestamps:
+            return LogitRules(self.suppress_tokens, self.begin_suppress_tokens, begin_index=prompt_length)
+        return TimestampRules(self.suppress_tokens, self.begin_suppress_tokens, begin_index=prompt_length,
+                              timestamp_begin=self.timestamp_begin, no_timestamps=self.no_timestamps,
+                              end_of_text=self.end_of_text,
+                              max_initial_timestamp_index=self.max_initial_timestamp_index)

@@ -1,0 +1,10 @@
+"""`python -m eval.bench`: the benchmarks, each with its command and what it measures."""
+
+import importlib
+
+BENCHMARKS = ("drafters", "duel", "longform", "text")  # memory, report and systems are the duel's parts
+
+if __name__ == "__main__":
+    for name in BENCHMARKS:
+        summary = importlib.import_module(f"eval.bench.{name}").__doc__.split("\n\n")[0]
+        print(f"python -m eval.bench.{name}\n    {' '.join(summary.split())}\n")

@@ -1,0 +1,170 @@
+"""Whisper's timestamp rules on hand-made logits, against transformers' WhisperTimeStampLogitsProcessor, and
+row by row inside a multi-row verification block."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from transformers import GenerationConfig
+from transformers.generation.logits_process import WhisperTimeStampLogitsProcessor
+
+from asr_specdec.core.logits import LogitRules
+from asr_specdec.whisper.timestamps import TimestampRules
+from asr_specdec.whisper.tokens import WhisperTokens
+
+EOT, NO_TIMESTAMPS, FIRST_TIMESTAMP, VOCAB = 20, 25, 26, 40  # ids 0..19 text, 26..39 timestamps <|0.00|>..<|0.26|>
+PROMPT = [21, 22]
+INF = float("inf")
+
+
+def rules(max_initial: int | None = 3, suppress=(), begin_suppress=()) -> TimestampRules:
+    return TimestampRules(suppress, begin_suppress, begin_index=len(PROMPT), timestamp_begin=FIRST_TIMESTAMP,
+                          no_timestamps=NO_TIMESTAMPS, end_of_text=EOT, max_initial_timestamp_index=max_initial)
+
+
+def allowed(scores: torch.Tensor) -> set[int]:
+    return set(torch.isfinite(scores).nonzero().flatten().tolist())
+
+
+def one_row(generated: list[int], logits: torch.Tensor | None = None, **options) -> torch.Tensor:
+    logits = text_favoured() if logits is None else logits
+    return rules(**options).apply(logits, len(PROMPT) + len(generated), PROMPT + generated)[0]
+
+
+def text_favoured(end_of_text: float = 0.0) -> torch.Tensor:
+    """Logits where one text token outweighs all timestamps together, so no timestamp is forced."""
+    logits = torch.zeros(1, VOCAB)
+    logits[0, :EOT] = 4.0
+    logits[0, EOT] = end_of_text
+    return logits
+
+
+TIMESTAMPS = set(range(FIRST_TIMESTAMP, VOCAB))
+TEXT = set(range(EOT))
+OTHER_SPECIALS = {21, 22, 23, 24}
+
+
+def test_first_token_is_an_early_timestamp():
+    assert allowed(one_row([])) == {26, 27, 28, 29}  # <|0.00|> .. max_initial_timestamp_index 3
+    assert allowed(one_row([], max_initial=None)) == TIMESTAMPS
+
+
+def test_a_lone_opening_timestamp_is_followed_by_text():
+    assert allowed(one_row([27])) == TEXT | {EOT} | OTHER_SPECIALS
+
+
+def test_text_is_closed_by_a_later_timestamp_never_an_earlier_or_equal_one():
+    assert allowed(one_row([27, 5, 6])) == TEXT | {EOT} | OTHER_SPECIALS | set(range(28, VOCAB))
+
+
+def test_after_a_closing_timestamp_comes_an_opening_one_or_the_end():
+    likely_end = text_favoured(end_of_text=4.0)
+    assert allowed(one_row([27, 5, 30], likely_end)) == {EOT} | OTHER_SPECIALS | set(range(30, VOCAB))
+    # without a likely end, the timestamps left outweigh everything else: the next segment opens
+    assert allowed(one_row([27, 5, 30])) == set(range(30, VOCAB))
+
+
+def test_after_a_pair_comes_text():
+    assert allowed(one_row([27, 5, 30, 31])) == TEXT | {EOT} | OTHER_SPECIALS
+    assert allowed(one_row([27, 5, 30, 31, 8])) == TEXT | {EOT} | OTHER_SPECIALS | set(range(32, VOCAB))
+
+
+def test_no_timestamps_token_is_never_allowed():
+    for generated in ([], [27], [27, 5], [27, 5, 30]):
+        assert not torch.isfinite(one_row(generated)[NO_TIMESTAMPS])
+
+
+def test_timestamps_are_forced_when_together_likelier_than_any_text_token():
+    logits = torch.zeros(1, VOCAB)
+    logits[0, 3] = 2.0  # the likeliest single token is text...
+    logits[0, FIRST_TIMESTAMP + 4:] = 0.5  # ...but ten timestamps at e^0.5 each outweigh it
+    assert allowed(one_row([27, 5], logits)) == set(range(28, VOCAB))
+    logits[0, 3] = 5.0
+    assert 3 in allowed(one_row([27, 5], logits))
+
+
+def test_suppression_applies_before_the_timestamp_comparison():
+    logits = torch.zeros(1, VOCAB)
+    logits[0, 3] = 5.0
+    logits[0, FIRST_TIMESTAMP + 4:] = 0.5
+    assert 3 in allowed(one_row([27, 5], logits))
+    assert allowed(one_row([27, 5], logits, suppress=(3,))) == set(range(28, VOCAB))
+
+
+def test_rows_before_the_first_generated_token_are_left_alone():
+    logits = torch.randn(3, VOCAB)
+    scores = rules().apply(logits, 0, PROMPT)
+    assert torch.equal(scores[:2], logits[:2])
+    assert allowed(scores[2]) == {26, 27, 28, 29}
+
+
+def test_tokens_are_required():
+    with pytest.raises(ValueError, match="tokens"):
+        rules().apply(torch.zeros(1, VOCAB), len(PROMPT))
+
+
+def random_sequence(rng: random.Random, length: int) -> list[int]:
+    """A rule-abiding transcript prefix, built by drawing from what the rules allow at each step."""
+    generated = []
+    for _ in range(length):
+        logits = torch.randn(1, VOCAB, generator=torch.Generator().manual_seed(rng.randrange(10**6)))
+        options = sorted(allowed(one_row(generated, logits)) - {EOT})
+        generated.append(rng.choice(options))
+    return generated
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_equals_transformers_processor_row_by_row(seed):
+    rng = random.Random(seed)
+    config = GenerationConfig(eos_token_id=EOT, no_timestamps_token_id=NO_TIMESTAMPS, max_initial_timestamp_index=3)
+    processor = WhisperTimeStampLogitsProcessor(config, begin_index=len(PROMPT))
+    ours = rules()
+    for length in range(12):
+        generated = random_sequence(rng, length)
+        logits = torch.randn(1, VOCAB, generator=torch.Generator().manual_seed(seed * 100 + length)) * 3
+        expected = processor(torch.tensor([PROMPT + generated]), logits.clone())
+        actual = ours.apply(logits, len(PROMPT) + length, PROMPT + generated)
+        assert torch.equal(actual, expected), generated
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_verification_block_equals_its_rows_one_at_a_time(seed):
+    rng = random.Random(seed)
+    sequence = PROMPT + random_sequence(rng, 14)
+    first_index = len(PROMPT) + rng.randrange(6)
+    logits = torch.randn(len(sequence) - first_index + 1, VOCAB, generator=torch.Generator().manual_seed(seed)) * 3
+    block = rules(suppress=(4,), begin_suppress=(EOT,)).apply(logits, first_index, sequence)
+    for row in range(logits.shape[0]):
+        single = rules(suppress=(4,), begin_suppress=(EOT,)).apply(logits[row:row + 1], first_index + row,
+                                                                  sequence[:first_index + row])
+        assert torch.equal(block[row:row + 1], single), row
+    assert torch.equal(logits, logits.clone())  # the input is not edited in place
+
+
+def test_whisper_tokens_give_timestamp_prompts_and_rules():
+    tokens = WhisperTokens(start_of_transcript=50257, end_of_text=50256, no_timestamps=50362, language_ids={},
+                           task_ids={}, suppress_tokens=(1,), begin_suppress_tokens=(220,), max_positions=448,
+                           vocab_size=51864, start_of_prev=50360)
+    assert tokens.timestamp_begin == 50363 and tokens.timestamp_count == 1501
+    assert tokens.prompt(None, "transcribe") == [50257, 50362]
+    assert tokens.prompt(None, "transcribe", timestamps=True) == [50257]
+    previous = list(range(300))
+    prompt = tokens.prompt(None, "transcribe", timestamps=True, previous=previous)
+    assert prompt == [50360, *range(300 - 223, 300), 50257]  # the last 448 // 2 - 1 previous tokens
+    plain, timed = tokens.rules(2), tokens.rules(2, timestamps=True)
+    assert type(plain) is LogitRules
+    assert isinstance(timed, TimestampRules) and timed.timestamp_begin == 50363 and timed.begin_index == 2
+    assert timed.max_initial_timestamp_index == 50
+
+
+def test_a_vocabulary_without_timestamps_is_refused():
+    from asr_specdec.errors import SpecdecError
+
+    tokens = WhisperTokens(start_of_transcript=5, end_of_text=4, no_timestamps=9, language_ids={}, task_ids={},
+                           suppress_tokens=(), begin_suppress_tokens=(), max_positions=64, vocab_size=10)
+    with pytest.raises(SpecdecError, match="no timestamp tokens"):
+        tokens.prompt(None, "transcribe", timestamps=True)
+    with pytest.raises(SpecdecError, match="startofprev"):
+        WhisperTokens(5, 4, 9, {}, {}, (), (), 64, vocab_size=40).prompt(None, "transcribe", True, previous=[1])
