@@ -1,7 +1,8 @@
-"""Drive the page in headless Debian chromium: upload a clip, press Transcribe, read the transcript."""
+"""Drive the page in headless Debian chromium: upload a clip, press Transcribe, read what the page shows."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 from selenium import webdriver
@@ -15,15 +16,34 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 # as root chromium needs --no-sandbox; the rest keep a headless run quiet and off the network
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run")
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--autoplay-policy=no-user-gesture-required")
+PHONE_WIDTH = 500  # below this, the page is laid out as on a phone (headless windows are at least 500 px wide)
 
 
 def chromium(profile_dir: Path, width: int = 1400, height: int = 1100) -> webdriver.Chrome:
     options = Options()
     options.binary_location = str(CHROMIUM)
-    for flag in (*FLAGS, f"--user-data-dir={profile_dir}", f"--window-size={width},{height}"):
+    for flag in (*FLAGS, f"--user-data-dir={profile_dir}", f"--window-size={max(width, PHONE_WIDTH)},{height}"):
         options.add_argument(flag)
-    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    set_viewport(driver, width, height)
+    return driver
+
+
+def set_viewport(driver: webdriver.Chrome, width: int, height: int) -> None:
+    """Lay the page out `width` px wide (a phone below 500 px, which a headless window cannot be made)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < PHONE_WIDTH})
+
+
+def save_full_page(driver: webdriver.Chrome, path: Path) -> None:
+    """A PNG of the whole page, not just the part in the window."""
+    width, height = driver.execute_script(
+        "return [document.documentElement.clientWidth, document.documentElement.scrollHeight]")
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
+    Path(path).write_bytes(base64.b64decode(shot["data"]))
 
 
 def transcribe_in_page(driver: webdriver.Chrome, url: str, audio: Path, timeout: float = 120) -> str:
@@ -34,23 +54,29 @@ def transcribe_in_page(driver: webdriver.Chrome, url: str, audio: Path, timeout:
     return transcript(driver, timeout)
 
 
-def upload(driver: webdriver.Chrome, audio: Path, timeout: float = 60) -> None:
+def upload(driver: webdriver.Chrome, audio: Path, timeout: float = 60, elem_id: str = "file-audio") -> None:
     file_input = WebDriverWait(driver, timeout).until(expected_conditions.presence_of_element_located(
-        (By.CSS_SELECTOR, "#file-audio input[type=file]")))
+        (By.CSS_SELECTOR, f"#{elem_id} input[type=file]")))
     file_input.send_keys(str(Path(audio).resolve()))
 
 
-def press_transcribe(driver: webdriver.Chrome, timeout: float = 60) -> None:
+def press_transcribe(driver: webdriver.Chrome, timeout: float = 60, audio_id: str = "file-audio",
+                     button_id: str = "transcribe-file") -> None:
     # the button sends the file only once the upload has finished and the player shows it
     WebDriverWait(driver, timeout).until(expected_conditions.presence_of_element_located(
-        (By.CSS_SELECTOR, "#file-audio audio, #file-audio wave")))
-    driver.find_element(By.CSS_SELECTOR, "#transcribe-file").click()
+        (By.CSS_SELECTOR, f"#{audio_id} audio, #{audio_id} wave")))
+    driver.find_element(By.CSS_SELECTOR, f"#{button_id}").click()
 
 
-def transcript(driver: webdriver.Chrome, timeout: float = 120) -> str:
-    box = driver.find_element(By.CSS_SELECTOR, "#file-transcript textarea")
+def transcript(driver: webdriver.Chrome, timeout: float = 120, elem_id: str = "file-transcript") -> str:
+    box = driver.find_element(By.CSS_SELECTOR, f"#{elem_id} textarea")
     WebDriverWait(driver, timeout).until(lambda _: box.get_attribute("value").strip())
     return box.get_attribute("value").strip()
+
+
+def open_tab(driver: webdriver.Chrome, name: str, timeout: float = 30) -> None:
+    WebDriverWait(driver, timeout).until(expected_conditions.element_to_be_clickable(
+        (By.XPATH, f"//button[@role='tab' and normalize-space()='{name}']"))).click()
 
 
 def error_messages(driver: webdriver.Chrome, timeout: float = 60) -> str:
@@ -60,3 +86,22 @@ def error_messages(driver: webdriver.Chrome, timeout: float = 60) -> str:
                          if toast.text.strip())
 
     return WebDriverWait(driver, timeout).until(shown)
+
+
+# table cells and what is inside them (and the page itself) whose content is wider than the box showing it
+CLIPPED_SCRIPT = """
+const clipped = [];
+const cells = "td, th, td *, th *, [role=gridcell], [role=gridcell] *, [role=columnheader], [role=columnheader] *";
+for (const cell of document.querySelectorAll(cells)) {
+  if (cell.offsetParent !== null && cell.scrollWidth > cell.clientWidth + 1)
+    clipped.push(`${cell.textContent.trim().slice(0, 60)} (${cell.scrollWidth} > ${cell.clientWidth} px)`);
+}
+const page = document.documentElement;
+if (page.scrollWidth > page.clientWidth + 1) clipped.push(`the page (${page.scrollWidth} > ${page.clientWidth} px)`);
+return clipped;
+"""
+
+
+def clipped_cells(driver: webdriver.Chrome) -> list[str]:
+    """Visible table cells whose content does not fit their width, and the page if it scrolls sideways."""
+    return driver.execute_script(CLIPPED_SCRIPT)

@@ -10,6 +10,7 @@ from asr_specdec.weights.packs import pack_names
 
 from .service import TranscriptionService
 from .settings import AppSettings, DecodeOptions
+from .style import CSS, SEEK_SCRIPT
 from .ui import build_app
 
 
@@ -37,5 +38,5 @@ def launch(settings: AppSettings, host: str = "127.0.0.1", port: int | None = No
     # requests wait their turn in the queue: on a CPU one decode at a time is fastest for everyone
     app.queue(default_concurrency_limit=concurrency)
     app.launch(server_name=host, server_port=port, share=share, max_file_size=settings.max_upload_bytes,
-               prevent_thread_lock=not block, quiet=quiet)
+               prevent_thread_lock=not block, quiet=quiet, css=CSS, head=SEEK_SCRIPT)
     return app

@@ -3,6 +3,7 @@ gradio_client and raw HTTP, and in headless chromium (the `browser` tests)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 from app.server import free_port, launch, make_settings
+
+from .html_tables import table_rows
 
 pytestmark = pytest.mark.slow
 
@@ -62,13 +65,13 @@ def assert_still_serves(client: Client) -> None:
     assert "1813" in client.predict(audio=handle_file(str(CLIP)), api_name="/transcribe")[0]
 
 
-def test_transcribes_a_clip_with_telemetry_highlights_and_download(client):
-    text, highlights, telemetry, download = client.predict(
-        audio=handle_file(str(CLIP)), main="tiny.en", mode="quantized-self", draft_tokens=4, output_format="srt",
-        api_name="/transcribe")
+def test_transcribes_a_clip_with_segments_language_telemetry_highlights_and_downloads(client):
+    text, summary, segments, highlights, telemetry, downloads = client.predict(
+        audio=handle_file(str(CLIP)), main="tiny.en", mode="quantized-self", draft_tokens=4, api_name="/transcribe")
     assert normalized(text) == "in 1813"
-    rows = dict(telemetry["data"])
-    assert rows["mode"] == "quantized-self" and rows["models"] == "tiny.en"
+    assert 'Language: <strong class="language">English</strong> (English-only model)' in summary
+    rows = dict(table_rows(telemetry)[1:])
+    assert rows["mode"] == "quantized-self" and rows["models"] == "tiny.en" and rows["language"] == "English"
     assert int(rows["tokens generated"]) >= 4  # " in", " 18", "13", "." and end-of-text
     drafted, accepted = map(int, rows["drafted / accepted"].split(" / "))
     assert 0 <= accepted <= drafted and drafted > 0
@@ -77,31 +80,67 @@ def test_transcribes_a_clip_with_telemetry_highlights_and_download(client):
     assert rows["audio"] == "1.54 s"
     assert "".join(piece["token"] for piece in highlights).strip() == text
     labels = {piece["class_or_confidence"] for piece in highlights}
-    assert labels <= {"accepted from draft", "supplied by main model"} and labels
-    srt = Path(download).read_text()  # subtitles are decoded with timestamps: the cue has the model's times
-    start, end = re.match(r"1\n00:00:(\d\d,\d{3}) --> 00:00:(\d\d,\d{3})\n", srt).groups()
-    assert float(start.replace(",", ".")) < 0.5 < float(end.replace(",", ".")) != 1.54 and "1813" in srt
+    assert labels <= {"accepted from the draft", "main model's own token"} and labels
+    (time_range, segment_text), = table_rows(segments)[1:]
+    start, end = (float(clock.split(":")[1]) for clock in time_range.split(" – "))
+    assert start < 0.5 < end <= 1.6 and segment_text == text
+    names = {Path(path).name: Path(path) for path in downloads}
+    assert set(names) == {"LJ002-0020.txt", "LJ002-0020.srt", "LJ002-0020.vtt", "LJ002-0020.json"}
+    srt = names["LJ002-0020.srt"].read_text()  # the cue carries the model's own times, as the segments view does
+    cue = re.match(r"1\n00:00:(\d\d,\d{3}) --> 00:00:(\d\d,\d{3})\n", srt).groups()
+    assert [round(float(time.replace(",", ".")), 1) for time in cue] == [start, end] and "1813" in srt
+    assert json.loads(names["LJ002-0020.json"].read_text())["text"] == text
 
 
-def test_microphone_endpoint_transcribes_a_recording(client):
-    text, _, telemetry, download = client.predict(audio=handle_file(str(CLIP)), mode="off", output_format="vtt",
-                                                  api_name="/transcribe_microphone")
+def test_microphone_endpoint_transcribes_a_recording_and_names_downloads_by_its_time(client):
+    text, _, _, _, telemetry, downloads = client.predict(audio=handle_file(str(CLIP)), mode="off",
+                                                         api_name="/transcribe_microphone")
     assert "1813" in text
-    assert dict(telemetry["data"])["drafted / accepted"] == "0 / 0"
-    vtt = Path(download).read_text()
+    assert dict(table_rows(telemetry)[1:])["drafted / accepted"] == "0 / 0"
+    names = sorted(Path(path).name for path in downloads)
+    assert all(re.fullmatch(r"recording-\d{4}-\d\d-\d\d-\d{6}\.(txt|srt|vtt|json)", name) for name in names), names
+    vtt = next(Path(path) for path in downloads if path.endswith(".vtt")).read_text()
     assert vtt.startswith("WEBVTT\n") and "1813" in vtt
 
 
-def test_compare_reports_times_speedup_and_identical_output(client):
-    table, plain, speculative, highlights = client.predict(
+def test_compare_reports_times_speedup_and_identical_output_and_offers_downloads(client):
+    summary, table, plain, speculative, highlights, downloads = client.predict(
         audio=handle_file(str(CLIP)), mode="prompt-lookup", api_name="/compare")
-    rows = {row[0]: row[1:] for row in table["data"]}
+    rows = {row[0]: row[1:] for row in table_rows(table)}
     assert rows["mode"] == ["off", "prompt-lookup"]
     assert rows["identical output"][1] == "yes"
     assert all(value.endswith(" s") for value in rows["time"])
     assert re.fullmatch(r"\d+\.\d\dx", rows["speedup"][1])
     assert plain == speculative and "1813" in plain
-    assert highlights
+    assert "the same text" in summary and highlights
+    names = {Path(path).name: Path(path) for path in downloads}
+    assert {"LJ002-0020.srt", "LJ002-0020.comparison.json"} <= set(names)
+    report = json.loads(names["LJ002-0020.comparison.json"].read_text())
+    assert report["plain"]["text"] == plain and report["speculative"]["mode"] == "prompt-lookup"
+
+
+def test_assistant_mode_works_with_the_assistant_the_page_offers(server, client):
+    from app.pairing import assistant_choices
+    from app.profiles import profile_from_directory
+    from asr_specdec.weights.whisper_models import resolve_model_dir
+
+    offered = assistant_choices("tiny.en", "assistant", ("tiny.en", "base"),
+                                lambda spec: profile_from_directory(resolve_model_dir(spec)).vocab_size)
+    assert offered == ["tiny.en"]  # base has another tokenizer
+    text, summary, _, _, telemetry, _ = client.predict(audio=handle_file(str(CLIP)), mode="assistant",
+                                                       assistant=offered[0], api_name="/transcribe")
+    rows = dict(table_rows(telemetry)[1:])
+    assert normalized(text) == "in 1813" and rows["mode"] == "assistant" and rows["acceptance rate"] == "100%"
+    assert 'class="note"' not in summary
+
+
+def test_an_assistant_with_another_tokenizer_drafts_in_universal_mode_and_the_page_says_so(client):
+    text, summary, _, _, telemetry, _ = client.predict(audio=handle_file(str(CLIP)), mode="assistant",
+                                                       assistant="base", api_name="/transcribe")
+    rows = dict(table_rows(telemetry)[1:])
+    assert normalized(text) == "in 1813"
+    assert rows["mode"] == "universal" and rows["models"] == "tiny.en + base"
+    assert "base has another tokenizer than tiny.en, so it drafted in universal mode" in summary
 
 
 def test_users_at_once_all_get_their_own_transcript(server):
@@ -148,8 +187,10 @@ def test_a_path_outside_the_upload_area_is_never_opened(server, client):
 
 
 def test_a_library_error_reaches_the_user_as_its_message(client):
-    with pytest.raises(AppError, match="English-only and cannot translate"):
-        client.predict(audio=handle_file(str(CLIP)), task="translate", api_name="/transcribe")
+    with pytest.raises(AppError) as raised:
+        client.predict(audio=handle_file(str(CLIP)), main="tiny.en", task="translate", api_name="/transcribe")
+    assert "English-only and cannot translate" in str(raised.value) or "not in the list of choices" in str(raised.value)
+    assert not re.search(r"--[a-z]", str(raised.value))
 
 
 @pytest.fixture(scope="module")
