@@ -46,9 +46,16 @@ def save_full_page(driver: webdriver.Chrome, path: Path) -> None:
     Path(path).write_bytes(base64.b64decode(shot["data"]))
 
 
+def open_page(driver: webdriver.Chrome, url: str, timeout: float = 60) -> None:
+    """Load the page and wait until it has drawn its File tab."""
+    driver.get(url)
+    WebDriverWait(driver, timeout).until(expected_conditions.presence_of_element_located(
+        (By.CSS_SELECTOR, "#file-audio")))
+
+
 def transcribe_in_page(driver: webdriver.Chrome, url: str, audio: Path, timeout: float = 120) -> str:
     """Open the page, upload `audio` in the File tab, press Transcribe; the transcript once it appears."""
-    driver.get(url)
+    open_page(driver, url, timeout)
     upload(driver, audio, timeout)
     press_transcribe(driver, timeout)
     return transcript(driver, timeout)
@@ -105,3 +112,16 @@ return clipped;
 def clipped_cells(driver: webdriver.Chrome) -> list[str]:
     """Visible table cells whose content does not fit their width, and the page if it scrolls sideways."""
     return driver.execute_script(CLIPPED_SCRIPT)
+
+
+def playback_position(driver: webdriver.Chrome, audio_id: str) -> float | None:
+    """Where the player of the audio component `audio_id` stands, in seconds (its media element lives in a
+    shadow root)."""
+    return driver.execute_script("""
+        const root = document.getElementById(arguments[0]);
+        const found = [...root.querySelectorAll("audio, video")];
+        for (const host of root.querySelectorAll("*")) {
+          if (host.shadowRoot) found.push(...host.shadowRoot.querySelectorAll("audio, video"));
+        }
+        const media = found.find((element) => element.currentSrc || element.src);
+        return media ? media.currentTime : null;""", audio_id)

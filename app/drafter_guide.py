@@ -13,8 +13,8 @@ EXPLANATIONS = {
                       "almost always",
     "prompt-lookup": "no model: proposes what followed the latest words earlier in the transcript; pays off on "
                      "repetitive speech",
-    "assistant": "another Whisper with the same tokenizer drafts; the only one installed here is the main model "
-                 "itself, which costs as much as it saves",
+    "assistant": "another Whisper with the same tokenizer drafts; it pays with a smaller one, but the offline "
+                 "packs pair each model only with itself (measured: base drafting for base)",
     "early-exit": "the main model's first decoder layers draft; Whisper's early layers are not trained to "
                   "predict, so almost nothing is accepted",
     "universal": "a Whisper with another tokenizer drafts (tiny.en for base); drafts cross over as text and it "

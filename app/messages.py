@@ -17,7 +17,7 @@ CONTROLS = {
 }
 _MODE_FLAG = re.compile(r"(?:use )?--mode ([a-z-]+(?: or [a-z-]+)?)")
 _MODE_NAME = re.compile(r"\bmode '([a-z-]+)'")
-_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 _KEYWORD = re.compile(r"\s*/\s*[a-z_]+=\)")  # "(--assistant / assistant_model=)": the Python spelling goes
 
 

@@ -19,7 +19,7 @@ def segments_html(segments, audio_elem_id: str) -> str:
 
 
 def clock(seconds: float) -> str:
-    """7.25 -> '0:07.3', 3725.0 -> '1:02:05.0'."""
+    """7.26 -> '0:07.3', 3725.0 -> '1:02:05.0'."""
     tenths = max(0, round(seconds * 10))
     hours, tenths = divmod(tenths, 36_000)
     minutes, tenths = divmod(tenths, 600)
