@@ -56,12 +56,14 @@ def mode_help(mode: str, device: str) -> str:
 
 
 def guide_markdown(device: str) -> str:
-    """Every drafter with its explanation and measured speed, as a Markdown table."""
-    rows = ["| drafter | what it does | speed vs off |", "|---|---|---|"]
+    """Every drafter with its explanation and measured speed, as a Markdown list (a table is too wide for a
+    phone)."""
+    lines = []
     for mode in MODES:
         speedup = measured_speedup(mode, device)
-        speed = "not measured here" if speedup is None else f"{speedup:.2f}x"
-        rows.append(f"| {mode} | {EXPLANATIONS[mode]} | {speed} |")
-    note = (f"Speeds measured with {MEASURED_ON} (`python -m eval.bench.drafters`); every drafter gives exactly "
-            "the text of off. The Compare tab measures your own audio.")
-    return "\n".join(rows) + "\n\n" + note
+        speed = "" if mode == "off" or speedup is None else f" ({speedup:.2f}x{', slower' if speedup < 1 else ''})"
+        lines.append(f"- **{mode}**{speed}: {EXPLANATIONS[mode]}")
+    measured = (f"Speeds vs off measured with {MEASURED_ON} (`python -m eval.bench.drafters`)" if device == "cpu"
+                else "Speeds not measured on this device")
+    note = f"{measured}; every drafter gives exactly the text of off. The Compare tab measures your own audio."
+    return "\n".join(lines) + "\n\n" + note

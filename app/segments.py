@@ -28,7 +28,7 @@ def clock(seconds: float) -> str:
 
 
 def _row(segment) -> str:
-    span = f"{clock(segment.start)} – {clock(segment.end)}"
+    span = f'<span class="clock">{clock(segment.start)}</span> – <span class="clock">{clock(segment.end)}</span>'
     words = getattr(segment, "words", None)
     text = _words(words) if words else escape(segment.text.strip())
     return (f'<tr class="segment" data-start="{segment.start:.3f}" tabindex="0" '

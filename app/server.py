@@ -33,7 +33,8 @@ def launch(settings: AppSettings, host: str = "127.0.0.1", port: int | None = No
 
     Raises SpecdecError when the default models cannot be loaded."""
     service = TranscriptionService(settings)
-    service.decoder(DecodeOptions(settings.default_main, settings.default_mode, settings.default_assistant))
+    # the decoder the page's defaults ask for: the default assistant only where it fits the default mode
+    service.decoder(service.paired(DecodeOptions(settings.default_main, settings.default_mode))[0])
     app = build_app(service)
     # requests wait their turn in the queue: on a CPU one decode at a time is fastest for everyone
     app.queue(default_concurrency_limit=concurrency)

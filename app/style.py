@@ -3,6 +3,7 @@ segment or word is clicked."""
 
 CSS = """
 .prose table.result-table { width: 100%; border: none; border-collapse: collapse; margin: 0; padding: 0; }
+.prose table.result-table tr { border: none; padding: 0; }
 .result-table th, .result-table td { text-align: left; vertical-align: top; padding: 6px 10px; border: none;
   border-bottom: 1px solid var(--border-color-primary); white-space: normal; overflow-wrap: break-word; }
 .result-table th { font-weight: 600; }
@@ -10,6 +11,8 @@ CSS = """
 .segments tr.segment:hover, .segments tr.segment:focus { background: var(--background-fill-secondary); outline: none; }
 .segments td.time, .segments th.time { width: 1%; white-space: nowrap; overflow-wrap: normal; }
 .segments td.time { color: var(--body-text-color-subdued); font-variant-numeric: tabular-nums; }
+.segments .clock { white-space: nowrap; }
+@media (max-width: 500px) { .segments td.time { white-space: normal; } }
 .segments .word { cursor: pointer; border-radius: 3px; }
 .segments .word:hover { background: var(--background-fill-secondary); }
 .downloads td.filename, .downloads td.filename .stem { white-space: normal; overflow: visible; text-overflow: clip;

@@ -15,7 +15,7 @@ from .handlers import Handlers
 from .languages import AUTO, language_choices, language_info, task_choices
 from .pairing import assistant_info
 from .service import TranscriptionService
-from .views import HIGHLIGHT_COLORS, HIGHLIGHT_LEGEND
+from .views import HIGHLIGHT_COLORS, HIGHLIGHT_LEGEND, empty_comparison_html
 
 INTRO = ("# asr-specdec\nWhisper transcription with exact speculative decoding: a cheap drafter proposes tokens and "
          "the main model verifies them in one pass, so the text is exactly the main model's, sooner.")
@@ -136,7 +136,9 @@ def _result_panel(prefix: str) -> ResultPanel:
 def _comparison_panel() -> list:
     """The compare handler's outputs, in its order."""
     summary = gr.HTML(elem_id="compare-summary")
-    table = gr.HTML(label="Plain greedy vs speculative", show_label=True, container=True, elem_id="comparison")
+    # drawn with empty values until the first comparison, so the progress bar on it has room
+    table = gr.HTML(empty_comparison_html(), label="Plain greedy vs speculative", show_label=True, container=True,
+                    elem_id="comparison")
     with gr.Row():
         plain_text = gr.Textbox(label="Plain transcript", lines=3, buttons=["copy"], min_width=240,
                                 elem_id="plain-transcript")

@@ -17,6 +17,7 @@ HIGHLIGHT_LEGEND = ("Each round the main model checks the draft in one pass and 
                     "token is the main model's.")
 TELEMETRY_HEADERS = ["measure", "value"]
 COMPARISON_HEADERS = ["measure", "plain", "speculative"]
+COMPARISON_MEASURES = ["mode", "time", "speedup", "identical output", "tokens per main pass", "acceptance rate"]
 
 
 def telemetry_rows(result: TranscriptionResult) -> list[list[str]]:
@@ -48,6 +49,11 @@ def comparison_rows(plain: TranscriptionResult, speculative: TranscriptionResult
          f"{speculative.stats.tokens_per_main_pass:.2f}"],
         ["acceptance rate", "", f"{speculative.stats.acceptance_rate:.0%}"],
     ]
+
+
+def empty_comparison_html() -> str:
+    """The comparison table before a comparison: what it will show, with no values yet."""
+    return table_html(COMPARISON_HEADERS, [[measure, "", ""] for measure in COMPARISON_MEASURES])
 
 
 def table_html(headers: list[str], rows: list[list[str]]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.views import (
+    COMPARISON_MEASURES,
     FROM_DRAFT,
     FROM_MAIN,
     comparison_rows,
@@ -66,6 +67,7 @@ def test_comparison_rows(speculative_tokens, identical):
     assert rows["speedup"] == ["1.00x", "2.00x"]
     assert rows["identical output"] == ["", identical]
     assert rows["time"] == ["3.00 s", "1.50 s"]
+    assert list(rows) == COMPARISON_MEASURES  # the empty table shown before a comparison has the same rows
 
 
 def test_tables_escape_their_cells():
