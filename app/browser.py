@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from pathlib import Path
 
 from selenium import webdriver
@@ -20,10 +21,18 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage
 PHONE_WIDTH = 500  # below this, the page is laid out as on a phone (headless windows are at least 500 px wide)
 
 
-def chromium(profile_dir: Path, width: int = 1400, height: int = 1100) -> webdriver.Chrome:
+def fake_microphone(audio: Path) -> tuple[str, ...]:
+    """Flags that make chromium's microphone play `audio` in a loop, allowed without asking."""
+    return ("--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+            f"--use-file-for-fake-audio-capture={Path(audio).resolve()}")
+
+
+def chromium(profile_dir: Path, width: int = 1400, height: int = 1100, extra_flags: tuple[str, ...] = ()
+             ) -> webdriver.Chrome:
     options = Options()
     options.binary_location = str(CHROMIUM)
-    for flag in (*FLAGS, f"--user-data-dir={profile_dir}", f"--window-size={max(width, PHONE_WIDTH)},{height}"):
+    for flag in (*FLAGS, *extra_flags, f"--user-data-dir={profile_dir}",
+                 f"--window-size={max(width, PHONE_WIDTH)},{height}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     set_viewport(driver, width, height)
@@ -79,6 +88,18 @@ def transcript(driver: webdriver.Chrome, timeout: float = 120, elem_id: str = "f
     box = driver.find_element(By.CSS_SELECTOR, f"#{elem_id} textarea")
     WebDriverWait(driver, timeout).until(lambda _: box.get_attribute("value").strip())
     return box.get_attribute("value").strip()
+
+
+def record(driver: webdriver.Chrome, seconds: float, elem_id: str = "mic-audio", timeout: float = 30) -> None:
+    """Record `seconds` from the microphone in the audio component `elem_id`, then stop."""
+    def button(label: str):
+        return WebDriverWait(driver, timeout).until(expected_conditions.element_to_be_clickable(
+            (By.XPATH, f"//*[@id='{elem_id}']//button[contains(translate(normalize-space(.), 'RS', 'rs'), "
+                       f"'{label}') or contains(translate(@aria-label, 'RS', 'rs'), '{label}')]")))
+
+    button("record").click()
+    time.sleep(seconds)
+    button("stop").click()
 
 
 def open_tab(driver: webdriver.Chrome, name: str, timeout: float = 30) -> None:

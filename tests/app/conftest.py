@@ -1,10 +1,11 @@
-"""One tiny.en server and one headless chromium for every end-to-end app test (each takes seconds to start)."""
+"""One tiny.en server and one headless chromium (its microphone plays CLIP) for every end-to-end app test: each
+takes seconds to start."""
 
 from __future__ import annotations
 
 import pytest
 
-from .served import CHROMIUM, MAX_SECONDS, MAX_UPLOAD_MB
+from .served import CHROMIUM, CLIP, MAX_SECONDS, MAX_UPLOAD_MB
 
 
 @pytest.fixture(scope="session")
@@ -22,9 +23,9 @@ def server(tiny_en_dir) -> str:  # tiny_en_dir: the pack converted into this ses
 def chromium_session(tmp_path_factory):
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)")
-    from app.browser import chromium
+    from app.browser import chromium, fake_microphone
 
-    driver = chromium(tmp_path_factory.mktemp("chromium-profile"))
+    driver = chromium(tmp_path_factory.mktemp("chromium-profile"), extra_flags=fake_microphone(CLIP))
     yield driver
     driver.quit()
 

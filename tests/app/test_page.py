@@ -1,10 +1,12 @@
 """The page as a user sees it, in headless chromium at desktop (1400 px) and phone (400 px) width, with real
 tiny.en weights: the segments view, the language by name, no clipped table cell, audio input on the first
-screen of a phone, seeking the audio from a segment, and the Compare tab's table and downloads."""
+screen of a phone, seeking the audio from a segment, the Compare tab's table and downloads, and a microphone
+recording's download names."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 import pytest
 
@@ -85,3 +87,22 @@ def test_compare_at_phone_width_shows_the_whole_table_and_downloads(server, brow
                  browser.find_elements(By.CSS_SELECTOR, "#compare-download td.filename")]
     assert "LJ002-0020.srt" in downloads and "LJ002-0020.comparison.json" in downloads
     assert clipped_cells(browser) == []
+
+
+def test_a_recording_is_transcribed_and_its_downloads_are_named_by_when_it_was_made(server, browser):
+    from selenium.webdriver.common.by import By
+
+    from app.browser import open_page, open_tab, press_transcribe, record, transcript
+
+    open_page(browser, server)
+    open_tab(browser, "Microphone")
+    started = datetime.now().replace(microsecond=0)  # names carry whole seconds
+    record(browser, 2.5)  # the fake microphone plays CLIP
+    press_transcribe(browser, audio_id="mic-audio", button_id="transcribe-mic")
+    assert "1813" in transcript(browser, elem_id="mic-transcript")
+    names = [cell.get_attribute("aria-label") for cell in
+             browser.find_elements(By.CSS_SELECTOR, "#mic-download td.filename")]
+    stems = {re.fullmatch(r"(recording-.+)\.(txt|srt|vtt|json)", name).group(1) for name in names}
+    assert len(names) == 4 and len(stems) == 1
+    recorded = datetime.strptime(stems.pop(), "recording-%Y-%m-%d-%H%M%S")
+    assert started <= recorded <= datetime.now()
