@@ -45,10 +45,11 @@ def set_viewport(driver: webdriver.Chrome, width: int, height: int) -> None:
         "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < PHONE_WIDTH})
 
 
-def save_full_page(driver: webdriver.Chrome, path: Path) -> None:
-    """A PNG of the whole page, not just the part in the window."""
+def save_full_page(driver: webdriver.Chrome, path: Path, max_height: int | None = None) -> None:
+    """A PNG of the whole page (its top `max_height` px if given), not just the part in the window."""
     width, height = driver.execute_script(
         "return [document.documentElement.clientWidth, document.documentElement.scrollHeight]")
+    height = min(height, max_height or height)
     shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
         "format": "png", "captureBeyondViewport": True,
         "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})

@@ -11,7 +11,8 @@ from .browser import chromium, save_full_page, set_viewport, transcribe_in_page
 from .server import free_port, launch, make_settings
 
 ROOT = Path(__file__).resolve().parents[1]
-WIDTHS = {"desktop": 1400, "phone": 400}
+# name: (width, most of the page's height kept); the phone page is long, its first screens are what matter
+LAYOUTS = {"desktop": (1400, None), "phone": (400, 1800)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,12 +28,12 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="asr-specdec-chromium-") as profile:
             driver = chromium(Path(profile))
             try:
-                for name, width in WIDTHS.items():
+                for name, (width, max_height) in LAYOUTS.items():
                     set_viewport(driver, width, 900)
                     print(transcribe_in_page(driver, app.local_url, args.audio))
                     output = args.output_dir / f"app-{name}.png"
                     output.parent.mkdir(parents=True, exist_ok=True)
-                    save_full_page(driver, output)
+                    save_full_page(driver, output, max_height)
                     print(f"saved {output}")
             finally:
                 driver.quit()

@@ -42,6 +42,7 @@ def test_a_missing_assistant_is_the_preferred_one_when_it_fits_else_the_first_th
     assert paired(DecodeOptions("base", "assistant"), MODELS, VOCABULARY, "tiny.en")[0].assistant == "base"
 
 
+@pytest.mark.slow  # converts the packs on a fresh machine
 def test_the_offline_packs_pair_as_the_library_requires(tiny_en_dir, base_dir):
     """Read from the packs' own config files: base is multilingual, tiny.en English-only, and their
     vocabularies differ, so each is offered assistant mode only with itself."""

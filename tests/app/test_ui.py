@@ -10,6 +10,8 @@ from app.server import make_settings
 from app.service import TranscriptionService
 from app.ui import build_app
 
+pytestmark = pytest.mark.slow  # the page reads the offline packs' configs (converted on a fresh machine)
+
 
 @pytest.fixture(scope="module")
 def service(tiny_en_dir, base_dir):
