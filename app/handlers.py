@@ -59,9 +59,9 @@ class Handlers:
         self.service = service
         self._downloads = tempfile.TemporaryDirectory(prefix="asr-specdec-downloads-")  # removed with the app
 
-    def _options(self, main, mode, assistant, language, task, draft_tokens, dynamic) -> tuple[DecodeOptions, str]:
-        options, note = self.service.paired(options_from(main, mode, assistant, language, task, draft_tokens,
-                                                         dynamic))
+    def _options(self, decoding: tuple) -> tuple[DecodeOptions, str | None]:
+        """The request's options, paired so that they work, and the note saying what had to change."""
+        options, note = self.service.paired(options_from(*decoding))
         if note:
             gr.Warning(note)
         return options, note
@@ -69,19 +69,18 @@ class Handlers:
     def transcribe(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
                    progress=gr.Progress()):  # noqa: B008 (gradio finds its progress bar by this default)
         """A file upload: (transcript, summary, segments, token highlights, telemetry, downloads)."""
-        return self._transcribe(audio, False, "file-audio", main, mode, assistant, language, task, draft_tokens,
-                                dynamic, progress)
+        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic)
+        return self._transcribe(audio, decoding, progress, recorded=False, audio_elem_id="file-audio")
 
     def transcribe_recording(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
                              progress=gr.Progress()):  # noqa: B008
         """A microphone recording: the same outputs, downloads named by the time of the recording."""
-        return self._transcribe(audio, True, "mic-audio", main, mode, assistant, language, task, draft_tokens,
-                                dynamic, progress)
+        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic)
+        return self._transcribe(audio, decoding, progress, recorded=True, audio_elem_id="mic-audio")
 
-    def _transcribe(self, audio, recorded, audio_elem_id, main, mode, assistant, language, task, draft_tokens,
-                    dynamic, progress):
+    def _transcribe(self, audio, decoding: tuple, progress, recorded: bool, audio_elem_id: str):
         with shown_to_user():
-            options, note = self._options(main, mode, assistant, language, task, draft_tokens, dynamic)
+            options, note = self._options(decoding)
             result = self.service.transcribe(audio, options, lambda done, what: progress(done, desc=what),
                                              timestamps=True)
             downloads = write_downloads(result, Path(self._downloads.name), download_stem(audio, recorded))
@@ -95,15 +94,15 @@ class Handlers:
         """(summary, comparison table, plain transcript, speculative transcript, speculative token highlights,
         downloads)."""
         with shown_to_user():
-            options, note = self._options(main, mode, assistant, language, task, draft_tokens, dynamic)
+            options, note = self._options((main, mode, assistant, language, task, draft_tokens, dynamic))
             plain, speculative = self.service.compare(audio, options, lambda done, what: progress(done, desc=what),
                                                       timestamps=True)
             rows = comparison_rows(plain, speculative)
             downloads = write_comparison(plain, speculative, rows, Path(self._downloads.name),
                                          download_stem(audio, recorded=False))
             return (comparison_summary_html(plain, speculative, self._language_source(options), note),
-                    table_html(COMPARISON_HEADERS, rows),
-                    plain.text, speculative.text, token_highlights(speculative, self.service.tokenizer(options.main)),
+                    table_html(COMPARISON_HEADERS, rows), plain.text, speculative.text,
+                    token_highlights(speculative, self.service.tokenizer(options.main)),
                     [str(path) for path in downloads])
 
     def _language_source(self, options: DecodeOptions) -> str:

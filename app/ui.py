@@ -33,7 +33,7 @@ class Controls:
 
     @property
     def decoding(self) -> list:
-        """In the order of the handlers' parameters (and of DecodeOptions' settings)."""
+        """In the order of the handlers' parameters."""
         return [self.main, self.mode, self.assistant, self.language, self.task, self.draft_tokens, self.dynamic]
 
 
@@ -103,10 +103,9 @@ def _controls(service: TranscriptionService) -> Controls:
                        info="the model whose text you get, whatever the drafter")
     mode = gr.Dropdown(mode_choices(settings.device), value=settings.default_mode, label="Drafter",
                        info=mode_help(settings.default_mode, settings.device), elem_id="drafter")
-    assistant = gr.Dropdown(assistants or list(settings.models),
-                            value=settings.default_assistant if settings.default_assistant in assistants else
-                            (assistants or list(settings.models))[0],
-                            label="Assistant model", visible=bool(assistants), elem_id="assistant",
+    offered = assistants or list(settings.models)  # hidden until a mode that needs an assistant is chosen
+    assistant = gr.Dropdown(offered, label="Assistant model", visible=bool(assistants), elem_id="assistant",
+                            value=settings.default_assistant if settings.default_assistant in offered else offered[0],
                             info=assistant_info(settings.default_main, settings.default_mode, assistants))
     language = gr.Dropdown(language_choices(main_profile.languages), label="Language", elem_id="language",
                            value=AUTO if main_profile.multilingual else "en",
