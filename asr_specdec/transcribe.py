@@ -58,7 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "over 30 s is cut into quiet-point windows that join the batch)")
     parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
+    parser.add_argument("--compute-type", default=None, metavar="TYPE",
+                        help="precision of the main model's encoder and decoder: float32, bfloat16, float16 (CUDA), "
+                             "int8, auto, or ENCODER:DECODER such as bfloat16:float32 (default auto: see README)")
+    parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto",
+                        help="older spelling of --compute-type (one precision for both halves)")
     parser.add_argument("--stats", action="store_true", help="print acceptance and timing telemetry to stderr")
     parser.add_argument("--compare", action="store_true",
                         help="also decode with plain greedy and print both times, the speedup and whether the "
@@ -126,9 +130,7 @@ def build_transcriber(args, mode_override: str | None = None):
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}.get(args.dtype)
-    if dtype is None:
-        dtype = torch.float16 if device.startswith("cuda") else torch.float32
+    compute_type = args.compute_type or (None if args.dtype == "auto" else args.dtype)
     args.device = device
     main, assistant, mode, reason = choose_models(args)
     mode = mode_override or mode
@@ -137,7 +139,7 @@ def build_transcriber(args, mode_override: str | None = None):
         num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic,
         assistant_confidence_threshold=args.confidence_threshold, assistant_early_exit=args.early_exit_layer,
         do_sample=args.do_sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-        seed=args.seed, language=args.language, task=args.task, device=device, dtype=dtype,
+        seed=args.seed, language=args.language, task=args.task, device=device, compute_type=compute_type,
         timestamps=args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None),
         long_form=args.long_form, condition_on_previous_text=args.condition_on_previous_text,
     ), reason

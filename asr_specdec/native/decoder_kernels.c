@@ -503,12 +503,13 @@ static float column_dot(const Linear *lin, int column, const float *x) {
 }
 
 /* Greedy choice per row: argmax over columns of exact = x @ W^T (as linear_forward computes it), without
-   computing it everywhere. approx (e.g. int8) scores every column; |exact - approx| <= error * ||x|| for
-   every column, so only columns whose approximate score is within 2 * error * ||x|| of the best can win,
-   and exactly those are scored by `exact`. suppressed: [rows][n] bytes, nonzero = never chosen (or NULL).
-   Returns the number of exact scores taken. */
+   computing it everywhere. approx (e.g. int8) scores every column, and |exact_v - approx_v| <= error[v] * ||x||
+   for every column v; so with b the approximate best, v can win only if approx_v + error[v] ||x|| >=
+   approx_b - error[b] ||x||, and exactly those columns are scored by `exact`. suppressed: [rows][n] bytes,
+   nonzero = never chosen (or NULL). Ties go to the lowest column, as torch.argmax. Returns the number of exact
+   scores taken. */
 long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
-                      const uint8_t *suppressed, double error, float *scratch, int64_t *out, int threads) {
+                      const uint8_t *suppressed, const float *error, float *scratch, int64_t *out, int threads) {
     const int n = exact->n;
     const int stride = approx->n_tiles * TILE;
     long rescored = 0;
@@ -522,28 +523,62 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
             const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
             double norm = 0.0;
             for (int k = 0; k < exact->k; k++) norm += (double)row[k] * row[k];
-            double bound = 2.0 * error * sqrt(norm) * 1.0001 + 1e-30;
-            float best = -INFINITY;
-            for (int v = 0; v < n; v++) {
-                if (blocked && blocked[v]) continue;
-                if (scores[v] > best) best = scores[v];
-            }
-            int64_t choice = 0;
+            /* rounded up so that float arithmetic below never narrows the bound */
+            float reach = (float)(sqrt(norm) * (1.0 + 1e-5)) * (1.0f + 1e-5f);
+            if (blocked)
+                for (int v = 0; v < n; v++)
+                    if (blocked[v]) scores[v] = -INFINITY;
+            int best = 0;
+            for (int v = 1; v < n; v++)
+                if (scores[v] > scores[best]) best = v;
+            float floor_value = scores[best] - error[best] * reach;
+            floor_value -= fabsf(floor_value) * 1e-6f + 1e-30f;
+            int64_t choice = best;
             float choice_score = -INFINITY;
             int found = 0;
-            double threshold = (double)best - bound;
-            for (int v = 0; v < n; v++) {
-                if ((blocked && blocked[v]) || (double)scores[v] < threshold) continue;
-                float score = column_dot(exact, v, row);
-                rescored++;
-                if (!found || score > choice_score) {
-                    choice = v;
-                    choice_score = score;
-                    found = 1;
+            __m512 limit = _mm512_set1_ps(floor_value), spread = _mm512_set1_ps(reach);
+            for (int v0 = 0; v0 < n; v0 += 16) {
+                __mmask16 valid = tail_mask(n - v0);
+                __m512 top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, error + v0), spread,
+                                             _mm512_maskz_loadu_ps(valid, scores + v0));
+                __mmask16 hits = _mm512_mask_cmp_ps_mask(valid, top, limit, _CMP_GE_OQ);
+                while (hits) {
+                    int v = v0 + __builtin_ctz(hits);
+                    hits &= hits - 1;
+                    if (scores[v] == -INFINITY) continue; /* suppressed */
+                    float score = column_dot(exact, v, row);
+                    rescored++;
+                    if (!found || score > choice_score) {
+                        choice = v;
+                        choice_score = score;
+                        found = 1;
+                    }
                 }
             }
             out[r] = choice;
         }
     }
     return rescored;
+}
+
+/* argmax per row of x @ W^T (+ bias) with `suppressed` [rows][n] excluded (NULL: none); ties to the lowest
+   column. scratch: rows * n_tiles * 64 floats. */
+void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uint8_t *suppressed, float *scratch,
+                 int64_t *out, int threads) {
+    const int n = lin->n, stride = lin->n_tiles * TILE;
+#pragma omp parallel num_threads(threads)
+    {
+        linear_rows(lin, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const float *scores = scratch + (size_t)r * stride;
+            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+            int best = -1;
+            for (int v = 0; v < n; v++) {
+                if (blocked && blocked[v]) continue;
+                if (best < 0 || scores[v] > scores[best]) best = v;
+            }
+            out[r] = best < 0 ? 0 : best;
+        }
+    }
 }

@@ -153,14 +153,16 @@ class NativeDecoder:
         """argmax of logits(hidden) per row with `suppressed` [rows, vocab] excluded, the same token that the
         full logits give, without computing them all."""
         hidden = hidden.float().contiguous()
-        if self.approx is None:
-            logits = self.logits(hidden)
-            return (logits.masked_fill(suppressed, -float("inf")) if suppressed is not None else logits).argmax(1)
         rows = hidden.shape[0]
         mask = suppressed.contiguous().view(torch.uint8) if suppressed is not None else None
-        scores = torch.empty(rows, self.approx.struct.n_tiles * 64)
         choices = torch.empty(rows, dtype=torch.int64)
+        if self.approx is None:  # int8 weights: the product is cheap, take it whole
+            scores = torch.empty(rows, self.vocab.struct.n_tiles * 64)
+            self.library.argmax_rows(ctypes.byref(self.vocab.struct), rows, hidden.data_ptr(), self.width,
+                                     as_pointer(mask), scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
+            return choices
+        scores = torch.empty(rows, self.approx.struct.n_tiles * 64)
         self.library.certified_argmax(ctypes.byref(self.approx.struct), ctypes.byref(self.vocab.struct), rows,
-                                      hidden.data_ptr(), self.width, as_pointer(mask), self.error,
+                                      hidden.data_ptr(), self.width, as_pointer(mask), self.error.data_ptr(),
                                       scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
         return choices

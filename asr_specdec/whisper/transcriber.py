@@ -17,6 +17,7 @@ from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
 from . import audio as audio_io
+from .compute import ComputeType, model_dtype, parse_compute_type
 from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, UniversalDrafter
 from .drafters.assistant import check_same_device
 from .formats import Segment
@@ -76,6 +77,10 @@ class SpeculativeWhisper:
     last complete segment ended (`long_form="sequential"`, Whisper's own algorithm), or cut at quiet points
     into independent windows (`long_form="chunked"`). `timestamps=True` decodes short audio with timestamps
     too; `condition_on_previous_text=True` prompts each window with the text before it.
+
+    `compute_type` sets the precision of the main model's encoder and decoder (compute.py): "float32",
+    "bfloat16", "float16" (CUDA), "int8", "ENCODER:DECODER" (e.g. "bfloat16:float32"), or "auto" (the
+    default). `dtype` is its older spelling (a torch dtype for both halves).
     """
 
     def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
@@ -88,8 +93,11 @@ class SpeculativeWhisper:
                  device: str = "cpu", dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
                  timestamps: bool | None = None, return_timestamps: bool | None = None,
                  long_form: str = "sequential", condition_on_previous_text: bool | None = None,
-                 condition_on_prev_tokens: bool | None = None):
-        dtype = dtype or torch.float32
+                 condition_on_prev_tokens: bool | None = None, compute_type: str | ComputeType | None = None):
+        if compute_type is None and dtype is not None:
+            compute_type = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
+        self.compute_type = parse_compute_type(compute_type, device)
+        dtype = model_dtype(self.compute_type, device)
         self.timestamps = _first_given(timestamps, return_timestamps)
         self.long_form = _check_long_form(long_form)
         self.condition_on_previous_text = bool(_first_given(condition_on_previous_text, condition_on_prev_tokens))
@@ -101,7 +109,8 @@ class SpeculativeWhisper:
         draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS, dynamic=dynamic)
         self.pipeline = WindowPipeline(model.eval(), processor, None, task=task,
                                        sampling=Sampling(do_sample, temperature, top_k, top_p),
-                                       draft_length=draft_length, max_new_tokens=max_new_tokens)
+                                       draft_length=draft_length, max_new_tokens=max_new_tokens,
+                                       compute=self.compute_type)
 
         assistant_model = assistant_model if assistant_model is not None else draft_model
         self.assistant_name = None
@@ -133,7 +142,8 @@ class SpeculativeWhisper:
             return QuantizedSelfDrafter(self.model, threshold)
         if self.mode == "early-exit":
             layers = len(self.runner.layers)
-            return EarlyExitDrafter(self.model, early_exit or max(1, layers // 2), threshold)
+            return EarlyExitDrafter(self.model, early_exit or max(1, layers // 2), threshold,
+                                    weights=self.runner.weights)
         if self.mode == "prompt-lookup":
             return PromptLookupDrafter()
         if assistant_model is None:
@@ -141,7 +151,7 @@ class SpeculativeWhisper:
         model, processor, self.assistant_name = _load(assistant_model, device, dtype)
         check_same_device(self.model, model)
         if self.mode == "assistant":
-            return AssistantDrafter(model, self.model, threshold)
+            return AssistantDrafter(model, self.model, threshold, weights=self.runner.weights)
         tokenizer = assistant_tokenizer or (processor.tokenizer if processor is not None else None)
         if tokenizer is None:
             raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
@@ -149,7 +159,8 @@ class SpeculativeWhisper:
                                 task=self.task, confidence_threshold=threshold)
 
     def _labels(self) -> dict:
-        return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name}
+        return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,
+                "compute_type": self.compute_type.name}
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,

@@ -18,13 +18,14 @@ from ..decoder import DecoderTarget, KVCache, WhisperDecoderRunner, decoder_part
 class EarlyExitDrafter(ModelDrafter):
     name = "early-exit"
 
-    def __init__(self, main_model: nn.Module, exit_layer: int, confidence_threshold: float = 0.0):
+    def __init__(self, main_model: nn.Module, exit_layer: int, confidence_threshold: float = 0.0,
+                 weights: str | None = None):
         super().__init__(confidence_threshold)
         total = len(decoder_parts(main_model)[0].layers)
         if not 1 <= exit_layer < total:
             raise ModelError(f"early-exit layer {exit_layer} is out of range: the main decoder has {total} "
                              f"layers, so choose 1..{total - 1}")
-        self.runner = WhisperDecoderRunner(main_model, num_layers=exit_layer)
+        self.runner = WhisperDecoderRunner(main_model, num_layers=exit_layer, weights=weights)
 
     def start(self, context) -> None:
         super().start(context)
