@@ -45,8 +45,8 @@ class Model(ctypes.Structure):
 
 
 class Cache(ctypes.Structure):
-    _fields_ = [("kv_format", ctypes.c_int32), ("slots", ctypes.c_int32), ("enc_len", ctypes.c_int32),
-                ("enc_pad", ctypes.c_int32), ("self_k", ctypes.POINTER(ctypes.c_void_p)),
+    _fields_ = [("kv_format", ctypes.c_int32), ("cross_format", ctypes.c_int32), ("slots", ctypes.c_int32),
+                ("enc_len", ctypes.c_int32), ("enc_pad", ctypes.c_int32), ("self_k", ctypes.POINTER(ctypes.c_void_p)),
                 ("self_v", ctypes.POINTER(ctypes.c_void_p)), ("cross_k", ctypes.POINTER(ctypes.c_void_p)),
                 ("cross_v", ctypes.POINTER(ctypes.c_void_p))]
 

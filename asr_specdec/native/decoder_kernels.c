@@ -51,8 +51,9 @@ typedef struct {
 } Model;
 
 typedef struct {
-    int32_t kv_format; /* FMT_F32 or FMT_BF16 */
-    int32_t slots;     /* self key/value slots per row (padded to 16) */
+    int32_t kv_format;    /* self-attention keys/values: FMT_F32 or FMT_BF16 */
+    int32_t cross_format; /* cross-attention keys/values: FMT_F32 or FMT_BF16 */
+    int32_t slots;        /* self key/value slots per row (padded to 16) */
     int32_t enc_len, enc_pad;
     void *const *self_k;  /* per layer [batch][heads][slots / 16][head_dim][16]: 16 keys transposed per block */
     void *const *self_v;  /* per layer [batch][heads][slots][head_dim] */
@@ -380,7 +381,8 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
                       const float *q_base, int q_stride, const int *limits, float *out, float *scores_all,
                       int score_stride) {
     const int heads = m->heads, head_dim = m->head_dim;
-    const size_t kvs = kv_size(c->kv_format);
+    const int format = cross ? c->cross_format : c->kv_format;
+    const size_t kvs = kv_size(format);
 #pragma omp for schedule(static)
     for (int item = 0; item < groups_n * heads; item++) {
         const Group *g = &groups[item / heads];
@@ -407,7 +409,7 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
                 outs[q] = out + (size_t)(t0 + q) * m->d + head * head_dim;
                 lengths[q] = cross ? c->enc_len : limits[t0 + q] + 1;
             }
-            attend_block(queries, query, lengths, head_dim, keys, key_stride, values, c->kv_format, scores, outs);
+            attend_block(queries, query, lengths, head_dim, keys, key_stride, values, format, scores, outs);
         }
     }
 }

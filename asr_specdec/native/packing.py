@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -21,9 +22,9 @@ STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8}
 
 
 def lossless_float16(weight: torch.Tensor) -> bool:
-    """Whether every value of `weight` is exactly a float16 value."""
-    half = weight.to(torch.float16)
-    return bool(torch.isfinite(half).all()) and torch.equal(half.to(weight.dtype), weight)
+    """Whether every value of `weight` is exactly a float16 value (an overflow to inf, or a NaN, compares
+    unequal)."""
+    return torch.equal(weight.to(torch.float16).to(weight.dtype), weight)
 
 
 def quantize_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -69,9 +70,76 @@ def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -
     padded[:n] = values
     packed = padded.reshape(tiles, TILE, k).permute(0, 2, 1).contiguous()
     bias = bias.detach().float().contiguous() if bias is not None else None
+    return packed_linear(n, packed, scale, bias)
+
+
+def packed_linear(n: int, packed: torch.Tensor, scale: torch.Tensor | None, bias: torch.Tensor | None) -> PackedLinear:
+    """A PackedLinear around tensors already in the packed layout."""
+    storage = next(name for name, code in FORMATS.items() if STORAGE[code] == packed.dtype)
+    tiles, k, _ = packed.shape
     struct = Linear(FORMATS[storage], n, k, tiles, packed.data_ptr(), scale.data_ptr() if scale is not None else None,
                     bias.data_ptr() if bias is not None else None)
     return PackedLinear(storage, n, k, packed, scale, bias, struct)
+
+
+class PackStore:
+    """The packed weights of one model in one storage format, kept on disk between runs, so that a start-up
+    reads them instead of converting the model again. `key` names the model's exact weights (None: no disk)."""
+
+    def __init__(self, key: str | None, storage: str):
+        self.path = None
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.added = False
+        if key is not None:
+            from ..weights.cache import cache_root
+
+            self.path = cache_root() / "packed" / f"{key}-{storage}.safetensors"
+            if self.path.is_file():
+                from safetensors.torch import load_file
+
+                try:
+                    self.tensors = load_file(self.path)
+                except Exception:  # a damaged file is rebuilt
+                    self.tensors = {}
+
+    def linear(self, name: str, build) -> PackedLinear:
+        """The pack stored as `name`, or `build()` (a PackedLinear) stored under it."""
+        if f"{name}.packed" in self.tensors:
+            get = self.tensors.get
+            return packed_linear(int(get(f"{name}.n")), get(f"{name}.packed"), get(f"{name}.scale"),
+                                 get(f"{name}.bias"))
+        packed = build()
+        self.tensors.update({f"{name}.packed": packed.packed, f"{name}.n": torch.tensor(packed.n)})
+        for part in ("scale", "bias"):
+            if getattr(packed, part) is not None:
+                self.tensors[f"{name}.{part}"] = getattr(packed, part)
+        self.added = True
+        return packed
+
+    def tensor(self, name: str, build) -> torch.Tensor:
+        if name not in self.tensors:
+            self.tensors[name] = build()
+            self.added = True
+        return self.tensors[name]
+
+    def save(self) -> None:
+        """Write the store if anything was added (atomically: a reader sees the old file or the new one)."""
+        if self.path is None or not self.added:
+            return
+        import os
+        import tempfile
+
+        from safetensors.torch import save_file
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, staged = tempfile.mkstemp(dir=self.path.parent, prefix=".staging-")
+        os.close(handle)
+        try:
+            save_file({name: tensor.contiguous() for name, tensor in self.tensors.items()}, staged)
+            os.replace(staged, self.path)
+        except OSError:
+            Path(staged).unlink(missing_ok=True)  # a read-only cache only costs the next start-up its time
+        self.added = False
 
 
 def argmax_error(exact: PackedLinear, approx: PackedLinear) -> torch.Tensor:

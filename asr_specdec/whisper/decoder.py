@@ -104,12 +104,14 @@ class WhisperDecoderRunner:
     With fewer layers than the model has, this is the early-exit (LayerSkip-style) drafter: the same
     weights, cut short, then the final layer norm and vocabulary projection. `weights` is the storage format
     of the linear layers on the native kernels (None: float32 on a CPU, the model's own dtype elsewhere);
-    activations, attention and sums are float32 whatever it is. `kv_dtype` is that of the keys and values
-    the native kernels read (default: bfloat16 for bfloat16 weights, else float32).
+    activations, attention and sums are float32 whatever it is. `kv_dtype` is that of the self-attention keys
+    and values the native kernels keep (default: bfloat16 for bfloat16 weights, else float32), `cross_dtype`
+    that of the cross-attention keys and values, computed once per window (default: kv_dtype; in bfloat16
+    they are also projected in bfloat16).
     """
 
     def __init__(self, model: nn.Module, num_layers: int | None = None, weights: str | None = None,
-                 kv_dtype: torch.dtype | None = None):
+                 kv_dtype: torch.dtype | None = None, cross_dtype: torch.dtype | None = None):
         self.decoder, self.proj_out = decoder_parts(model)
         total = len(self.decoder.layers)
         self.num_layers = total if num_layers is None else num_layers
@@ -133,15 +135,17 @@ class WhisperDecoderRunner:
             from .native_decoder import NativeDecoder
 
             self.weights = weights or "float32"
-            self.native = NativeDecoder(kernels(), self.decoder, self.proj_out, self.layers, self.weights)
+            self.native = NativeDecoder(kernels(), self.decoder, self.proj_out, self.layers, self.weights,
+                                        getattr(model, "weights_key", None))
             self.dtype = torch.float32  # of inputs and outputs; the storage format is internal
             self.kv_dtype = kv_dtype or (torch.bfloat16 if self.weights == "bfloat16" else torch.float32)
+            self.cross_dtype = cross_dtype or self.kv_dtype
         else:
             own = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(weight.dtype)
             if weights not in (None, own):
                 raise ModelError(f"decoder weights in {weights} need the native CPU kernels: {why_not}")
             self.weights = own
-            self.dtype = self.kv_dtype = weight.dtype
+            self.dtype = self.kv_dtype = self.cross_dtype = weight.dtype
         # greedy choices without the full float32 projection (core/argmax.py); False: always the full logits
         self.certified_argmax = True
         self._certified: CertifiedArgmax | None = None
@@ -150,19 +154,20 @@ class WhisperDecoderRunner:
 
     def cross_attention_states(self, encoder_output: torch.Tensor) -> tuple[list, list]:
         """Keys and values of every used layer's cross-attention over the encoder output (computed once), in the
-        cache's layout and dtype."""
-        encoder_output = encoder_output.to(self.dtype)
+        cache's layout and cross dtype."""
+        compute = self.cross_dtype if self.native is not None else self.dtype
+        encoder_output = encoder_output.to(compute)
         batch, length, _ = encoder_output.shape
         keys, values = [], []
         for layer in self.layers:
             attention = layer.encoder_attn
-            key = attention.k_proj(encoder_output).view(batch, length, self.num_heads, self.head_dim)
-            value = attention.v_proj(encoder_output).view(batch, length, self.num_heads, self.head_dim)
-            blocks = torch.zeros(batch, self.num_heads, _padded(length), self.head_dim, dtype=self.kv_dtype,
+            key = _linear(attention.k_proj, encoder_output).view(batch, length, self.num_heads, self.head_dim)
+            value = _linear(attention.v_proj, encoder_output).view(batch, length, self.num_heads, self.head_dim)
+            blocks = torch.zeros(batch, self.num_heads, _padded(length), self.head_dim, dtype=self.cross_dtype,
                                  device=self.device)
             blocks[:, :, :length] = key.transpose(1, 2)
             keys.append(_key_blocks(blocks))
-            values.append(value.transpose(1, 2).to(self.kv_dtype).contiguous())
+            values.append(value.transpose(1, 2).to(self.cross_dtype).contiguous())
         return keys, values
 
     def new_cache(self, encoder_output: torch.Tensor, cross_states: tuple[list, list] | None = None,
@@ -173,8 +178,8 @@ class WhisperDecoderRunner:
         positions = min(max_positions or self.max_positions, self.max_positions)
         slots = _padded(positions + 1)
         cross_keys, cross_values = cross_states or self.cross_attention_states(encoder_output)
-        cross_keys = [keys.to(self.kv_dtype) for keys in cross_keys[: self.num_layers]]
-        cross_values = [values.to(self.kv_dtype) for values in cross_values[: self.num_layers]]
+        cross_keys = [keys.to(self.cross_dtype) for keys in cross_keys[: self.num_layers]]
+        cross_values = [values.to(self.cross_dtype) for values in cross_values[: self.num_layers]]
         key_shape = (batch, self.num_heads, slots // SLOT_MULTIPLE, self.head_dim, SLOT_MULTIPLE)
         value_shape = (batch, self.num_heads, slots, self.head_dim)
         return KVCache(
@@ -323,6 +328,14 @@ class WhisperDecoderRunner:
 
     def feed_forward(self, layer, hidden: torch.Tensor) -> torch.Tensor:
         return hidden + layer.fc2(layer.activation_fn(layer.fc1(layer.final_layer_norm(hidden))))
+
+
+def _linear(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
+    """layer(inputs) in the inputs' dtype (the layer's weights cast to it when they differ)."""
+    if layer.weight.dtype == inputs.dtype:
+        return layer(inputs)
+    bias = layer.bias.to(inputs.dtype) if layer.bias is not None else None
+    return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
 
 
 def _key_blocks(keys: torch.Tensor) -> torch.Tensor:

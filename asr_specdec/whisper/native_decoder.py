@@ -16,23 +16,23 @@ import torch
 from torch import nn
 
 from ..native import Cache, Layer, Model
-from ..native.packing import PackedLinear, argmax_error, as_pointer, pack_linear, pointer_array
+from ..native.packing import PackedLinear, PackStore, argmax_error, as_pointer, pack_linear, pointer_array
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2}
 _SHARED_PACKS: dict[int, tuple[weakref.ref, dict]] = {}
 
 
-def shared_pack(owner: torch.Tensor, tag: str, storage: str, build) -> PackedLinear:
+def shared_pack(owner: torch.Tensor, tag: str, storage: str, build, store: PackStore, name: str) -> PackedLinear:
     """One packed copy per (weight, what, storage) in the process: the main model and a drafter sharing weights
-    (early exit, the int8 vocabulary of the certified argmax and of the int8 drafter) share the packs.
-    `build()` returns (weight, bias) to pack when there is no copy yet."""
+    (early exit, the int8 vocabulary of the certified argmax and of the int8 drafter) share the packs. Else
+    the copy `store` keeps on disk as `name`, else `build()` -> (weight, bias) packed now."""
     entry = _SHARED_PACKS.get(id(owner))
     if entry is None or entry[0]() is not owner:
         key = id(owner)
         entry = _SHARED_PACKS[key] = (weakref.ref(owner, lambda _: _SHARED_PACKS.pop(key, None)), {})
     per_owner = entry[1]
     if (tag, storage) not in per_owner:
-        per_owner[(tag, storage)] = pack_linear(*build(), storage)
+        per_owner[(tag, storage)] = store.linear(name, lambda: pack_linear(*build(), storage))
     return per_owner[(tag, storage)]
 
 
@@ -49,15 +49,19 @@ def supported(decoder: nn.Module) -> str | None:
 
 
 class NativeDecoder:
-    def __init__(self, library, decoder: nn.Module, proj_out: nn.Module, layers: list, storage: str):
+    """`weights_key` names the model's exact weights (lean_model.py sets it): packs are then kept on disk."""
+
+    def __init__(self, library, decoder: nn.Module, proj_out: nn.Module, layers: list, storage: str,
+                 weights_key: str | None = None):
         self.library, self.storage = library, storage
+        self._store = PackStore(weights_key, storage)
         first = layers[0]
         self.width = decoder.embed_tokens.weight.shape[1]
         self.heads, self.head_dim = first.self_attn.num_heads, first.self_attn.head_dim
         self._keep: list = []
         structs = (Layer * len(layers))()
         for index, layer in enumerate(layers):
-            structs[index] = self._layer(layer, storage)
+            structs[index] = self._layer(index, layer, storage)
         self._layers = structs
         self.embed = self._float(decoder.embed_tokens.weight)
         self.positions = self._float(decoder.embed_positions.weight)
@@ -67,12 +71,16 @@ class NativeDecoder:
                            self.positions.data_ptr(), self._float(norm.weight).data_ptr(),
                            self._float(norm.bias).data_ptr(), structs)
         vocabulary = proj_out.weight
-        self.vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None))
+        self.vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store, "vocabulary")
         self.vocab_size = self.vocab.n
         self.approx = None
         if storage != "int8":  # the int8 copy screens the vocabulary, the exact pack settles the candidates
-            self.approx = shared_pack(vocabulary, "linear", "int8", lambda: (vocabulary, None))
-            self.error = argmax_error(self.vocab, self.approx)
+            approx_store = PackStore(weights_key, "int8")
+            self.approx = shared_pack(vocabulary, "linear", "int8", lambda: (vocabulary, None), approx_store,
+                                      "vocabulary")
+            approx_store.save()
+            self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self.vocab, self.approx))
+        self._store.save()
         self._scratch = torch.empty(0)
 
     def _float(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -82,31 +90,34 @@ class NativeDecoder:
         self._keep.append(tensor)
         return tensor
 
-    def _pack(self, linear: nn.Linear, storage: str) -> PackedLinear:
-        packed = shared_pack(linear.weight, "linear", storage, lambda: (linear.weight, linear.bias))
+    def _pack(self, linear: nn.Linear, storage: str, name: str) -> PackedLinear:
+        packed = shared_pack(linear.weight, "linear", storage, lambda: (linear.weight, linear.bias), self._store, name)
         self._keep.append(packed)
         return packed
 
-    def _fused_qkv(self, attention, storage: str) -> PackedLinear:
+    def _fused_qkv(self, attention, storage: str, name: str) -> PackedLinear:
         """q, k and v projections as one [3 * width, width] layer (k has no bias)."""
         def build():
             weight = torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight])
             bias = torch.cat([attention.q_proj.bias, torch.zeros_like(attention.q_proj.bias), attention.v_proj.bias])
             return weight, bias
 
-        packed = shared_pack(attention.q_proj.weight, "qkv", storage, build)
+        packed = shared_pack(attention.q_proj.weight, "qkv", storage, build, self._store, name)
         self._keep.append(packed)
         return packed
 
-    def _layer(self, layer, storage: str) -> Layer:
+    def _layer(self, index: int, layer, storage: str) -> Layer:
         attention = layer.self_attn
+        prefix = f"layers.{index}"
         norms = [self._float(tensor) for norm in (layer.self_attn_layer_norm, layer.encoder_attn_layer_norm,
                                                   layer.final_layer_norm) for tensor in (norm.weight, norm.bias)]
-        return Layer(norms[0].data_ptr(), norms[1].data_ptr(), self._fused_qkv(attention, storage).struct,
-                     self._pack(attention.out_proj, storage).struct, norms[2].data_ptr(), norms[3].data_ptr(),
-                     self._pack(layer.encoder_attn.q_proj, storage).struct,
-                     self._pack(layer.encoder_attn.out_proj, storage).struct, norms[4].data_ptr(),
-                     norms[5].data_ptr(), self._pack(layer.fc1, storage).struct, self._pack(layer.fc2, storage).struct)
+        qkv = self._fused_qkv(attention, storage, f"{prefix}.qkv")
+        return Layer(norms[0].data_ptr(), norms[1].data_ptr(), qkv.struct,
+                     self._pack(attention.out_proj, storage, f"{prefix}.self_out").struct, norms[2].data_ptr(),
+                     norms[3].data_ptr(), self._pack(layer.encoder_attn.q_proj, storage, f"{prefix}.cross_q").struct,
+                     self._pack(layer.encoder_attn.out_proj, storage, f"{prefix}.cross_out").struct,
+                     norms[4].data_ptr(), norms[5].data_ptr(), self._pack(layer.fc1, storage, f"{prefix}.fc1").struct,
+                     self._pack(layer.fc2, storage, f"{prefix}.fc2").struct)
 
     def cache_view(self, cache) -> Cache:
         """The kernels' view of `cache` (rebuilt after `keep` replaces its tensors)."""
@@ -116,7 +127,8 @@ class NativeDecoder:
             tensors = [cache.self_keys[:layers], cache.self_values[:layers], cache.cross_keys[:layers],
                        cache.cross_values[:layers]]
             arrays = [pointer_array(group) for group in tensors]
-            view = Cache(KV_FORMATS[cache.self_keys[0].dtype], cache.slots, cache.encoder_length,
+            view = Cache(KV_FORMATS[cache.self_keys[0].dtype], KV_FORMATS[cache.cross_keys[0].dtype], cache.slots,
+                         cache.encoder_length,
                          cache.cross_keys[0].shape[2] * cache.cross_keys[0].shape[4], *arrays)
             view._arrays = arrays  # keep the pointer arrays alive with the view
             cache._native_view = view

@@ -60,7 +60,9 @@ class WindowPipeline:
         self.tokens = WhisperTokens.from_model(model)
         self.compute = compute or ComputeType()
         self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder)
-        self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder)
+        # the cross-attention keys/values are computed once per window, with the encoder: in its precision
+        cross_dtype = torch.bfloat16 if self.compute.encoder == "bfloat16" else None
+        self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         self.task, self.sampling, self.draft_length = task, sampling, draft_length
         self.max_new_tokens = max_new_tokens or self.tokens.max_positions
 

@@ -32,9 +32,14 @@ CONDITIONING_TEMPERATURE_LIMIT = 0.5
 
 
 def _load(spec, device, dtype):
-    """(model, processor, name) from a spec string, a LoadedWhisper, or a (model, processor) pair."""
+    """(model, processor, name) from a spec string, a LoadedWhisper, or a (model, processor) pair. A local
+    Whisper directory (offline packs included) loads without transformers' modeling code (lean_model.py)."""
     if isinstance(spec, str):
-        from ..weights.whisper_models import load_whisper
+        from ..weights.whisper_models import load_whisper, resolve_model_dir
+
+        lean = _load_lean(resolve_model_dir(spec), device, dtype)
+        if lean is not None:
+            return (*lean, spec)
 
         loaded = load_whisper(spec, device=device, dtype=dtype)
         return loaded.model, loaded.processor, loaded.name
@@ -44,6 +49,21 @@ def _load(spec, device, dtype):
         model, processor = spec
         return model, processor, getattr(model.config, "_name_or_path", "") or type(model).__name__
     return spec, None, getattr(spec.config, "_name_or_path", "") or type(spec).__name__
+
+
+def _load_lean(location, device, dtype):
+    """(model, processor) of a local directory the lean loader reads, else None."""
+    from pathlib import Path
+
+    from .lean_model import lean_loadable, load_lean_whisper
+    from .lean_processor import load_lean_processor
+
+    if not isinstance(location, Path) or not lean_loadable(location):
+        return None
+    processor = load_lean_processor(location)
+    if processor is None:
+        return None
+    return load_lean_whisper(location, device=device, dtype=dtype), processor
 
 
 def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit):
