@@ -32,8 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--main", help="main model (see below)")
     parser.add_argument("--assistant", help="assistant model for modes assistant/universal")
     parser.add_argument("--mode", choices=MODES, help="drafting mode (default: see below)")
-    parser.add_argument("--num-draft-tokens", type=int, default=None, help="tokens drafted per round (default 8)")
-    parser.add_argument("--dynamic", action="store_true", help="adapt the draft length (+2 on full accept, -1 else)")
+    parser.add_argument("--num-draft-tokens", type=int, default=None,
+                        help="tokens drafted in the first round, every round with --draft-schedule fixed (default 8)")
+    parser.add_argument("--draft-schedule", choices=("adaptive", "fixed", "heuristic"), default="adaptive",
+                        help="draft length per round: adaptive (measured acceptance and costs; stops drafting when "
+                             "it does not pay), fixed, or heuristic (+2 on full acceptance, -1 otherwise)")
+    parser.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
     parser.add_argument("--confidence-threshold", type=float, default=0.0,
                         help="stop a draft when the drafter's top probability falls below this")
     parser.add_argument("--early-exit-layer", type=int, default=None, help="decoder layers the early-exit drafter uses")
@@ -136,7 +140,7 @@ def build_transcriber(args, mode_override: str | None = None):
     mode = mode_override or mode
     return SpeculativeWhisper(
         main, mode=mode, assistant_model=assistant if mode in ASSISTANT_MODES else None,
-        num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic,
+        num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic, draft_schedule=args.draft_schedule,
         assistant_confidence_threshold=args.confidence_threshold, assistant_early_exit=args.early_exit_layer,
         do_sample=args.do_sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         seed=args.seed, language=args.language, task=args.task, device=device, compute_type=compute_type,

@@ -107,11 +107,12 @@ class WhisperDecoderRunner:
     activations, attention and sums are float32 whatever it is. `kv_dtype` is that of the self-attention keys
     and values the native kernels keep (default: bfloat16 for bfloat16 weights, else float32), `cross_dtype`
     that of the cross-attention keys and values, computed once per window (default: kv_dtype; in bfloat16
-    they are also projected in bfloat16).
+    they are also projected in bfloat16). `native=False` forces the PyTorch path.
     """
 
     def __init__(self, model: nn.Module, num_layers: int | None = None, weights: str | None = None,
-                 kv_dtype: torch.dtype | None = None, cross_dtype: torch.dtype | None = None):
+                 kv_dtype: torch.dtype | None = None, cross_dtype: torch.dtype | None = None,
+                 native: bool | None = None):
         self.decoder, self.proj_out = decoder_parts(model)
         total = len(self.decoder.layers)
         self.num_layers = total if num_layers is None else num_layers
@@ -129,7 +130,7 @@ class WhisperDecoderRunner:
         if weights is not None and weights not in WEIGHT_FORMATS:
             raise ModelError(f"unknown weight format '{weights}': choose one of {', '.join(WEIGHT_FORMATS)}")
         self.native = None
-        why_not = native_decoder_unavailable(model)
+        why_not = native_decoder_unavailable(model) if native is not False else "the PyTorch path was asked for"
         if why_not is None:
             from ..native import kernels
             from .native_decoder import NativeDecoder

@@ -101,6 +101,9 @@ class SpeculativeWhisper:
     `compute_type` sets the precision of the main model's encoder and decoder (compute.py): "float32",
     "bfloat16", "float16" (CUDA), "int8", "ENCODER:DECODER" (e.g. "bfloat16:float32"), or "auto" (the
     default). `dtype` is its older spelling (a torch dtype for both halves).
+
+    `draft_schedule` ("adaptive", the default; "fixed"; "heuristic", transformers' +2/-1; or transformers'
+    `num_assistant_tokens_schedule` names) decides each round's draft length, starting from `num_draft_tokens`.
     """
 
     def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
@@ -113,7 +116,8 @@ class SpeculativeWhisper:
                  device: str = "cpu", dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
                  timestamps: bool | None = None, return_timestamps: bool | None = None,
                  long_form: str = "sequential", condition_on_previous_text: bool | None = None,
-                 condition_on_prev_tokens: bool | None = None, compute_type: str | ComputeType | None = None):
+                 condition_on_prev_tokens: bool | None = None, compute_type: str | ComputeType | None = None,
+                 draft_schedule: str | None = None, num_assistant_tokens_schedule: str | None = None):
         if compute_type is None and dtype is not None:
             compute_type = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
         self.compute_type = parse_compute_type(compute_type, device)
@@ -126,7 +130,12 @@ class SpeculativeWhisper:
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
         self.language, self.seed = language, seed
-        draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS, dynamic=dynamic)
+        try:
+            draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS,
+                                       dynamic=dynamic,
+                                       schedule=draft_schedule or num_assistant_tokens_schedule or "adaptive")
+        except ValueError as error:
+            raise SpecdecError(str(error)) from None
         self.pipeline = WindowPipeline(model.eval(), processor, None, task=task,
                                        sampling=Sampling(do_sample, temperature, top_k, top_p),
                                        draft_length=draft_length, max_new_tokens=max_new_tokens,
@@ -140,7 +149,8 @@ class SpeculativeWhisper:
         self.mode = resolve_mode(drafter or mode, assistant_model, assistant_tokenizer,
                                  prompt_lookup_num_tokens, assistant_early_exit)
         if self.mode == "prompt-lookup" and prompt_lookup_num_tokens:
-            self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic)
+            self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic,
+                                                     schedule=draft_length.schedule)
         self.pipeline.drafter = self._make_drafter(assistant_model, assistant_tokenizer,
                                                    assistant_confidence_threshold, assistant_early_exit, device, dtype)
 
