@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def render(result, output_format: str, file: str) -> str:
+def render(result, output_format: str, file: str, comparison: dict | None = None) -> str:
     from .whisper.formats import to_srt, to_text, to_vtt
 
     if output_format == "srt":
@@ -82,12 +82,12 @@ def render(result, output_format: str, file: str) -> str:
     if output_format == "vtt":
         return to_vtt(result.segments)
     if output_format == "json":
-        return json.dumps(result_record(result, file), ensure_ascii=False, indent=2) + "\n"
+        return json.dumps(result_record(result, file, comparison), ensure_ascii=False, indent=2) + "\n"
     return to_text(result.segments) + "\n"
 
 
-def result_record(result, file: str) -> dict:
-    return {
+def result_record(result, file: str, comparison: dict | None = None) -> dict:
+    record = {
         "file": file,
         "text": result.text,
         "segments": [{"start": s.start, "end": s.end, "text": s.text} for s in result.segments],
@@ -96,9 +96,13 @@ def result_record(result, file: str) -> dict:
         "mode": result.mode,
         "main_model": result.main_model,
         "assistant_model": result.assistant_model,
+        "compute_type": result.compute_type,
         "tokens": result.tokens,
         "stats": result.stats.as_dict(),
     }
+    if comparison is not None:
+        record["comparison"] = comparison
+    return record
 
 
 def output_path(args, file: str, several: bool) -> Path | None:
@@ -186,19 +190,18 @@ def run(args) -> int:
         tqdm.write(f"error: {message}", file=sys.stderr)
 
     def emit(file: str, result) -> None:
-        rendered = render(result, args.format, file)
+        comparison = compare(plain, result, file) if plain is not None else None
+        rendered = render(result, args.format, file, comparison)
         destination = output_path(args, file, several)
         if destination is not None:
             destination.write_text(rendered, encoding="utf-8")
         elif args.format == "json" and several:
-            records.append(result_record(result, file))
+            records.append(result_record(result, file, comparison))
         else:
             header = f"== {file}\n" if several and args.format == "text" else ""
             tqdm.write(header + rendered.rstrip("\n"), file=sys.stdout)
         if args.stats:
             tqdm.write(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
-        if plain is not None:
-            compare(plain, result, file)
 
     for group in _groups(args.files, args.batch_size):
         for file, outcome in _transcribe_group(transcriber, group):
@@ -245,13 +248,18 @@ def _transcribe_group(transcriber, files: list[str]) -> list[tuple[str, object]]
     return [(file, outcomes[file]) for file in files]
 
 
-def compare(plain, speculative_result, file: str) -> None:
+def compare(plain, speculative_result, file: str) -> dict:
+    """Decode `file` again by plain greedy; print and return the times, the speedup and whether the tokens
+    are identical."""
     result = plain.transcribe(file)
     speedup = result.stats.total_seconds / max(speculative_result.stats.total_seconds, 1e-9)
     identical = result.tokens == speculative_result.tokens
     print(f"compare {file}: plain {result.stats.total_seconds:.2f} s, {speculative_result.mode} "
           f"{speculative_result.stats.total_seconds:.2f} s, speedup {speedup:.2f}x, identical output: "
           f"{'yes' if identical else 'NO'}", file=sys.stderr)
+    return {"plain_seconds": round(result.stats.total_seconds, 4),
+            "speculative_seconds": round(speculative_result.stats.total_seconds, 4),
+            "speedup": round(speedup, 3), "identical": identical, "mode": speculative_result.mode}
 
 
 def main(argv: list[str] | None = None) -> int:
