@@ -173,7 +173,8 @@ def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int) ->
         run(audio[0])
     for samples in audio:
         for name, run in runs.items():
-            seconds, (text, tokens, drafted, accepted) = best_of(lambda run=run: run(samples), repeats)
+            seconds, (text, tokens, drafted, accepted) = best_of(lambda run=run, samples=samples: run(samples),
+                                                                 repeats)
             tally = tallies[name]
             tally.seconds.append(seconds)
             tally.texts.append(text)
@@ -233,7 +234,8 @@ def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int) -> l
              "|---|---|---|---|---|"]
     for name, taken in seconds.items():
         plain_name = name.replace("quantized-self", "plain")
-        versus_plain = f"{seconds[plain_name] / taken:.2f}x" if plain_name in seconds and name.startswith("ours") else ""
+        ours = plain_name in seconds and name.startswith("ours")
+        versus_plain = f"{seconds[plain_name] / taken:.2f}x" if ours else ""
         versus_fw = f"{seconds['faster-whisper int8'] / taken:.2f}x" if "faster-whisper int8" in seconds else ""
         same = "yes" if plain_name in results and results[plain_name][0] == results[name][0] else ""
         lines.append(f"| {name} | {taken:.2f} | {versus_plain} | {versus_fw} | {same} |")
@@ -264,12 +266,12 @@ def batches(main: str, compute: str, clips: list[Path], repeats: int, batch_size
 def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
     """Wall time of a fresh process transcribing samples/message.wav, each command run `repeats` times."""
     here = Path(__file__).resolve().parents[2]
+    ours = [sys.executable, "-m", "asr_specdec.transcribe", str(SAMPLE)]
     commands = {
-        "python -m asr_specdec.transcribe samples/message.wav": [sys.executable, "-m", "asr_specdec.transcribe",
-                                                                 str(SAMPLE)],
-        "python -m asr_specdec.transcribe samples/message.wav --mode off": [sys.executable, "-m", "asr_specdec.transcribe", str(SAMPLE), "--mode", "off"],
-        "python -m asr_specdec.transcribe samples/message.wav --compute-type float32": [sys.executable, "-m", "asr_specdec.transcribe", str(SAMPLE),
-                                       "--compute-type", "float32"],
+        "python -m asr_specdec.transcribe samples/message.wav": ours,
+        "python -m asr_specdec.transcribe samples/message.wav --mode off": [*ours, "--mode", "off"],
+        "python -m asr_specdec.transcribe samples/message.wav --compute-type float32": [*ours, "--compute-type",
+                                                                                       "float32"],
     }
     if ct2_dir:
         for kind in ("float32", "int8"):
