@@ -99,7 +99,9 @@ def generate_batch(
                         for row, draft, probs, row_logits in zip(batch, drafts, draft_probs, logits)]
         verify_seconds = time.perf_counter() - verify_started
         timings = (verify_started - draft_started, verify_seconds)
-        outcomes = [_accept(row, draft, *verdict, timings) for row, draft, verdict in zip(batch, drafts, verdicts)]
+        # sampled rows adapt to acceptance only: a seeded run must draw the same random numbers every time
+        outcomes = [_accept(row, draft, *verdict, (0.0, 0.0) if row.settings.sampling.do_sample else timings)
+                    for row, draft, verdict in zip(batch, drafts, verdicts)]
         _share(batch, "verify_seconds", verify_seconds)
         for row, (_, done) in zip(batch, outcomes):
             if done:
