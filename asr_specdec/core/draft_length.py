@@ -6,10 +6,10 @@ E(k) = 1 + a + ... + a^k tokens for k draft steps and one main pass, so it choos
     argmax_k  E(k) / (1 + k * c),     c = (one draft step + one more verified position) / one main pass,
 with a and c measured as it goes (acceptance counted per drafted token, both decayed so recent rounds count
 most; costs from the engine's timings, except when sampling: a seeded run must choose the same lengths, and
-so draw the same random numbers, every time, so it assumes a fixed cost). When no k > 0 beats plain decoding (a drafter that rarely agrees, or
-one nearly as slow as the main model), it stops drafting and probes with one token every few rounds, so a
-bad drafter costs little more than plain decoding while a good one drafts long. Output never depends on the
-schedule: verification keeps exactly the main model's tokens whatever is drafted.
+so draw the same random numbers, every time, so it assumes a fixed cost). When no k > 0 beats plain decoding
+(a drafter that rarely agrees, or one nearly as slow as the main model), it stops drafting and probes with one
+token every few rounds, so a bad drafter costs little more than plain decoding while a good one drafts long.
+Output never depends on the schedule: verification keeps exactly the main model's tokens whatever is drafted.
 """
 
 from __future__ import annotations
