@@ -1,4 +1,4 @@
-"""How many tokens to draft each round: adaptive (the default), fixed, or transformers' +2/-1 heuristic.
+"""How many tokens to draft each round: fixed, transformers' +2/-1 heuristic, or adaptive (Whisper's default).
 
 The adaptive schedule picks, each round, the draft length k that maximises the expected tokens per second:
 a round with k draft tokens, each accepted with probability a (after the previous ones), yields on average
@@ -35,7 +35,7 @@ class DraftLength:
     dynamic: bool = False  # older switch for the heuristic schedule
     minimum: int = 1
     maximum: int = 16
-    schedule: str = "adaptive"
+    schedule: str = "fixed"
     _accepted: float = field(default=0.0, repr=False)
     _trials: float = field(default=0.0, repr=False)
     _draft_step: float | None = field(default=None, repr=False)  # seconds per draft step

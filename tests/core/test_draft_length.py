@@ -30,12 +30,12 @@ def test_fixed_and_heuristic():
 
 
 def test_adaptive_drafts_long_for_a_cheap_drafter_that_agrees():
-    lengths = run(DraftLength(8), 20, 1.0, 0.05)
+    lengths = run(DraftLength(8, schedule="adaptive"), 20, 1.0, 0.05)
     assert min(lengths[5:]) >= 12
 
 
 def test_adaptive_stops_drafting_for_a_drafter_that_never_agrees_and_probes_sparsely():
-    lengths = run(DraftLength(8), 60, 0.0, 0.3)
+    lengths = run(DraftLength(8, schedule="adaptive"), 60, 0.0, 0.3)
     assert lengths[0] == 8 and sum(lengths[:4]) <= 8 + 3
     later = lengths[10:]
     assert set(later) <= {0, 1} and 1 in later
@@ -43,11 +43,11 @@ def test_adaptive_stops_drafting_for_a_drafter_that_never_agrees_and_probes_spar
 
 
 def test_adaptive_stops_for_a_drafter_as_slow_as_the_main_model():
-    lengths = run(DraftLength(8), 30, 0.6, 1.0)
+    lengths = run(DraftLength(8, schedule="adaptive"), 30, 0.6, 1.0)
     assert set(lengths[10:]) <= {0, 1}
 
 
 def test_adaptive_comes_back_when_the_drafter_starts_agreeing():
-    schedule = DraftLength(8)
+    schedule = DraftLength(8, schedule="adaptive")
     run(schedule, 30, 0.0, 0.1)
     assert max(run(schedule, 40, 1.0, 0.1)[-5:]) >= 8
