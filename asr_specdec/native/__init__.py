@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("decoder_kernels.c")
-FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC", "-fopenmp", "-mavx512f", "-mf16c", "-mfma", "-ffp-contract=off",
-         "-fno-math-errno")
+FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC", "-fopenmp", "-mavx512f", "-mavx512bf16", "-mavx512vl", "-mf16c",
+         "-mfma", "-ffp-contract=off", "-fno-math-errno")
 REQUIRED_CPU_FLAGS = ("avx512f", "f16c", "fma")
 
 _state: dict = {}
@@ -105,6 +105,8 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     library.certified_argmax.restype = ctypes.c_long
     library.argmax_rows.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, pointer, pointer, i32]
     library.argmax_rows.restype = None
+    library.encoder_attention_bf16.argtypes = [pointer, i32, i32, i32, ctypes.c_float, pointer, pointer, i32]
+    library.encoder_attention_bf16.restype = i32
     return library
 
 
@@ -124,6 +126,11 @@ def _load() -> ctypes.CDLL:
     path, seconds = build(compiler)
     _state["compile_seconds"] = seconds
     return _declare(ctypes.CDLL(str(path)))
+
+
+def bfloat16_attention() -> bool:
+    """Whether the encoder's bfloat16 attention kernel can run here (it needs AVX512-BF16 on top)."""
+    return kernels() is not None and "avx512_bf16" in _cpu_flags()
 
 
 def kernels() -> ctypes.CDLL | None:

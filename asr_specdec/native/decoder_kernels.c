@@ -267,21 +267,36 @@ static void layer_norm_rows(int rows, int d, const float *x, const float *w, con
     }
 }
 
-/* Scores of Q queries (one row, one head) against keys [0, chunks * 16): keys_t holds blocks of 16 keys
-   transposed, [chunk][head_dim][16]. Each score is one chain of fused multiply-adds over head_dim. */
+/* Scores of Q queries (one row, one head) against the CH key chunks from `chunk` (16 keys each); keys_t holds
+   blocks of 16 keys transposed, [chunk][head_dim][16]. Each score is one chain of fused multiply-adds over
+   head_dim, whichever chunks and queries share the loop (several chains hide the FMA latency). */
+static inline __attribute__((always_inline)) void score_chunks(int chunk, const float *const *query, int head_dim,
+                                                               const void *keys_t, int kv_format, float *scores,
+                                                               int key_stride, int Q, int CH) {
+    __m512 acc[QUERY_BLOCK][4];
+    for (int q = 0; q < Q; q++)
+        for (int c = 0; c < CH; c++) acc[q][c] = _mm512_setzero_ps();
+    for (int i = 0; i < head_dim; i++) {
+        __m512 key[4];
+        for (int c = 0; c < CH; c++)
+            key[c] = load16(keys_t, ((size_t)(chunk + c) * head_dim + i) * 16, kv_format);
+        for (int q = 0; q < Q; q++) {
+            __m512 value = _mm512_set1_ps(query[q][i]);
+            for (int c = 0; c < CH; c++) acc[q][c] = _mm512_fmadd_ps(value, key[c], acc[q][c]);
+        }
+    }
+    for (int q = 0; q < Q; q++)
+        for (int c = 0; c < CH; c++) _mm512_storeu_ps(scores + (size_t)q * key_stride + (chunk + c) * 16, acc[q][c]);
+}
+
 static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query, int head_dim,
                                                               const void *keys_t, int kv_format, float *scores,
                                                               int key_stride, int Q) {
-    for (int chunk = 0; chunk < chunks; chunk++) {
-        __m512 acc[QUERY_BLOCK];
-        for (int q = 0; q < Q; q++) acc[q] = _mm512_setzero_ps();
-        const size_t block = (size_t)chunk * head_dim * 16;
-        for (int i = 0; i < head_dim; i++) {
-            __m512 key = load16(keys_t, block + (size_t)i * 16, kv_format);
-            for (int q = 0; q < Q; q++) acc[q] = _mm512_fmadd_ps(_mm512_set1_ps(query[q][i]), key, acc[q]);
-        }
-        for (int q = 0; q < Q; q++) _mm512_storeu_ps(scores + (size_t)q * key_stride + chunk * 16, acc[q]);
-    }
+    int chunk = 0;
+    for (; chunk + 4 <= chunks; chunk += 4)
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 4);
+    for (; chunk < chunks; chunk++)
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 1);
 }
 
 /* out[q] = sum_j p[q][j] * values[j] over j < lengths[q], one chain of fused multiply-adds per element in j order */
@@ -583,4 +598,119 @@ void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uin
             out[r] = best < 0 ? 0 : best;
         }
     }
+}
+
+/* ---------------------------------------------------------------- encoder self-attention in bfloat16 */
+
+#define ENC_QUERIES 4
+#define ENC_KEYS 32 /* keys per block: two vectors of scores per query */
+
+static inline __m512bh as_bh(__m512i bits) { return (__m512bh)bits; }
+
+/* Whisper's encoder self-attention (every position sees every other) of one head, bfloat16 in and out, with
+   bfloat16 dot products accumulated in float32 and an online softmax in float32 (flash attention):
+   qkv: [length][3 * width] (q, k, v of every head side by side, as one fused projection writes them);
+   out: [length][width]. keys: scratch of (length rounded up to ENC_KEYS) * head_dim bf16 values, values the
+   same, for this head's packed keys and values. */
+static void encoder_attention_head(const uint16_t *qkv, int length, int width, int head, int head_dim,
+                                   float scaling, uint16_t *out, uint16_t *keys, uint16_t *values) {
+    const int stride = 3 * width, pairs = head_dim / 2, blocks = (length + ENC_KEYS - 1) / ENC_KEYS;
+    const int padded = blocks * ENC_KEYS;
+    /* keys: [block of 16 keys][dim pair][16][2]; values: [key pair][head_dim][2] */
+    for (int j = 0; j < padded; j++) {
+        const uint16_t *key = qkv + (size_t)j * stride + width + head * head_dim;
+        const uint16_t *value = qkv + (size_t)j * stride + 2 * width + head * head_dim;
+        for (int p = 0; p < pairs; p++)
+            for (int e = 0; e < 2; e++)
+                keys[(((size_t)(j / 16) * pairs + p) * 16 + j % 16) * 2 + e] = j < length ? key[2 * p + e] : 0;
+        for (int i = 0; i < head_dim; i++)
+            values[((size_t)(j / 2) * head_dim + i) * 2 + j % 2] = j < length ? value[i] : 0;
+    }
+    const int vectors = head_dim / 16;
+    for (int q0 = 0; q0 < length; q0 += ENC_QUERIES) {
+        const int queries = length - q0 < ENC_QUERIES ? length - q0 : ENC_QUERIES;
+        uint32_t query_pairs[ENC_QUERIES][64];
+        for (int q = 0; q < ENC_QUERIES; q++)
+            for (int p = 0; p < pairs; p++) {
+                const uint16_t *source = qkv + (size_t)(q0 + (q < queries ? q : 0)) * stride + head * head_dim + 2 * p;
+                uint32_t both = 0;
+                for (int e = 0; e < 2; e++) {
+                    uint32_t bits = (uint32_t)source[e] << 16;
+                    float value;
+                    memcpy(&value, &bits, 4);
+                    both |= (uint32_t)to_bf16(value * scaling) << (16 * e);
+                }
+                query_pairs[q][p] = both;
+            }
+        float top[ENC_QUERIES], total[ENC_QUERIES];
+        __m512 acc[ENC_QUERIES][MAX_HEAD_VECTORS / 2];
+        for (int q = 0; q < ENC_QUERIES; q++) {
+            top[q] = -INFINITY;
+            total[q] = 0.0f;
+            for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_setzero_ps();
+        }
+        for (int block = 0; block < blocks; block++) {
+            __m512 score[ENC_QUERIES][2];
+            for (int q = 0; q < ENC_QUERIES; q++) score[q][0] = score[q][1] = _mm512_setzero_ps();
+            for (int p = 0; p < pairs; p++) {
+                __m512i k0 = _mm512_loadu_si512(keys + (((size_t)(2 * block) * pairs + p) * 16) * 2);
+                __m512i k1 = _mm512_loadu_si512(keys + (((size_t)(2 * block + 1) * pairs + p) * 16) * 2);
+                for (int q = 0; q < ENC_QUERIES; q++) {
+                    __m512i qp = _mm512_set1_epi32((int)query_pairs[q][p]);
+                    score[q][0] = _mm512_dpbf16_ps(score[q][0], as_bh(k0), as_bh(qp));
+                    score[q][1] = _mm512_dpbf16_ps(score[q][1], as_bh(k1), as_bh(qp));
+                }
+            }
+            const int valid = length - block * ENC_KEYS;
+            uint32_t weights[ENC_QUERIES][ENC_KEYS / 2];
+            for (int q = 0; q < ENC_QUERIES; q++) {
+                __m512 s0 = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), tail_mask(valid), score[q][0]);
+                __m512 s1 = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), tail_mask(valid - 16), score[q][1]);
+                float best = _mm512_reduce_max_ps(_mm512_max_ps(s0, s1));
+                float new_top = best > top[q] ? best : top[q];
+                float rescale = expf(top[q] - new_top);
+                __m512 shift = _mm512_set1_ps(new_top);
+                __m512 e0 = _mm512_maskz_mov_ps(tail_mask(valid), exp16(_mm512_sub_ps(s0, shift)));
+                __m512 e1 = _mm512_maskz_mov_ps(tail_mask(valid - 16), exp16(_mm512_sub_ps(s1, shift)));
+                total[q] = total[q] * rescale + _mm512_reduce_add_ps(_mm512_add_ps(e0, e1));
+                top[q] = new_top;
+                __m512 factor = _mm512_set1_ps(rescale);
+                for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_mul_ps(acc[q][v], factor);
+                _mm256_storeu_si256((__m256i *)&weights[q][0], (__m256i)_mm512_cvtneps_pbh(e0));
+                _mm256_storeu_si256((__m256i *)&weights[q][8], (__m256i)_mm512_cvtneps_pbh(e1));
+            }
+            for (int pair = 0; pair < ENC_KEYS / 2; pair++) {
+                const uint16_t *value = values + ((size_t)(block * ENC_KEYS / 2 + pair) * head_dim) * 2;
+                __m512i vv[MAX_HEAD_VECTORS / 2];
+                for (int v = 0; v < vectors; v++) vv[v] = _mm512_loadu_si512(value + (size_t)v * 32);
+                for (int q = 0; q < ENC_QUERIES; q++) {
+                    __m512i weight = _mm512_set1_epi32((int)weights[q][pair]);
+                    for (int v = 0; v < vectors; v++)
+                        acc[q][v] = _mm512_dpbf16_ps(acc[q][v], as_bh(vv[v]), as_bh(weight));
+                }
+            }
+        }
+        for (int q = 0; q < queries; q++) {
+            __m512 inverse = _mm512_set1_ps(1.0f / total[q]);
+            uint16_t *row = out + (size_t)(q0 + q) * width + head * head_dim;
+            for (int v = 0; v < vectors; v++)
+                _mm256_storeu_si256((__m256i *)(row + v * 16),
+                                    (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(acc[q][v], inverse)));
+        }
+    }
+}
+
+/* All heads, in parallel; scratch: threads * 2 * (length rounded up to 32) * head_dim bf16 values. Returns 0,
+   or -1 when the head size is not a multiple of 32 up to 128. */
+int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_dim, float scaling, uint16_t *out,
+                           uint16_t *scratch, int threads) {
+    if (head_dim % 32 || head_dim > 128) return -1;
+    const int width = heads * head_dim;
+    const size_t per_thread = (size_t)2 * ((length + ENC_KEYS - 1) / ENC_KEYS) * ENC_KEYS * head_dim;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int head = 0; head < heads; head++) {
+        uint16_t *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
+        encoder_attention_head(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2);
+    }
+    return 0;
 }

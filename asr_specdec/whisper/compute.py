@@ -148,17 +148,33 @@ def _fused_projections(encoder: nn.Module) -> list[tuple[torch.Tensor, torch.Ten
 
 def fused_forward(encoder: nn.Module, fused: list, features: torch.Tensor) -> torch.Tensor:
     """Whisper's encoder forward with q, k and v computed by one matrix product per layer (queries scaled after
-    it, as transformers does); the same operations otherwise."""
+    it, as transformers does) and, in bfloat16 on a CPU with AVX512-BF16, attention by the native flash kernel
+    (bfloat16 products, float32 softmax and sums); the same operations otherwise."""
+    from ..native import bfloat16_attention, kernels
+
     hidden = F.gelu(encoder.conv1(features))
     hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1)
     hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
     batch, length, width = hidden.shape
+    native = (hidden.dtype == torch.bfloat16 and hidden.device.type == "cpu" and bfloat16_attention()
+              and encoder.layers[0].self_attn.head_dim % 32 == 0)
     for layer, (weight, bias) in zip(encoder.layers, fused):
         attention = layer.self_attn
         projected = F.linear(layer.self_attn_layer_norm(hidden), weight, bias)
-        query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
-            2, 0, 3, 1, 4)
-        attended = F.scaled_dot_product_attention(query * attention.scaling, key, value, scale=1.0)
-        hidden = hidden + attention.out_proj(attended.transpose(1, 2).reshape(batch, length, width))
+        if native:
+            attended = torch.empty(batch, length, width, dtype=hidden.dtype)
+            scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
+                                  dtype=hidden.dtype)
+            for row in range(batch):
+                kernels().encoder_attention_bf16(projected[row].contiguous().data_ptr(), length, attention.num_heads,
+                                                 attention.head_dim, float(attention.scaling),
+                                                 attended[row].data_ptr(), scratch.data_ptr(),
+                                                 torch.get_num_threads())
+        else:
+            query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
+                2, 0, 3, 1, 4)
+            attended = F.scaled_dot_product_attention(query * attention.scaling, key, value, scale=1.0)
+            attended = attended.transpose(1, 2).reshape(batch, length, width)
+        hidden = hidden + attention.out_proj(attended)
         hidden = hidden + layer.fc2(layer.activation_fn(layer.fc1(layer.final_layer_norm(hidden))))
     return encoder.layer_norm(hidden)
