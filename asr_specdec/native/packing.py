@@ -84,28 +84,37 @@ def packed_linear(n: int, packed: torch.Tensor, scale: torch.Tensor | None, bias
 
 class PackStore:
     """The packed weights of one model in one storage format, kept on disk between runs, so that a start-up
-    reads them instead of converting the model again. `key` names the model's exact weights (None: no disk)."""
+    reads them instead of converting the model again. `key` names the model's exact weights (None: no disk).
+    Tensors are read from the file when first asked for, so a user of a few of them reads only those."""
 
     def __init__(self, key: str | None, storage: str):
         self.path = None
         self.tensors: dict[str, torch.Tensor] = {}
+        self.names: set[str] = set()
         self.added = False
+        self._file = None
         if key is not None:
             from ..weights.cache import cache_root
 
             self.path = cache_root() / "packed" / f"{key}-{storage}.safetensors"
             if self.path.is_file():
-                from safetensors.torch import load_file
+                from safetensors import safe_open
 
                 try:
-                    self.tensors = load_file(self.path)
+                    self._file = safe_open(str(self.path), framework="pt")
+                    self.names = set(self._file.keys())
                 except Exception:  # a damaged file is rebuilt
-                    self.tensors = {}
+                    self._file, self.names = None, set()
+
+    def _get(self, name: str) -> torch.Tensor | None:
+        if name not in self.tensors and name in self.names:
+            self.tensors[name] = self._file.get_tensor(name)
+        return self.tensors.get(name)
 
     def linear(self, name: str, build) -> PackedLinear:
         """The pack stored as `name`, or `build()` (a PackedLinear) stored under it."""
-        if f"{name}.packed" in self.tensors:
-            get = self.tensors.get
+        if f"{name}.packed" in self.tensors or f"{name}.packed" in self.names:
+            get = self._get
             return packed_linear(int(get(f"{name}.n")), get(f"{name}.packed"), get(f"{name}.scale"),
                                  get(f"{name}.bias"))
         packed = build()
@@ -117,13 +126,14 @@ class PackStore:
         return packed
 
     def tensor(self, name: str, build) -> torch.Tensor:
-        if name not in self.tensors:
+        if self._get(name) is None:
             self.tensors[name] = build()
             self.added = True
         return self.tensors[name]
 
     def save(self) -> None:
-        """Write the store if anything was added (atomically: a reader sees the old file or the new one)."""
+        """Write the store if anything was added (atomically: a reader sees the old file or the new one); what
+        the file held and nobody asked for is kept."""
         if self.path is None or not self.added:
             return
         import os
@@ -131,6 +141,8 @@ class PackStore:
 
         from safetensors.torch import save_file
 
+        for name in self.names:
+            self._get(name)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle, staged = tempfile.mkstemp(dir=self.path.parent, prefix=".staging-")
         os.close(handle)
@@ -139,6 +151,7 @@ class PackStore:
             os.replace(staged, self.path)
         except OSError:
             Path(staged).unlink(missing_ok=True)  # a read-only cache only costs the next start-up its time
+        self.names |= set(self.tensors)
         self.added = False
 
 

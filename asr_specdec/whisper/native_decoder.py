@@ -75,10 +75,10 @@ class NativeDecoder:
         self.vocab_size = self.vocab.n
         self.approx = None
         if storage != "int8":  # the int8 copy screens the vocabulary, the exact pack settles the candidates
-            approx_store = PackStore(weights_key, "int8")
-            self.approx = shared_pack(vocabulary, "linear", "int8", lambda: (vocabulary, None), approx_store,
+            self._approx_store = PackStore(weights_key, "int8")  # kept: its tensors may map its file
+            self.approx = shared_pack(vocabulary, "linear", "int8", lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")
-            approx_store.save()
+            self._approx_store.save()
             self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self.vocab, self.approx))
         self._store.save()
         self._scratch = torch.empty(0)
