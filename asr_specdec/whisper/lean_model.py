@@ -165,11 +165,12 @@ def load_lean_whisper(directory: str | Path, device: str = "cpu", dtype: torch.d
     weights = {name.removeprefix("model.") if name.startswith("model.proj_out") else name: tensor
                for name, tensor in weights.items()}
     weights.setdefault("proj_out.weight", weights.get("model.decoder.embed_tokens.weight"))
-    missing = [name for name, _ in model.named_parameters() if weights.get(name) is None]
+    parameters = {name for name, _ in model.named_parameters()}
+    missing = [name for name in parameters if weights.get(name) is None]
     if missing:
         raise ModelError(f"{directory}: model.safetensors lacks {missing[0]} (and {len(missing) - 1} more)")
-    model.load_state_dict({name: tensor.to(dtype) for name, tensor in weights.items()
-                           if name in dict(model.named_parameters())}, assign=True, strict=False)
+    model.load_state_dict({name: tensor.to(dtype) for name, tensor in weights.items() if name in parameters},
+                          assign=True, strict=False)
     model.proj_out.weight = model.model.decoder.embed_tokens.weight
     # names these exact weights, so that converted copies of them (packed decoder weights) can be kept on disk
     status = (directory / "model.safetensors").stat()
