@@ -8,6 +8,7 @@ from dataclasses import replace
 import torch
 
 from .drafter import Draft, Drafter
+from .logits import masks_only
 from .target import as_rows_target
 
 
@@ -60,8 +61,14 @@ class ModelDrafter(Drafter):
         rows_probs: list[list[torch.Tensor]] = [[] for _ in sequences]
         passes = [0] * len(sequences)
         drafting = [limit > 0 for limit in limits]
+        greedy = self._greedy_choices_suffice(target, len(sequences))
         while True:
-            logits = target.extend_rows(feeds, starts, [1 if feed else 0 for feed in feeds])
+            scored = [1 if feed else 0 for feed in feeds]
+            if greedy:
+                rules = [(self._rules(row), len(sequence) + len(tokens[row])) for row, sequence in enumerate(sequences)]
+                choices = target.greedy_rows(feeds, starts, scored, rules)
+            else:
+                logits = target.extend_rows(feeds, starts, scored)
             feeds, starts = [], []
             for row, sequence in enumerate(sequences):
                 if not drafting[row]:
@@ -69,7 +76,11 @@ class ModelDrafter(Drafter):
                     starts.append(0)
                     continue
                 passes[row] += 1
-                token = self._choose(row, logits[row][0], sequence + tokens[row], rows_probs[row], bool(tokens[row]))
+                if greedy:
+                    token = choices[row][0]
+                else:
+                    token = self._choose(row, logits[row][0], sequence + tokens[row], rows_probs[row],
+                                         bool(tokens[row]))
                 if token is None:  # the drafter is not confident enough to go on
                     drafting[row] = False
                 else:
@@ -89,6 +100,12 @@ class ModelDrafter(Drafter):
             probs = torch.stack(rows_probs[row]) if rows_probs[row] else None
             drafts.append(Draft(tokens=tokens[row], probs=probs, forward_passes=passes[row]))
         return drafts
+
+    def _greedy_choices_suffice(self, target, rows: int) -> bool:
+        """Whether the target's greedy choices alone make this draft (greedy, no confidence stop, rules that only
+        suppress tokens), so that no step computes full logits."""
+        return (hasattr(target, "greedy_rows") and not self.context.sampling.do_sample
+                and self.confidence_threshold <= 0 and all(masks_only(self._rules(row)) for row in range(rows)))
 
     def _choose(self, row: int, logits: torch.Tensor, context_tokens: list[int], probs_out: list,
                 may_stop: bool) -> int | None:

@@ -21,6 +21,7 @@ from ..core.engine import GenerationSettings, generate_batch
 from ..core.logits import LogitRules, Sampling
 from ..core.stats import DecodeStats
 from . import audio as audio_io
+from .compute import ComputeType, EncoderRunner
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
 from .longform import Frames
 from .tokens import WhisperTokens
@@ -50,13 +51,18 @@ def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
 
 
 class WindowPipeline:
-    """A main Whisper model (and a drafter) turning windows of audio features into tokens."""
+    """A main Whisper model (and a drafter) turning windows of audio features into tokens, its encoder and decoder
+    in the precisions of `compute`."""
 
     def __init__(self, model, processor, drafter: Drafter | None, *, task: str, sampling: Sampling,
-                 draft_length: DraftLength, max_new_tokens: int | None = None):
+                 draft_length: DraftLength, max_new_tokens: int | None = None, compute: ComputeType | None = None):
         self.model, self.processor, self.drafter = model, processor, drafter
         self.tokens = WhisperTokens.from_model(model)
-        self.runner = WhisperDecoderRunner(model)
+        self.compute = compute or ComputeType()
+        self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder)
+        # the cross-attention keys/values are computed once per window, with the encoder: in its precision
+        cross_dtype = torch.bfloat16 if self.compute.encoder == "bfloat16" else None
+        self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         self.task, self.sampling, self.draft_length = task, sampling, draft_length
         self.max_new_tokens = max_new_tokens or self.tokens.max_positions
 
@@ -66,7 +72,7 @@ class WindowPipeline:
         options = {"truncation": False, "padding": "longest"} if whole else {}
         features = self.processor.feature_extractor(samples, sampling_rate=audio_io.SAMPLE_RATE,
                                                     return_tensors="pt", **options).input_features
-        return features.to(self.runner.device, self.runner.dtype)
+        return features.to(self.runner.device)
 
     @property
     def frames(self) -> Frames:
@@ -111,7 +117,7 @@ class WindowPipeline:
         """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as rows
         of one batch. Each row is encoded on its own, so its bits equal those of the row decoded alone (the
         encoder is compute-bound: batching it buys little)."""
-        encoded = [self.model.model.encoder(row).last_hidden_state for row in features]
+        encoded = [self.encoder(row) for row in features]
         cross_rows = [self.runner.cross_attention_states(row) for row in encoded]
         cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
                              for side in (0, 1))

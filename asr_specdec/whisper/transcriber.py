@@ -17,6 +17,7 @@ from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
 from . import audio as audio_io
+from .compute import ComputeType, model_dtype, parse_compute_type
 from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, UniversalDrafter
 from .drafters.assistant import check_same_device
 from .formats import Segment
@@ -31,9 +32,14 @@ CONDITIONING_TEMPERATURE_LIMIT = 0.5
 
 
 def _load(spec, device, dtype):
-    """(model, processor, name) from a spec string, a LoadedWhisper, or a (model, processor) pair."""
+    """(model, processor, name) from a spec string, a LoadedWhisper, or a (model, processor) pair. A local
+    Whisper directory (offline packs included) loads without transformers' modeling code (lean_model.py)."""
     if isinstance(spec, str):
-        from ..weights.whisper_models import load_whisper
+        from ..weights.whisper_models import load_whisper, resolve_model_dir
+
+        lean = _load_lean(resolve_model_dir(spec), device, dtype)
+        if lean is not None:
+            return (*lean, spec)
 
         loaded = load_whisper(spec, device=device, dtype=dtype)
         return loaded.model, loaded.processor, loaded.name
@@ -43,6 +49,21 @@ def _load(spec, device, dtype):
         model, processor = spec
         return model, processor, getattr(model.config, "_name_or_path", "") or type(model).__name__
     return spec, None, getattr(spec.config, "_name_or_path", "") or type(spec).__name__
+
+
+def _load_lean(location, device, dtype):
+    """(model, processor) of a local directory the lean loader reads, else None."""
+    from pathlib import Path
+
+    from .lean_model import lean_loadable, load_lean_whisper
+    from .lean_processor import load_lean_processor
+
+    if not isinstance(location, Path) or not lean_loadable(location):
+        return None
+    processor = load_lean_processor(location)
+    if processor is None:
+        return None
+    return load_lean_whisper(location, device=device, dtype=dtype), processor
 
 
 def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit):
@@ -76,6 +97,13 @@ class SpeculativeWhisper:
     last complete segment ended (`long_form="sequential"`, Whisper's own algorithm), or cut at quiet points
     into independent windows (`long_form="chunked"`). `timestamps=True` decodes short audio with timestamps
     too; `condition_on_previous_text=True` prompts each window with the text before it.
+
+    `compute_type` sets the precision of the main model's encoder and decoder (compute.py): "float32",
+    "bfloat16", "float16" (CUDA), "int8", "ENCODER:DECODER" (e.g. "bfloat16:float32"), or "auto" (the
+    default). `dtype` is its older spelling (a torch dtype for both halves).
+
+    `draft_schedule` ("adaptive", the default; "fixed"; "heuristic", transformers' +2/-1; or transformers'
+    `num_assistant_tokens_schedule` names) decides each round's draft length, starting from `num_draft_tokens`.
     """
 
     def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
@@ -88,8 +116,12 @@ class SpeculativeWhisper:
                  device: str = "cpu", dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
                  timestamps: bool | None = None, return_timestamps: bool | None = None,
                  long_form: str = "sequential", condition_on_previous_text: bool | None = None,
-                 condition_on_prev_tokens: bool | None = None):
-        dtype = dtype or torch.float32
+                 condition_on_prev_tokens: bool | None = None, compute_type: str | ComputeType | None = None,
+                 draft_schedule: str | None = None, num_assistant_tokens_schedule: str | None = None):
+        if compute_type is None and dtype is not None:
+            compute_type = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
+        self.compute_type = parse_compute_type(compute_type, device)
+        dtype = model_dtype(self.compute_type, device)
         self.timestamps = _first_given(timestamps, return_timestamps)
         self.long_form = _check_long_form(long_form)
         self.condition_on_previous_text = bool(_first_given(condition_on_previous_text, condition_on_prev_tokens))
@@ -98,10 +130,16 @@ class SpeculativeWhisper:
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
         self.language, self.seed = language, seed
-        draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS, dynamic=dynamic)
+        try:
+            draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS,
+                                       dynamic=dynamic,
+                                       schedule=draft_schedule or num_assistant_tokens_schedule or "adaptive")
+        except ValueError as error:
+            raise SpecdecError(str(error)) from None
         self.pipeline = WindowPipeline(model.eval(), processor, None, task=task,
                                        sampling=Sampling(do_sample, temperature, top_k, top_p),
-                                       draft_length=draft_length, max_new_tokens=max_new_tokens)
+                                       draft_length=draft_length, max_new_tokens=max_new_tokens,
+                                       compute=self.compute_type)
 
         assistant_model = assistant_model if assistant_model is not None else draft_model
         self.assistant_name = None
@@ -111,7 +149,8 @@ class SpeculativeWhisper:
         self.mode = resolve_mode(drafter or mode, assistant_model, assistant_tokenizer,
                                  prompt_lookup_num_tokens, assistant_early_exit)
         if self.mode == "prompt-lookup" and prompt_lookup_num_tokens:
-            self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic)
+            self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic,
+                                                     schedule=draft_length.schedule)
         self.pipeline.drafter = self._make_drafter(assistant_model, assistant_tokenizer,
                                                    assistant_confidence_threshold, assistant_early_exit, device, dtype)
 
@@ -133,7 +172,8 @@ class SpeculativeWhisper:
             return QuantizedSelfDrafter(self.model, threshold)
         if self.mode == "early-exit":
             layers = len(self.runner.layers)
-            return EarlyExitDrafter(self.model, early_exit or max(1, layers // 2), threshold)
+            return EarlyExitDrafter(self.model, early_exit or max(1, layers // 2), threshold,
+                                    weights=self.runner.weights)
         if self.mode == "prompt-lookup":
             return PromptLookupDrafter()
         if assistant_model is None:
@@ -141,7 +181,7 @@ class SpeculativeWhisper:
         model, processor, self.assistant_name = _load(assistant_model, device, dtype)
         check_same_device(self.model, model)
         if self.mode == "assistant":
-            return AssistantDrafter(model, self.model, threshold)
+            return AssistantDrafter(model, self.model, threshold, weights=self.runner.weights)
         tokenizer = assistant_tokenizer or (processor.tokenizer if processor is not None else None)
         if tokenizer is None:
             raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
@@ -149,7 +189,8 @@ class SpeculativeWhisper:
                                 task=self.task, confidence_threshold=threshold)
 
     def _labels(self) -> dict:
-        return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name}
+        return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,
+                "compute_type": self.compute_type.name}
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,

@@ -2,7 +2,8 @@
 
 import importlib
 
-BENCHMARKS = ("drafters", "duel", "longform", "text")  # memory, report and systems are the duel's parts
+# memory, report and systems are the duel's parts
+BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "text")
 
 if __name__ == "__main__":
     for name in BENCHMARKS:
