@@ -11,6 +11,12 @@ class Segment:
     start: float
     end: float
     text: str
+    words: tuple = ()  # words.Word, with word timestamps
+    # how the window holding it was judged (fallback.py): None when it was not scored
+    avg_logprob: float | None = None
+    compression_ratio: float | None = None
+    no_speech_prob: float | None = None
+    temperature: float | None = None
 
 
 def to_srt(segments: Iterable[Segment]) -> str:
