@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .commands import format_stats, run_command
 from .core.modes import ASSISTANT_MODES, MODES
+from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 
 FORMATS = ("text", "json", "srt", "vtt")
 LONG_FORM_MODES = ("sequential", "chunked")
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "complete segment ended) or 'chunked' (independent windows cut at quiet points)")
     parser.add_argument("--condition-on-previous-text", action="store_true",
                         help="prompt each window with the text before it (<|startofprev|>), as openai's default")
+    add_recipe_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=1,
                         help="decode several files together, this many rows at a time (without timestamps; audio "
                              "over 30 s is cut into quiet-point windows that join the batch)")
@@ -66,13 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def render(result, output_format: str, file: str) -> str:
+def render(result, output_format: str, file: str, word_cues: str = "segment") -> str:
     from .whisper.formats import to_srt, to_text, to_vtt
 
     if output_format == "srt":
-        return to_srt(result.segments)
+        return to_srt(result.segments, word_cues)
     if output_format == "vtt":
-        return to_vtt(result.segments)
+        return to_vtt(result.segments, word_cues)
     if output_format == "json":
         return json.dumps(result_record(result, file), ensure_ascii=False, indent=2) + "\n"
     return to_text(result.segments) + "\n"
@@ -82,7 +84,7 @@ def result_record(result, file: str) -> dict:
     return {
         "file": file,
         "text": result.text,
-        "segments": [{"start": s.start, "end": s.end, "text": s.text} for s in result.segments],
+        "segments": [segment_record(segment) for segment in result.segments],
         "language": result.language,
         "duration": round(result.duration, 3),
         "mode": result.mode,
@@ -91,6 +93,17 @@ def result_record(result, file: str) -> dict:
         "tokens": result.tokens,
         "stats": result.stats.as_dict(),
     }
+
+
+def segment_record(segment) -> dict:
+    """A segment as JSON: times and text, the window's scores when it was scored, its words when aligned."""
+    record = {"start": segment.start, "end": segment.end, "text": segment.text}
+    for name in ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature"):
+        if getattr(segment, name, None) is not None:
+            record[name] = getattr(segment, name)
+    if getattr(segment, "words", None):
+        record["words"] = [word.as_dict() for word in segment.words]
+    return record
 
 
 def output_path(args, file: str, several: bool) -> Path | None:
@@ -140,6 +153,7 @@ def build_transcriber(args, mode_override: str | None = None):
         seed=args.seed, language=args.language, task=args.task, device=device, dtype=dtype,
         timestamps=args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None),
         long_form=args.long_form, condition_on_previous_text=args.condition_on_previous_text,
+        **recipe_options(args),
     ), reason
 
 
@@ -149,6 +163,7 @@ def run(args) -> int:
     from .errors import SpecdecError
 
     try:
+        check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
         plain = build_transcriber(args, mode_override="off")[0] if args.compare else None
     except SpecdecError as error:
@@ -160,6 +175,10 @@ def run(args) -> int:
               file=sys.stderr)
     if args.batch_size < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
+        return 2
+    if args.batch_size > 1 and (args.vad or transcriber.options.word_timestamps):
+        print("error: --batch-size decodes whole files without timestamps: drop it for --word-timestamps, and for "
+              "--vad, which batches speech windows itself (--vad-batch-size)", file=sys.stderr)
         return 2
     if args.batch_size > 1 and transcriber.timestamps:
         print("error: --batch-size decodes without timestamps: add --no-timestamps (srt/vtt then get one cue per "
@@ -180,7 +199,7 @@ def run(args) -> int:
         tqdm.write(f"error: {message}", file=sys.stderr)
 
     def emit(file: str, result) -> None:
-        rendered = render(result, args.format, file)
+        rendered = render(result, args.format, file, args.word_cues)
         destination = output_path(args, file, several)
         if destination is not None:
             destination.write_text(rendered, encoding="utf-8")
@@ -249,6 +268,9 @@ def compare(plain, speculative_result, file: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.formatwarning = lambda message, *_args, **_kwargs: f"warning: {message}\n"  # one line, no source
     return run_command(run, build_parser().parse_args(argv), "interrupted: results already written are kept")
 
 
