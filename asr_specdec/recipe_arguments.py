@@ -53,6 +53,9 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True
     group.add_argument("--no-speech-threshold", type=_threshold, default=0.6, metavar="P",
                        help="skip a window whose no-speech probability is above P and whose log-probability is "
                             "below --logprob-threshold (default 0.6; 'off' transcribes every window)")
+    group.add_argument("--silence-threshold", type=_threshold, default=0.8, metavar="P",
+                       help="skip a window whose no-speech probability is above P whatever its text (default 0.8; "
+                            "'off' keeps openai's rule alone, which lets Whisper's 'you' on silence through)")
     group.add_argument("--best-of", type=int, default=5, help="candidates sampled per fallback retry (default 5)")
     group.add_argument("--initial-prompt", help="text the first window is conditioned on (spellings, style); "
                                                 "over 223 tokens only its end is kept")
@@ -88,6 +91,7 @@ def recipe_options(args) -> dict:
         "compression_ratio_threshold": args.compression_ratio_threshold,
         "logprob_threshold": args.logprob_threshold,
         "no_speech_threshold": args.no_speech_threshold,
+        "silence_threshold": args.silence_threshold,
         "best_of": args.best_of,
         "initial_prompt": args.initial_prompt,
         "prefix": args.prefix,

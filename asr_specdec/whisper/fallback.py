@@ -7,6 +7,11 @@ sampling keeps the main model's distribution; the drafter samples at the same te
 candidates at once as rows of one decode call, the likeliest kept; and so on up the ladder. A window whose
 no-speech probability is above `no_speech_threshold` while its log-probability is low is silence: no retry,
 and the caller skips it. Every retry is more `WindowPipeline.decode` calls; nothing here changes shared state.
+
+openai's no-speech rule keeps a window whose text is likely enough, however sure the model is that nobody
+speaks, and that is exactly how Whisper's "you" on digital silence gets through (no-speech 0.93, average
+log-probability -0.45 with base). So a window is also silence when its no-speech probability is above
+`silence_threshold` (0.8), whatever its text: on the shared speech clips no window went above 0.14.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class Recipe:
     compression_ratio_threshold: float | None = 2.4
     logprob_threshold: float | None = -1.0
     no_speech_threshold: float | None = 0.6
+    silence_threshold: float | None = 0.8  # above it a window is silent whatever its log-probability
     best_of: int = 5
     prompt_reset_on_temperature: float = 0.5
 
@@ -40,8 +46,10 @@ class Recipe:
             raise SpecdecError(f"temperatures must be a non-empty list of values in [0, 2], not {self.temperatures}")
         if self.best_of < 1:
             raise SpecdecError(f"best_of must be at least 1, not {self.best_of}")
-        if self.no_speech_threshold is not None and not 0 <= self.no_speech_threshold <= 1:
-            raise SpecdecError(f"no_speech_threshold must be in [0, 1], not {self.no_speech_threshold}")
+        for name in ("no_speech_threshold", "silence_threshold"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise SpecdecError(f"{name} must be in [0, 1], not {value}")
 
     @property
     def scores_windows(self) -> bool:
@@ -126,9 +134,12 @@ def _needs_fallback(result: WindowResult, recipe: Recipe) -> bool:
 
 
 def _is_silent(result: WindowResult, recipe: Recipe) -> bool:
-    """openai's rule: no-speech probability above the threshold, unless the text is likely enough anyway."""
+    """openai's rule (no-speech probability above the threshold, unless the text is likely enough anyway), and
+    no-speech probability above the silence threshold."""
     if recipe.no_speech_threshold is None or result.no_speech_prob is None:
         return False
+    if recipe.silence_threshold is not None and result.no_speech_prob > recipe.silence_threshold:
+        return True
     if recipe.logprob_threshold is not None and result.avg_logprob > recipe.logprob_threshold:
         return False
     return result.no_speech_prob > recipe.no_speech_threshold

@@ -26,6 +26,7 @@ class WindowScore:
     sum_logprob: float
     avg_logprob: float
     no_speech_prob: float
+    text_logprob: float = 0.0  # mean log-probability of the text tokens alone (no timestamps, no end-of-text)
 
 
 def score_window(runner: WhisperDecoderRunner, encoder_output: torch.Tensor, cross_states: tuple[list, list],
@@ -48,4 +49,6 @@ def score_window(runner: WhisperDecoderRunner, encoder_output: torch.Tensor, cro
     chosen = log_probs[torch.arange(len(generated)), torch.tensor(generated)]
     sum_logprob = float(chosen.sum())
     text_tokens = len(generated) - (1 if generated[-1] == end_of_text else 0)
-    return WindowScore(sum_logprob, sum_logprob / (text_tokens + 1), no_speech_prob)
+    is_text = torch.tensor([token < end_of_text for token in generated])
+    text_logprob = float(chosen[is_text].mean()) if bool(is_text.any()) else 0.0
+    return WindowScore(sum_logprob, sum_logprob / (text_tokens + 1), no_speech_prob, text_logprob)

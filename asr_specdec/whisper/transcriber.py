@@ -289,7 +289,9 @@ class SpeculativeWhisper:
         """The VAD path: speech windows (vad.py) decoded `vad_batch_size` at a time as rows of one batch, each on
         its own with timestamps; times mapped back to the file's timeline."""
         options = run.options
-        windows = speech_windows(samples, speech_regions(samples, options.vad_options), self.pipeline.window_samples)
+        vad = options.vad_options
+        windows = speech_windows(samples, speech_regions(samples, vad), self.pipeline.window_samples,
+                                 vad.speech_pad_ms * audio_io.SAMPLE_RATE // 1000)
         segments, hop = [], self.processor.feature_extractor.hop_length
         for begin in range(0, len(windows), options.vad_batch_size):
             if run.progress is not None:

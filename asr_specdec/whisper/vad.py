@@ -5,6 +5,12 @@ model hub); the speech regions are the package's own `get_speech_timestamps`, wi
 (threshold 0.5, 2-s minimum silence, 0.4-s padding). Consecutive regions are joined, silences between them
 removed, into windows of at most 30 s that are decoded independently (as rows of one batch); each window keeps
 the map from its own time back to the file's, so segment and word times land on the original timeline.
+
+Whisper's segment timestamps are coarse: in a window holding two speech regions it often starts the second
+region's segment where the first one's speech ended. The padding VAD adds around each region is by construction
+no speech, so a segment start that falls in padding moves to where the speech of its region (or of the next
+one) begins, and a segment end in padding moves back to where speech ended. Words need none of this: each is
+mapped within the piece holding its middle.
 """
 
 from __future__ import annotations
@@ -40,10 +46,11 @@ class VadOptions:
 @dataclass
 class SpeechWindow:
     """Speech pieces of a file joined into one window: `samples`, and per piece (start in the window, start in
-    the file, length), all in samples."""
+    the file, length), all in samples; `pads` per piece the (leading, trailing) samples of VAD padding."""
 
     samples: np.ndarray
     pieces: list[tuple[int, int, int]]
+    pads: list[tuple[int, int]] | None = None
 
     @property
     def start(self) -> float:
@@ -58,6 +65,31 @@ class SpeechWindow:
         local, original, length = self.pieces[piece]
         return round((original + min(max(sample - local, 0.0), length)) / SAMPLE_RATE, 3)
 
+    def segment_bounds(self, start: float, end: float) -> tuple[float, float]:
+        """A segment's (start, end) on the file's timeline, moved out of VAD padding (see the module docstring)."""
+        start_piece, end_piece = self.piece_at(start), self.piece_at(end, is_end=True)
+        new_start, new_end = self.original_time(start, piece=start_piece), self.original_time(end, is_end=True)
+        if self.pads is not None:
+            local, original, length = self.pieces[start_piece]
+            lead, trail = self.pads[start_piece]
+            offset = start * SAMPLE_RATE - local
+            if offset < lead:
+                new_start = (original + lead) / SAMPLE_RATE
+            elif offset > length - trail and start_piece < end_piece:
+                following = start_piece + 1
+                new_start = (self.pieces[following][1] + self.pads[following][0]) / SAMPLE_RATE
+            local, original, length = self.pieces[end_piece]
+            lead, trail = self.pads[end_piece]
+            offset = end * SAMPLE_RATE - local
+            if offset > length - trail:
+                new_end = (original + length - trail) / SAMPLE_RATE
+            elif offset < lead and end_piece > start_piece:
+                previous = self.pieces[end_piece - 1]
+                new_end = (previous[1] + previous[2] - self.pads[end_piece - 1][1]) / SAMPLE_RATE
+        if new_start > new_end:
+            return self.original_time(start), self.original_time(end, is_end=True)
+        return round(new_start, 3), round(new_end, 3)
+
     def piece_at(self, seconds: float, is_end: bool = False) -> int:
         sample = seconds * SAMPLE_RATE
         for index, (local, _, length) in enumerate(self.pieces):
@@ -71,8 +103,8 @@ def on_file_timeline(segment: TimedTokens, window: SpeechWindow) -> TimedTokens:
     within the speech piece holding its middle, so it never straddles a removed silence; a segment with words
     spans its words."""
     if not segment.words:
-        return replace(segment, start=window.original_time(segment.start),
-                       end=window.original_time(segment.end, is_end=True))
+        start, end = window.segment_bounds(segment.start, segment.end)
+        return replace(segment, start=start, end=end)
     words = []
     for word in segment.words:
         piece = window.piece_at((word.start + word.end) / 2)
@@ -99,30 +131,39 @@ def speech_regions(samples: np.ndarray, options: VadOptions = VadOptions()) -> l
     return [(int(region["start"]), int(region["end"])) for region in regions]
 
 
-def speech_windows(samples: np.ndarray, regions: list[tuple[int, int]], window_samples: int) -> list[SpeechWindow]:
+def speech_windows(samples: np.ndarray, regions: list[tuple[int, int]], window_samples: int,
+                   pad_samples: int = 0) -> list[SpeechWindow]:
     """Regions joined in order into windows of at most `window_samples`; a region longer than that (possible only
-    with hand-made regions) is cut into window-sized pieces."""
-    pieces = [(begin, min(begin + window_samples, end)) for start, end in regions
-              for begin in range(start, end, window_samples)]
+    with hand-made regions) is cut into window-sized pieces. `pad_samples`: the padding VAD put around each
+    region (none where a region touches the file's ends or a neighbour closer than two pads)."""
+    pieces = []
+    for index, (start, end) in enumerate(regions):
+        lead = pad_samples if start > 0 and (index == 0 or regions[index - 1][1] < start) else 0
+        trail = pad_samples if end < len(samples) and (index + 1 == len(regions) or regions[index + 1][0] > end) else 0
+        cuts = list(range(start, end, window_samples))
+        for begin in cuts:
+            finish = min(begin + window_samples, end)
+            pieces.append((begin, finish, lead if begin == start else 0, trail if finish == end else 0))
     windows, current = [], []
     length = 0
-    for start, end in pieces:
-        if current and length + end - start > window_samples:
+    for piece in pieces:
+        if current and length + piece[1] - piece[0] > window_samples:
             windows.append(_joined(samples, current))
             current, length = [], 0
-        current.append((start, end))
-        length += end - start
+        current.append(piece)
+        length += piece[1] - piece[0]
     if current:
         windows.append(_joined(samples, current))
     return windows
 
 
-def _joined(samples: np.ndarray, pieces: list[tuple[int, int]]) -> SpeechWindow:
-    layout, local = [], 0
-    for start, end in pieces:
+def _joined(samples: np.ndarray, pieces: list[tuple[int, int, int, int]]) -> SpeechWindow:
+    layout, pads, local = [], [], 0
+    for start, end, lead, trail in pieces:
         layout.append((local, start, end - start))
+        pads.append((min(lead, end - start), min(trail, max(0, end - start - lead))))
         local += end - start
-    return SpeechWindow(np.concatenate([samples[start:end] for start, end in pieces]), layout)
+    return SpeechWindow(np.concatenate([samples[start:end] for start, end, _, _ in pieces]), layout, pads)
 
 
 _silero_model = None
