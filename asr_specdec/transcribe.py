@@ -270,8 +270,11 @@ def compare(plain, speculative_result, file: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     import warnings
 
-    warnings.formatwarning = lambda message, *_args, **_kwargs: f"warning: {message}\n"  # one line, no source
-    return run_command(run, build_parser().parse_args(argv), "interrupted: results already written are kept")
+    with warnings.catch_warnings():  # a warning (a prompt cut to Whisper's limit) is one line, no source line
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, *_args, **_kwargs: print(f"warning: {message}", file=sys.stderr)
+        return run_command(run, build_parser().parse_args(argv),
+                           "interrupted: results already written are kept")
 
 
 if __name__ == "__main__":
