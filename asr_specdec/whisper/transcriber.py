@@ -228,7 +228,7 @@ class SpeculativeWhisper:
         from .batch import transcribe_batch
 
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
-                                self.sampling.generator(self.seed), self._labels())
+                                self._generator(self.options.recipe), self._labels(), self.options.recipe)
 
     def _window(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None,
                 audio_frames: int | None = None, complete_segments: bool = False) -> Window:
