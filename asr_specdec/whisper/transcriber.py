@@ -298,8 +298,10 @@ class SpeculativeWhisper:
                 last = min(begin + options.vad_batch_size, len(windows))
                 run.progress(begin / len(windows), f"transcribing speech windows {begin + 1}-{last} of {len(windows)}")
             group = windows[begin:begin + options.vad_batch_size]
-            rows = [self._window(self.pipeline.features(window.samples), run, True, run.prompts.initial or None,
-                                 len(window.samples) // hop) for window in group]
+            # words always: they place segments on the file's timeline (kept in the output only when asked)
+            rows = [replace(self._window(self.pipeline.features(window.samples), run, True,
+                                         run.prompts.initial or None, len(window.samples) // hop),
+                            word_tokens=window_text_tokens(self.tokens.end_of_text)) for window in group]
             rows = rows[:1] + [replace(row, prefix=None) for row in rows[1:]]  # the prefix starts the first only
             first = len(run.results)
             for number, (window, result) in enumerate(zip(group, self._decode_windows(rows, run)), start=first):
@@ -307,7 +309,10 @@ class SpeculativeWhisper:
                     continue
                 timed, _ = self._independent(result, number, 0.0, audio_io.duration_seconds(window.samples), True,
                                              run, 0.0)
-                segments += [self._segment(on_file_timeline(piece, window), run, True) for piece in timed]
+                pieces = [part for piece in timed for part in on_file_timeline(piece, window)]
+                if not options.word_timestamps:
+                    pieces = [replace(piece, words=()) for piece in pieces]
+                segments += [self._segment(piece, run, True) for piece in pieces]
         return segments
 
     def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,

@@ -7,10 +7,12 @@ removed, into windows of at most 30 s that are decoded independently (as rows of
 the map from its own time back to the file's, so segment and word times land on the original timeline.
 
 Whisper's segment timestamps are coarse: in a window holding two speech regions it often starts the second
-region's segment where the first one's speech ended. The padding VAD adds around each region is by construction
-no speech, so a segment start that falls in padding moves to where the speech of its region (or of the next
-one) begins, and a segment end in padding moves back to where speech ended. Words need none of this: each is
-mapped within the piece holding its middle.
+region's segment where the first one's speech ended, or runs one segment across both. So VAD windows are always
+aligned word by word (the words stay in the output only when asked for): each word is mapped within the piece
+holding its middle, a segment spans its words, and a segment whose words cross from one piece to the next is cut
+there. Without words (a window with no text to align), a segment start that falls in VAD padding (by
+construction no speech) moves to where the speech of its region (or of the next one) begins, and an end in
+padding moves back to where speech ended.
 """
 
 from __future__ import annotations
@@ -98,19 +100,28 @@ class SpeechWindow:
         return len(self.pieces) - 1
 
 
-def on_file_timeline(segment: TimedTokens, window: SpeechWindow) -> TimedTokens:
+def on_file_timeline(segment: TimedTokens, window: SpeechWindow) -> list[TimedTokens]:
     """A segment of `window` (times from the window's start) with times on the file's timeline. A word is mapped
     within the speech piece holding its middle, so it never straddles a removed silence; a segment with words
-    spans its words."""
+    spans its words, and is cut where its words cross from one piece to another (a subtitle never spans a
+    silence VAD removed)."""
     if not segment.words:
         start, end = window.segment_bounds(segment.start, segment.end)
-        return replace(segment, start=start, end=end)
-    words = []
+        return [replace(segment, start=start, end=end)]
+    parts: list[list] = [[]]
+    current_piece = None
     for word in segment.words:
         piece = window.piece_at((word.start + word.end) / 2)
-        words.append(replace(word, start=round(window.original_time(word.start, piece=piece), 2),
-                             end=round(window.original_time(word.end, piece=piece), 2)))
-    return replace(segment, start=words[0].start, end=words[-1].end, words=tuple(words))
+        if word.word.strip():
+            if current_piece is not None and piece != current_piece:
+                parts.append([])
+            current_piece = piece
+        parts[-1].append(replace(word, start=round(window.original_time(word.start, piece=piece), 2),
+                                 end=round(window.original_time(word.end, piece=piece), 2)))
+    if len(parts) == 1:
+        return [replace(segment, start=parts[0][0].start, end=parts[0][-1].end, words=tuple(parts[0]))]
+    return [replace(segment, start=words[0].start, end=words[-1].end, words=tuple(words),
+                    tokens=tuple(token for word in words for token in word.tokens)) for words in parts]
 
 
 _model_lock = threading.Lock()

@@ -8,7 +8,7 @@ with theirs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -26,6 +26,7 @@ class Word:
     start: float
     end: float
     probability: float
+    tokens: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
     def as_dict(self) -> dict:
         return {"word": self.word, "start": self.start, "end": self.end, "probability": round(self.probability, 4)}
@@ -92,7 +93,7 @@ def place_words(segments: list[tuple[float, float, int]], aligned: list[AlignedW
             timing = aligned[index]
             if timing.word:
                 words.append(Word(timing.word, round(offset + timing.start, 2), round(offset + timing.end, 2),
-                                  timing.probability))
+                                  timing.probability, tuple(timing.tokens)))
             counted += len(timing.tokens)
             index += 1
         if words:
