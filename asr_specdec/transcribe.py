@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .commands import format_stats, run_command
 from .core.modes import ASSISTANT_MODES, MODES
+from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 
 FORMATS = ("text", "json", "srt", "vtt")
 LONG_FORM_MODES = ("sequential", "chunked")
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "complete segment ended) or 'chunked' (independent windows cut at quiet points)")
     parser.add_argument("--condition-on-previous-text", action="store_true",
                         help="prompt each window with the text before it (<|startofprev|>), as openai's default")
+    add_recipe_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=1,
                         help="decode several files together, this many rows at a time (without timestamps; audio "
                              "over 30 s is cut into quiet-point windows that join the batch)")
@@ -74,13 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def render(result, output_format: str, file: str, comparison: dict | None = None) -> str:
+def render(result, output_format: str, file: str, comparison: dict | None = None,
+           word_cues: str = "segment") -> str:
     from .whisper.formats import to_srt, to_text, to_vtt
 
     if output_format == "srt":
-        return to_srt(result.segments)
+        return to_srt(result.segments, word_cues)
     if output_format == "vtt":
-        return to_vtt(result.segments)
+        return to_vtt(result.segments, word_cues)
     if output_format == "json":
         return json.dumps(result_record(result, file, comparison), ensure_ascii=False, indent=2) + "\n"
     return to_text(result.segments) + "\n"
@@ -90,7 +93,7 @@ def result_record(result, file: str, comparison: dict | None = None) -> dict:
     record = {
         "file": file,
         "text": result.text,
-        "segments": [{"start": s.start, "end": s.end, "text": s.text} for s in result.segments],
+        "segments": [segment_record(segment) for segment in result.segments],
         "language": result.language,
         "duration": round(result.duration, 3),
         "mode": result.mode,
@@ -102,6 +105,17 @@ def result_record(result, file: str, comparison: dict | None = None) -> dict:
     }
     if comparison is not None:
         record["comparison"] = comparison
+    return record
+
+
+def segment_record(segment) -> dict:
+    """A segment as JSON: times and text, the window's scores when it was scored, its words when aligned."""
+    record = {"start": segment.start, "end": segment.end, "text": segment.text}
+    for name in ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature"):
+        if getattr(segment, name, None) is not None:
+            record[name] = getattr(segment, name)
+    if getattr(segment, "words", None):
+        record["words"] = [word.as_dict() for word in segment.words]
     return record
 
 
@@ -150,6 +164,7 @@ def build_transcriber(args, mode_override: str | None = None):
         seed=args.seed, language=args.language, task=args.task, device=device, compute_type=compute_type,
         timestamps=args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None),
         long_form=args.long_form, condition_on_previous_text=args.condition_on_previous_text,
+        **recipe_options(args),
     ), reason
 
 
@@ -159,6 +174,7 @@ def run(args) -> int:
     from .errors import SpecdecError
 
     try:
+        check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
         plain = build_transcriber(args, mode_override="off")[0] if args.compare else None
     except SpecdecError as error:
@@ -170,6 +186,10 @@ def run(args) -> int:
               file=sys.stderr)
     if args.batch_size < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
+        return 2
+    if args.batch_size > 1 and (args.vad or transcriber.options.word_timestamps):
+        print("error: --batch-size decodes whole files without timestamps: drop it for --word-timestamps, and for "
+              "--vad, which batches speech windows itself (--vad-batch-size)", file=sys.stderr)
         return 2
     if args.batch_size > 1 and transcriber.timestamps:
         print("error: --batch-size decodes without timestamps: add --no-timestamps (srt/vtt then get one cue per "
@@ -191,7 +211,7 @@ def run(args) -> int:
 
     def emit(file: str, result) -> None:
         comparison = compare(plain, result, file) if plain is not None else None
-        rendered = render(result, args.format, file, comparison)
+        rendered = render(result, args.format, file, comparison, args.word_cues)
         destination = output_path(args, file, several)
         if destination is not None:
             destination.write_text(rendered, encoding="utf-8")
@@ -263,7 +283,13 @@ def compare(plain, speculative_result, file: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(run, build_parser().parse_args(argv), "interrupted: results already written are kept")
+    import warnings
+
+    with warnings.catch_warnings():  # a warning (a prompt cut to Whisper's limit) is one line, no source line
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, *_args, **_kwargs: print(f"warning: {message}", file=sys.stderr)
+        return run_command(run, build_parser().parse_args(argv),
+                           "interrupted: results already written are kept")
 
 
 if __name__ == "__main__":

@@ -62,3 +62,15 @@ def write_tiny_ct2(directory: Path, quantization: str = "float16", n_mels: int =
     spec.save(str(directory))
     write_tokenizer(directory / "tokenizer.json")
     return model
+
+
+def converted_whisper(directory: Path, seed: int):
+    """(model, processor) of a tiny random Whisper written as a CTranslate2 checkpoint under `directory` and
+    converted by our reader: a real tokenizer with timestamp tokens, alignment heads, a 64-token context."""
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    from asr_specdec.weights.ct2 import convert_ct2_whisper
+
+    write_tiny_ct2(directory / "ct2", quantization="float32", seed=seed)
+    out = convert_ct2_whisper(directory / "ct2", directory / "model")
+    return WhisperForConditionalGeneration.from_pretrained(out).eval(), WhisperProcessor.from_pretrained(out)

@@ -41,6 +41,10 @@ class ModelDrafter(Drafter):
         row_rules = getattr(self.context, "row_rules", None)
         return row_rules[row] if row_rules else self.context.rules
 
+    def _sampling(self, row: int):
+        row_sampling = getattr(self.context, "row_sampling", None)
+        return row_sampling[row] if row_sampling else self.context.sampling
+
     def draft(self, sequence: list[int], max_tokens: int) -> Draft:
         return self.draft_rows([sequence], [max_tokens])[0]
 
@@ -113,8 +117,9 @@ class ModelDrafter(Drafter):
         context = self.context
         position = len(context_tokens)
         scores = self._rules(row).apply(logits.unsqueeze(0), position, context_tokens)[0]
-        if context.sampling.do_sample:
-            probs = context.sampling.probabilities(scores)
+        sampling = self._sampling(row)
+        if sampling.do_sample:
+            probs = sampling.probabilities(scores)
             probs_out.append(probs)
             return int(torch.multinomial(probs, 1, generator=context.generator))
         token = int(scores.argmax())
@@ -129,4 +134,6 @@ class ModelDrafter(Drafter):
             self.cached = [self.cached[index] for index in kept]
         if getattr(self.context, "row_rules", None):
             self.context = replace(self.context, row_rules=[self.context.row_rules[index] for index in kept])
+        if getattr(self.context, "row_sampling", None):
+            self.context = replace(self.context, row_sampling=[self.context.row_sampling[index] for index in kept])
         as_rows_target(self.target).keep(rows, memo)

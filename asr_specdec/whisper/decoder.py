@@ -312,7 +312,7 @@ class WhisperDecoderRunner:
         blocks, lanes = context.slots // SLOT_MULTIPLE, context.slots % SLOT_MULTIPLE
         cache.self_keys[index].permute(0, 2, 4, 1, 3)[context.rows, blocks, lanes] = keys.to(self.kv_dtype)
         cache.self_values[index].permute(0, 2, 1, 3)[context.rows, context.slots] = values.to(self.kv_dtype)
-        scores = query @ _transposed_keys(cache.self_keys[index], context.end).to(query.dtype)
+        scores = query @ transposed_keys(cache.self_keys[index], context.end).to(query.dtype)
         scores = scores.masked_fill(~context.mask, -float("inf"))
         attended = scores.softmax(dim=-1) @ cache.self_values[index][:, :, :context.end].to(query.dtype)
         return hidden + attention.out_proj(attended.transpose(1, 2).reshape(batch, length, -1))
@@ -323,7 +323,7 @@ class WhisperDecoderRunner:
         cross = layer.encoder_attn
         query = self._split_heads(cross.q_proj(layer.encoder_attn_layer_norm(hidden)) * self.scaling)
         frames = cache.encoder_length
-        probabilities = (query @ _transposed_keys(cache.cross_keys[index], frames).to(query.dtype)).softmax(dim=-1)
+        probabilities = (query @ transposed_keys(cache.cross_keys[index], frames).to(query.dtype)).softmax(dim=-1)
         attended = probabilities @ cache.cross_values[index].to(query.dtype)
         return hidden + cross.out_proj(attended.transpose(1, 2).reshape(batch, length, -1)), probabilities
 
@@ -345,7 +345,7 @@ def _key_blocks(keys: torch.Tensor) -> torch.Tensor:
     return keys.view(batch, heads, slots // SLOT_MULTIPLE, SLOT_MULTIPLE, head_dim).transpose(3, 4).contiguous()
 
 
-def _transposed_keys(blocks: torch.Tensor, length: int) -> torch.Tensor:
+def transposed_keys(blocks: torch.Tensor, length: int) -> torch.Tensor:
     """The first `length` keys of a block-layout tensor as [batch, heads, head_dim, length]."""
     batch, heads, count, head_dim, lanes = blocks.shape
     used = -(-length // lanes)

@@ -10,6 +10,7 @@ models, the drafter, the task, sampling and draft length) belongs to the pipelin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from .compute import ComputeType, EncoderRunner
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
 from .longform import Frames
 from .tokens import WhisperTokens
+from .window_extras import WindowExtras, window_extras
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,12 @@ class Window:
     language_id: int | None = None  # None: detected from the audio (multilingual models)
     timestamps: bool = False
     previous: list[int] | None = None  # text tokens to condition on (<|startofprev|> prompt)
+    prefix: tuple[int, ...] | None = None  # text tokens the transcript is made to begin with (kept in `tokens`)
+    sampling: Sampling | None = None  # this row's sampling (a fallback retry); None: the pipeline's
+    score: bool = False  # also read avg log-probability and no-speech probability (scoring.py)
+    # word timestamps: given the window's tokens, the text tokens to time word by word (None: no words)
+    word_tokens: Callable[[list[int]], list[int]] | None = None
+    audio_frames: int | None = None  # feature frames that hold real audio (None: the whole window)
 
 
 @dataclass
@@ -43,6 +51,7 @@ class DecodedWindow:
     language_id: int | None
     detected_language: str | None  # the language code found in the audio; None when it was given
     stats: DecodeStats
+    extras: WindowExtras | None = None  # scores and aligned words, when the window asked for them
 
 
 def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -98,19 +107,29 @@ class WindowPipeline:
             languages = self._languages(cache, windows)
             prompts = [self.tokens.prompt(language_id, self.task, window.timestamps, window.previous)
                        for window, (language_id, _) in zip(windows, languages)]
+            forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=self.sampling,
+                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=window.sampling or self.sampling,
                 draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
-                                                  encoder_output, cross_states, cache)
-            rows = generate_batch(DecoderTarget(self.runner, cache), prompts, settings, self.drafter, generator)
+                                                  encoder_output, cross_states, cache,
+                                                  [row.sampling for row in settings])
+            rows = generate_batch(DecoderTarget(self.runner, cache), [prompt + extra for prompt, extra in
+                                                                      zip(prompts, forced)],
+                                  settings, self.drafter, generator)
+            extras = [window_extras(self, window, row, encoder_output[row:row + 1],
+                                    tuple([layer[row:row + 1] for layer in side] for side in cross_states),
+                                    prompt, extra, tokens, rules.rules, language_id)
+                      if window.score or window.word_tokens else None
+                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _))
+                      in enumerate(zip(windows, prompts, forced, rows, settings, languages))]
         decoded = []
-        for (tokens, stats), (language_id, detected) in zip(rows, languages):
+        for (tokens, stats), (language_id, detected), extra, window_extra in zip(rows, languages, forced, extras):
             stats.encoder_seconds += encoder_seconds / len(windows)
             stats.draft_seconds += drafter_seconds / len(windows)
             stats.total_seconds = (time.perf_counter() - started) / len(windows)
-            decoded.append(DecodedWindow(tokens, language_id, detected, stats))
+            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra))
         return decoded
 
     def _encode(self, features: list[torch.Tensor]):
@@ -144,14 +163,15 @@ class WindowPipeline:
         return [(token, codes[token]) for token in best]
 
     def _start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
-                       cache: KVCache) -> float:
+                       cache: KVCache, sampling: list[Sampling]) -> float:
         """Start the drafter (if any) on the rows of `cache`, each row under its own rules; the seconds it took."""
         if self.drafter is None:
             return 0.0
         started = time.perf_counter()
         self.drafter.start(DraftContext(
-            rules=rules[0], sampling=self.sampling, max_positions=cache.max_positions,
+            rules=rules[0], sampling=sampling[0], max_positions=cache.max_positions,
             eos_token_id=self.tokens.end_of_text, generator=generator, encoder_output=encoder_output,
             input_features=features, main_cache=cache, main_cross_states=cross_states,
-            row_rules=rules if len(rules) > 1 else None))
+            row_rules=rules if len(rules) > 1 else None,
+            row_sampling=sampling if len(set(sampling)) > 1 else None))
         return time.perf_counter() - started
