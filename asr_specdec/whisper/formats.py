@@ -11,6 +11,7 @@ class Segment:
     start: float
     end: float
     text: str
+    tokens: tuple[int, ...] = ()  # its generated ids (timestamps included) where known
 
 
 def to_srt(segments: Iterable[Segment]) -> str:

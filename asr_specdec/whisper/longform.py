@@ -139,8 +139,10 @@ def transcribe_sequential(
     frames: Frames = Frames(),
     condition_on_previous_text: bool = False,
     progress: Callable[[float, str], None] | None = None,
+    on_segments: Callable[[list[TimedTokens]], None] | None = None,
 ) -> LongFormOutput:
-    """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time."""
+    """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time; `on_segments` gets
+    each window's segments as soon as they are final."""
     total = features.shape[-1]
     output = LongFormOutput()
     seek = 0
@@ -155,5 +157,7 @@ def transcribe_sequential(
         output.window_offsets.append(seek * frames.seconds)
         segments, advance = window_segments(tokens, timestamp_begin, end_of_text, seek, real, frames)
         output.segments.extend(segments)
+        if on_segments is not None:
+            on_segments(segments)
         seek += advance if advance > 0 else real  # a complete segment always ends after 0, but never loop
     return output

@@ -2,14 +2,17 @@
 
 A short utterance is one window, a long file a sequence of windows, a batch of files (or of a long file's
 windows) many windows decoded together: all of them call `WindowPipeline.decode` with a list of windows, which
-become the rows of one engine batch. Each window carries what may differ between rows (its language, whether
-it is decoded with timestamps, the previous text it is conditioned on); what is the same for every row (the
-models, the drafter, the task, sampling and draft length) belongs to the pipeline.
+become the rows of one engine batch. Each window carries what may differ between rows (its language, its task,
+whether it is decoded with timestamps, the previous text it is conditioned on); what is the same for every row
+(the models, the drafter, sampling and draft length) belongs to the pipeline, sampling overridable per call.
+A caller that routes window decodes elsewhere (the server's batcher) takes a `WindowDecoder`, which
+`WindowPipeline.decode` is.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +37,7 @@ class Window:
     language_id: int | None = None  # None: detected from the audio (multilingual models)
     timestamps: bool = False
     previous: list[int] | None = None  # text tokens to condition on (<|startofprev|> prompt)
+    task: str | None = None  # transcribe or translate; None: the pipeline's task
 
 
 @dataclass
@@ -42,6 +46,10 @@ class DecodedWindow:
     language_id: int | None
     detected_language: str | None  # the language code found in the audio; None when it was given
     stats: DecodeStats
+
+
+# decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
+WindowDecoder = Callable[[list[Window], torch.Generator | None, Sampling | None], list[DecodedWindow]]
 
 
 def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -82,21 +90,23 @@ class WindowPipeline:
     def text(self, tokens: list[int]) -> str:
         return self.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
 
-    def decode(self, windows: list[Window], generator: torch.Generator | None = None) -> list[DecodedWindow]:
-        """Decode `windows` as the rows of one batch. Each row's times in its stats are its share of the batch's,
-        so that they add up to the whole call."""
+    def decode(self, windows: list[Window], generator: torch.Generator | None = None,
+               sampling: Sampling | None = None) -> list[DecodedWindow]:
+        """Decode `windows` as the rows of one batch, under `sampling` (default: the pipeline's). Each row's times
+        in its stats are its share of the batch's, so that they add up to the whole call."""
         started = time.perf_counter()
+        sampling = sampling or self.sampling
         with torch.inference_mode():
             features, encoder_output, cross_states, cache = self._encode([window.features for window in windows])
             encoder_seconds = time.perf_counter() - started
             languages = self._languages(cache, windows)
-            prompts = [self.tokens.prompt(language_id, self.task, window.timestamps, window.previous)
+            prompts = [self.tokens.prompt(language_id, window.task or self.task, window.timestamps, window.previous)
                        for window, (language_id, _) in zip(windows, languages)]
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=self.sampling,
+                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=sampling,
                 draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
-            drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
+            drafter_seconds = self._start_drafter([row.rules for row in settings], sampling, generator, features,
                                                   encoder_output, cross_states, cache)
             rows = generate_batch(DecoderTarget(self.runner, cache), prompts, settings, self.drafter, generator)
         decoded = []
@@ -137,14 +147,14 @@ class WindowPipeline:
         codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
         return [(token, codes[token]) for token in best]
 
-    def _start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
-                       cache: KVCache) -> float:
+    def _start_drafter(self, rules: list[LogitRules], sampling: Sampling, generator, features, encoder_output,
+                       cross_states, cache: KVCache) -> float:
         """Start the drafter (if any) on the rows of `cache`, each row under its own rules; the seconds it took."""
         if self.drafter is None:
             return 0.0
         started = time.perf_counter()
         self.drafter.start(DraftContext(
-            rules=rules[0], sampling=self.sampling, max_positions=cache.max_positions,
+            rules=rules[0], sampling=sampling, max_positions=cache.max_positions,
             eos_token_id=self.tokens.end_of_text, generator=generator, encoder_output=encoder_output,
             input_features=features, main_cache=cache, main_cross_states=cross_states,
             row_rules=rules if len(rules) > 1 else None))

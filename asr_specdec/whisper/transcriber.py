@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -21,10 +21,11 @@ from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, 
 from .drafters.assistant import check_same_device
 from .formats import Segment
 from .longform import TimedTokens, chunk_segments, transcribe_sequential
-from .pipeline import Window, WindowPipeline
+from .pipeline import Window, WindowDecoder, WindowPipeline
 from .result import TranscriptionResult
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
+SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
 LONG_FORM_MODES = ("sequential", "chunked")
 # transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
 CONDITIONING_TEMPERATURE_LIMIT = 0.5
@@ -154,16 +155,20 @@ class SpeculativeWhisper:
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
                    return_timestamps: bool | None = None, long_form: str | None = None,
-                   condition_on_previous_text: bool | None = None) -> TranscriptionResult:
+                   condition_on_previous_text: bool | None = None, temperature: float | None = None,
+                   window_decoder: WindowDecoder | None = None,
+                   on_segment: SegmentListener | None = None) -> TranscriptionResult:
         """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz).
 
         `progress(fraction_done, description)` is called before each 30-second window and at the end. The
-        keyword options override the constructor's for this call.
+        keyword options override the constructor's for this call; `temperature` 0 decodes greedily, above 0
+        samples at it (with the constructor's top-k/top-p). `window_decoder` decodes this call's windows instead
+        of the pipeline (the server routes them into shared batches); `on_segment` gets each segment as soon as
+        it is final.
         """
         started = time.perf_counter()
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
-        if task is not None:
-            self.pipeline.task = task
+        sampling = self._sampling(temperature)
         language = language or self.language
         language_id = self.tokens.language_token(language) if (language and self.tokens.multilingual) else None
         timestamps = _first_given(timestamps, return_timestamps, self.timestamps)
@@ -173,7 +178,8 @@ class SpeculativeWhisper:
         if is_long and long_form == "sequential" and timestamps is False:
             raise SpecdecError("sequential long-form decoding needs timestamps: use long_form='chunked' for audio "
                                "over 30 s without timestamps")
-        run = _Run(language_id, self.sampling.generator(self.seed), DecodeStats(), progress)
+        run = _Run(language_id, sampling.generator(self.seed), DecodeStats(), progress, task=task or self.task,
+                   sampling=sampling, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
         if is_long and long_form == "chunked":
             segments = self._transcribe_chunked(samples, run, bool(timestamps))
         elif is_long or timestamps:
@@ -186,7 +192,7 @@ class SpeculativeWhisper:
         detected = language if language else ("en" if not self.tokens.multilingual else run.language)
         spoken = [segment for segment in segments if segment.text]
         return TranscriptionResult(
-            text=self._text(spoken), segments=[Segment(s.start, s.end, s.text) for s in spoken],
+            text=self._text(spoken), segments=[_public(segment) for segment in spoken],
             window_tokens=run.window_tokens, stats=run.stats, language=detected,
             duration=audio_io.duration_seconds(samples), **self._labels())
 
@@ -201,9 +207,17 @@ class SpeculativeWhisper:
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
                                 self.sampling.generator(self.seed), self._labels())
 
+    def _sampling(self, temperature: float | None) -> Sampling:
+        if temperature is None:
+            return self.sampling
+        if temperature < 0:
+            raise SpecdecError(f"temperature must be 0 (greedy) or positive, got {temperature}")
+        return replace(self.sampling, do_sample=temperature > 0, temperature=temperature or self.sampling.temperature)
+
     def _decode_run(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None):
         """One window of a transcribe call; the first window's detected language is kept for the rest."""
-        decoded = self.pipeline.decode([Window(features, run.language_id, timestamps, previous)], run.generator)[0]
+        window = Window(features, run.language_id, timestamps, previous, task=run.task)
+        decoded = run.decode([window], run.generator, run.sampling)[0]
         run.language_id = decoded.language_id
         run.language = run.language or decoded.detected_language
         run.stats.add(decoded.stats)
@@ -213,7 +227,7 @@ class SpeculativeWhisper:
     def _transcribe_chunked(self, samples: np.ndarray, run: _Run, timestamps: bool) -> list[_TextSegment]:
         """Windows cut at quiet points, each decoded on its own (one window for audio up to 30 s)."""
         windows = audio_io.split_long_audio(samples)
-        segments = []
+        segments, emitted = [], 0
         for index, (offset, window) in enumerate(windows):
             if run.progress is not None:
                 run.progress(index / len(windows), f"transcribing window {index + 1} of {len(windows)}")
@@ -225,20 +239,25 @@ class SpeculativeWhisper:
                 segments += [self._segment(piece) for piece in timed]
             else:
                 segments.append(_TextSegment(round(offset, 3), round(offset + duration, 3), self.pipeline.text(tokens)))
+            run.emit(segments[emitted:])
+            emitted = len(segments)
         return segments
 
     def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,
                                condition: bool) -> list[_TextSegment]:
         """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
-        if condition and self.sampling.do_sample and self.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
+        if condition and run.sampling.do_sample and run.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
 
         def decode(window: torch.Tensor, previous: list[int] | None) -> list[int]:
             return self._decode_run(window, run, True, previous)
 
+        def emit(pieces: list[TimedTokens]) -> None:
+            run.emit([self._segment(piece) for piece in pieces])
+
         output = transcribe_sequential(self.pipeline.features(samples, whole=is_long), decode,
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
-                                       condition, run.progress)
+                                       condition, run.progress, emit if run.on_segment is not None else None)
         return [self._segment(piece) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens) -> _TextSegment:
@@ -259,8 +278,18 @@ class _Run:
     generator: torch.Generator | None
     stats: DecodeStats
     progress: Progress | None
+    task: str = "transcribe"
+    sampling: Sampling = field(default_factory=Sampling)
+    decode: WindowDecoder | None = None
+    on_segment: SegmentListener | None = None
     language: str | None = None
     window_tokens: list[list[int]] = field(default_factory=list)
+
+    def emit(self, segments: list[_TextSegment]) -> None:
+        if self.on_segment is not None:
+            for segment in segments:
+                if segment.text:
+                    self.on_segment(_public(segment))
 
 
 @dataclass(frozen=True)
@@ -269,6 +298,10 @@ class _TextSegment:
     end: float
     text: str
     tokens: tuple[int, ...] | None = None
+
+
+def _public(segment: _TextSegment) -> Segment:
+    return Segment(segment.start, segment.end, segment.text, segment.tokens or ())
 
 
 def _check_long_form(long_form: str) -> str:
