@@ -101,7 +101,7 @@ class TranscriptionService:
             raise upload_too_large(self.settings.max_upload_mb)
         loop = asyncio.get_running_loop()
         try:
-            samples = await asyncio.wait_for(loop.run_in_executor(self._executor, load_audio, request.audio),
+            samples = await asyncio.wait_for(self._submit(load_audio, request.audio),
                                              max(deadline - loop.time(), 0.001))
         except TimeoutError:
             raise ApiError(504, "reading the audio took longer than the request time-out", code="timeout") from None
@@ -123,8 +123,7 @@ class TranscriptionService:
         self._tickets.add(ticket)
         try:
             async with self._slot(ticket, http_request, deadline):
-                loop = asyncio.get_running_loop()
-                future = loop.run_in_executor(self._executor, self._transcribe, request, samples, ticket, None)
+                future = self._submit(self._transcribe, request, samples, ticket, None)
                 try:
                     result = await self._wait(future, ticket, http_request, deadline)
                 except BaseException:  # the answer will not be read: queued windows are dropped
@@ -146,8 +145,8 @@ class TranscriptionService:
         future = None
         try:
             async with self._slot(ticket, http_request, deadline):
-                future = loop.run_in_executor(self._executor, self._transcribe, request, samples, ticket,
-                                              lambda segment: loop.call_soon_threadsafe(events.put_nowait, segment))
+                future = self._submit(self._transcribe, request, samples, ticket,
+                                      lambda segment: loop.call_soon_threadsafe(events.put_nowait, segment))
                 future.add_done_callback(lambda _: events.put_nowait(None))
                 index = 0
                 while (segment := await self._next_event(events, ticket, deadline)) is not None:
@@ -178,6 +177,13 @@ class TranscriptionService:
         self.cancel_all(SHUTTING_DOWN)
         self.batcher.close(timeout=self.settings.shutdown_timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _submit(self, function, *args) -> asyncio.Future:
+        """`function(*args)` in a worker thread. Whoever stops waiting for it (time-out, disconnection) leaves
+        its outcome behind, so it is consumed here rather than reported as never retrieved."""
+        future = asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return future
 
     def _transcribe(self, request: AudioRequest, samples, ticket: Ticket, on_segment):
         """The worker thread's part: the ordinary transcribe, its windows decoded by the shared batcher."""
