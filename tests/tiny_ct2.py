@@ -62,3 +62,16 @@ def write_tiny_ct2(directory: Path, quantization: str = "float16", n_mels: int =
     spec.save(str(directory))
     write_tokenizer(directory / "tokenizer.json")
     return model
+
+
+def tiny_converted_whisper(tmp_path_factory, seed: int = 0):
+    """(model, processor) of a tiny random Whisper written as a CTranslate2 checkpoint and converted back: real
+    feature extractor, byte-level tokenizer and Whisper's timestamp tokens."""
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    from asr_specdec.weights.ct2 import convert_ct2_whisper
+
+    source = tmp_path_factory.mktemp(f"tiny_ct2_{seed}")
+    write_tiny_ct2(source, quantization="float32", seed=seed)
+    out = convert_ct2_whisper(source, tmp_path_factory.mktemp(f"tiny_hf_{seed}") / "model")
+    return WhisperForConditionalGeneration.from_pretrained(out).eval(), WhisperProcessor.from_pretrained(out)

@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 import warnings
-from dataclasses import replace
 
 import httpx
 import numpy as np
@@ -24,7 +23,7 @@ from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.formats import Segment, to_srt, to_vtt
 from asr_specdec.whisper.pipeline import Window
 
-from ..tiny_ct2 import write_tiny_ct2
+from ..tiny_ct2 import tiny_converted_whisper
 from .running import access_lines, gated, serving
 
 pytest.importorskip("ctranslate2")
@@ -44,15 +43,8 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def whisper(tmp_path_factory):
-    from transformers import WhisperForConditionalGeneration, WhisperProcessor
-
-    from asr_specdec.weights.ct2 import convert_ct2_whisper
-
-    source = tmp_path_factory.mktemp("tiny_ct2_server")
-    write_tiny_ct2(source, quantization="float32", seed=0)
-    out = convert_ct2_whisper(source, tmp_path_factory.mktemp("tiny_hf_server") / "model")
-    pair = WhisperForConditionalGeneration.from_pretrained(out).eval(), WhisperProcessor.from_pretrained(out)
-    return SpeculativeWhisper(pair, mode="off")  # a random model accepts no draft: drafting would only cost time
+    # a random model accepts no draft: drafting would only cost time (one test asks for it per request)
+    return SpeculativeWhisper(tiny_converted_whisper(tmp_path_factory), mode="off")
 
 
 def noise(seconds: float, seed: int, rate: int = 16000) -> np.ndarray:
@@ -377,24 +369,3 @@ def test_concurrent_requests_are_batched_and_each_equals_it_alone(whisper):
     assert max(row for answer in answers for row in answer["batch_rows"]) > 1  # they did share batches
     assert sampled["value"].status_code == 200
     assert set(sampled["value"].json()["asr_specdec"]["batch_rows"]) == {1}  # its own generator: decoded alone
-
-
-def test_window_decoder_sees_the_prompt_and_the_task(whisper):
-    """The request decoder keeps every window of one request on its task and puts the prompt first."""
-    from asr_specdec.server.batcher import Ticket
-    from asr_specdec.server.service import RequestDecoder
-
-    seen = []
-
-    class Recorder:
-        def decode(self, pipeline, windows, generator, sampling, ticket):
-            seen.extend(windows)
-            return pipeline.decode(windows, generator, sampling)
-
-    decoder = RequestDecoder(Recorder(), whisper.pipeline, Ticket(), [11, 12])
-    features = whisper.pipeline.features(noise(1.0, 5))
-    decoder([Window(features, task="transcribe")], None, None)
-    decoder([Window(features, previous=[13])], None, None)
-    decoder([Window(features)], None, None)
-    assert [window.previous for window in seen] == [[11, 12], [11, 12, 13], None]
-    assert replace(seen[0], features=None).task == "transcribe"
