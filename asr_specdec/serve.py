@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="prompt each 30-s window with the text before it")
     models.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     models.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
+    models.add_argument("--threads", type=int, default=None,
+                        help="CPU threads of the decoding thread's torch operations (default: torch's own)")
     serving = parser.add_argument_group("serving")
     serving.add_argument("--max-batch-size", type=int, default=8,
                          help="windows decoded together as rows of one batch (1: no batching)")
@@ -107,6 +109,10 @@ def run(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     configure_logging(args.log_level)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
         transcriber, reason = build_transcriber(args)
     except SpecdecError as error:

@@ -76,7 +76,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "asr_specdec.serve", "--host", "127.0.0.1", "--port", str(self.port),
                    "--main", args.main, "--max-queue", "64", *(["--mode", args.mode] if args.mode else []),
-                   *(["--language", args.language] if args.language else []), *extra]
+                   *(["--language", args.language] if args.language else []),
+                   *(["--threads", str(args.threads)] if args.threads else []), *extra]
         self.log_path = logs / f"server-{name}.log"
         self.log = self.log_path.open("w")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
@@ -214,6 +215,7 @@ def main(argv=None) -> int:
     parser.add_argument("--requests", type=int, default=24, help="requests per measurement")
     parser.add_argument("--repeats", type=int, default=1, help="rounds over every client count and server")
     parser.add_argument("--max-batch-size", type=int, default=8, help="of the batched server")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads of each server")
     parser.add_argument("--servers", default=",".join(SERVERS))
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
     parser.add_argument("--time-limit", type=float, default=3600.0, help="seconds; stop measuring after this")
