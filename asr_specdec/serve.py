@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     models.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
     models.add_argument("--threads", type=int, default=None,
-                        help="CPU threads of the decoding thread's torch operations (default: torch's own)")
+                        help="torch CPU threads (default: torch's own, one per core)")
     serving = parser.add_argument_group("serving")
     serving.add_argument("--max-batch-size", type=int, default=8,
                          help="windows decoded together as rows of one batch (1: no batching)")
