@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from ..errors import AudioError, SpecdecError
+from .access_log import note
 
 log = logging.getLogger("asr_specdec.server")
 
@@ -74,18 +75,22 @@ def _field(problem: dict) -> str | None:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    async def api_error(request: Request, error: ApiError):
+    def answer(request: Request, error: ApiError):
+        note(request, error=error.code)
         return error.response()
 
+    async def api_error(request: Request, error: ApiError):
+        return answer(request, error)
+
     async def validation(request: Request, error: RequestValidationError):
-        return _validation_error(error).response()
+        return answer(request, _validation_error(error))
 
     async def http_error(request: Request, error: HTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code)
-        return ApiError(error.status_code, str(error.detail), code=code, headers=error.headers).response()
+        return answer(request, ApiError(error.status_code, str(error.detail), code=code, headers=error.headers))
 
     async def anything(request: Request, error: Exception):
-        return from_exception(error).response()
+        return answer(request, from_exception(error))
 
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(RequestValidationError, validation)

@@ -2,8 +2,8 @@
 
 `verbose_json` follows OpenAI's schema (task, language by name, duration, text, segments with id, seek, start,
 end, text, tokens, temperature, avg_logprob, compression_ratio, no_speech_prob) and adds this server's
-telemetry under `asr_specdec`. avg_logprob and no_speech_prob are null: the engine verifies greedy choices
-without computing every log-probability.
+telemetry under `asr_specdec`. `seek` is the segment's start in 10-ms frames; avg_logprob and no_speech_prob
+are null: the engine verifies greedy choices without computing every log-probability.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import SpecdecError
 from ..whisper import load_audio
+from .access_log import note
 from .batcher import Cancelled, Ticket, WindowBatcher
 from .errors import ApiError, from_exception
 from .forms import AudioRequest
@@ -155,7 +156,9 @@ class TranscriptionService:
                 result = future.result()
                 yield done_event(result, self._telemetry(result, ticket))
         except Exception as error:
-            yield server_sent_event(self._error(error, ticket).body())
+            failure = self._error(error, ticket)
+            note(http_request, error=failure.code)
+            yield server_sent_event(failure.body())
         finally:
             if future is None or not future.done():
                 ticket.cancel(ticket.reason or CLIENT_GONE)
