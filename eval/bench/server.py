@@ -11,7 +11,8 @@ one is answered. The three servers are measured in turn within every round (the 
 compare runs taken side by side. Every answer's text is compared with the clip's solo transcript (each clip sent
 alone to the one-at-a-time server first). The run stops by itself; `--time-limit` bounds it (what was measured is
 still reported). Prints a Markdown table and the ratios at each client count; writes JSON and the servers' logs
-to `--output`.
+to `--output`. Next to wall-clock throughput it reports audio seconds per second of the server's CPU time,
+which other programs sharing the machine disturb far less.
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ class Measurement:
     wrong: list[str] = field(default_factory=list)  # clips whose answer differed from their solo transcript
     failed: list[str] = field(default_factory=list)  # clips whose request failed
     mean_batch_rows: float | None = None
+    server_cpu_seconds: float | None = None
+
+    @property
+    def audio_per_cpu_second(self) -> float | None:
+        return self.audio_seconds / self.server_cpu_seconds if self.server_cpu_seconds else None
 
     @property
     def throughput(self) -> float:
@@ -96,6 +102,15 @@ class Server:
             time.sleep(0.5)
         raise RuntimeError(f"the {self.name} server did not start within {START_TIMEOUT:.0f} s; see {self.log_path}")
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server process (and the ffmpeg it waited for) has used: unlike wall time, other
+        programs on the machine do not change it much. None where /proc is missing."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
     def batch_counts(self) -> dict:
         import httpx
 
@@ -130,7 +145,7 @@ def run_load(server: Server, clips: list[Clip], references: dict[str, str], clie
     import httpx
 
     measurement = Measurement(server.name, clients, round_index)
-    before = server.batch_counts()
+    before, cpu_before = server.batch_counts(), server.cpu_seconds()
     next_index, lock = [0], threading.Lock()
 
     def client_loop() -> None:
@@ -163,7 +178,9 @@ def run_load(server: Server, clips: list[Clip], references: dict[str, str], clie
     for thread in threads:
         thread.join()
     measurement.wall_seconds = time.perf_counter() - started
-    after = server.batch_counts()
+    after, cpu_after = server.batch_counts(), server.cpu_seconds()
+    if cpu_before is not None and cpu_after is not None:
+        measurement.server_cpu_seconds = cpu_after - cpu_before
     batches = after["batches"] - before["batches"]
     measurement.mean_batch_rows = (after["rows"] - before["rows"]) / batches if batches else None
     return measurement
@@ -181,28 +198,37 @@ def load_clips(folder: Path) -> list[Clip]:
 
 
 def table(measurements: list[Measurement]) -> list[str]:
-    lines = ["| clients | server | requests | wall s | audio s / s | p50 latency s | p95 latency s | "
-             "mean batch rows | answers equal to solo |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| clients | server | round | requests | wall s | audio s / s | p50 latency s | p95 latency s | "
+             "server CPU s | audio s / CPU s | mean batch rows | answers equal to solo |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m in measurements:
         rows = "" if m.mean_batch_rows is None else f"{m.mean_batch_rows:.2f}"
+        cpu = "" if m.server_cpu_seconds is None else f"{m.server_cpu_seconds:.1f}"
+        efficiency = "" if m.audio_per_cpu_second is None else f"{m.audio_per_cpu_second:.2f}"
         correct = f"{m.requests - len(m.wrong)}/{m.requests}" + (f", {len(m.failed)} failed" if m.failed else "")
-        lines.append(f"| {m.clients} | {m.server} | {m.requests} | {m.wall_seconds:.1f} | {m.throughput:.2f} | "
-                     f"{m.percentile(0.5):.2f} | {m.percentile(0.95):.2f} | {rows} | {correct} |")
+        lines.append(f"| {m.clients} | {m.server} | {m.round + 1} | {m.requests} | {m.wall_seconds:.1f} | "
+                     f"{m.throughput:.2f} | {m.percentile(0.5):.2f} | {m.percentile(0.95):.2f} | {cpu} | "
+                     f"{efficiency} | {rows} | {correct} |")
     return lines
 
 
 def ratios(measurements: list[Measurement]) -> list[str]:
-    """Batched throughput over the others', per client count, from summed times of the same rounds."""
+    """Batched over the others, per client count, from summed times of the same rounds: throughput (audio
+    seconds per wall second) and efficiency (audio seconds per second of the server's CPU time)."""
     lines = []
     for clients in sorted({m.clients for m in measurements}):
-        total = {}
+        wall, cpu = {}, {}
         for name in SERVERS:
             runs = [m for m in measurements if m.clients == clients and m.server == name]
             if runs:
-                total[name] = sum(m.audio_seconds for m in runs) / sum(m.wall_seconds for m in runs)
-        if "batched" in total and len(total) > 1:
-            parts = [f"{total['batched'] / value:.2f}x {name}" for name, value in total.items() if name != "batched"]
-            lines.append(f"{clients} clients: batched throughput = " + ", ".join(parts))
+                wall[name] = sum(m.audio_seconds for m in runs) / sum(m.wall_seconds for m in runs)
+                if all(m.server_cpu_seconds for m in runs):
+                    cpu[name] = sum(m.audio_seconds for m in runs) / sum(m.server_cpu_seconds for m in runs)
+        for label, values in (("throughput", wall), ("audio per CPU second", cpu)):
+            if "batched" in values and len(values) > 1:
+                parts = [f"{values['batched'] / value:.2f}x {name}" for name, value in values.items()
+                         if name != "batched"]
+                lines.append(f"{clients} clients: batched {label} = " + ", ".join(parts))
     return lines
 
 
