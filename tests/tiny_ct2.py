@@ -74,3 +74,8 @@ def converted_whisper(directory: Path, seed: int):
     write_tiny_ct2(directory / "ct2", quantization="float32", seed=seed)
     out = convert_ct2_whisper(directory / "ct2", directory / "model")
     return WhisperForConditionalGeneration.from_pretrained(out).eval(), WhisperProcessor.from_pretrained(out)
+
+
+def tiny_converted_whisper(tmp_path_factory, seed: int = 0):
+    """converted_whisper in a fresh pytest temporary directory."""
+    return converted_whisper(tmp_path_factory.mktemp(f"tiny_converted_{seed}"), seed)

@@ -24,7 +24,7 @@ import torch
 from ..core.logits import Sampling
 from ..core.stats import DecodeStats
 from ..errors import SpecdecError
-from .pipeline import DecodedWindow, Window, WindowPipeline
+from .pipeline import DecodedWindow, Window, WindowDecoder, WindowPipeline
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -81,9 +81,10 @@ def compression_ratio(text: str) -> float:
 
 
 def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe: Recipe,
-                         generator: torch.Generator | None, stats: DecodeStats) -> list[WindowResult]:
-    """Decode `windows` (rows of one call), retrying the ones that fail up the temperature ladder; every decode
-    call's telemetry is added to `stats`."""
+                         generator: torch.Generator | None, stats: DecodeStats,
+                         decode: WindowDecoder | None = None) -> list[WindowResult]:
+    """Decode `windows` (rows of one call) with `decode` (default: the pipeline's), retrying the ones that fail up
+    the temperature ladder; every decode call's telemetry is added to `stats`."""
     if recipe.scores_windows:
         windows = [replace(window, score=True) for window in windows]
     tried: list[list[WindowResult]] = [[] for _ in windows]
@@ -100,7 +101,7 @@ def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe
                 rows += [(index, sampled)] * recipe.best_of
             else:
                 rows.append((index, window))
-        decoded = pipeline.decode([window for _, window in rows], generator)
+        decoded = (decode or pipeline.decode)([window for _, window in rows], generator, None)
         candidates: dict[int, list[WindowResult]] = {}
         for (index, _), row in zip(rows, decoded):
             stats.add(row.stats)

@@ -17,6 +17,7 @@ class Segment:
     start: float
     end: float
     text: str
+    tokens: tuple[int, ...] = ()  # its generated ids (timestamps included) where known
     words: tuple = ()  # words.Word, with word timestamps
     # how the window holding it was judged (fallback.py): None when it was not scored
     avg_logprob: float | None = None

@@ -167,12 +167,14 @@ def transcribe_sequential(
     initial_prompt: list[int] | None = None,
     place_words: Callable | None = None,
     with_frames: bool = False,
+    on_segments: Callable[[list[TimedTokens]], None] | None = None,
 ) -> LongFormOutput:
     """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time.
 
     `initial_prompt` conditions the first window (and, with conditioning, the next ones until a reset), as
     openai's; `place_words(segments, words, offset, last_speech)` is words.place_words; `with_frames` passes
-    decode the number of real (unpadded) frames of the window as a third argument."""
+    decode the number of real (unpadded) frames of the window as a third argument; `on_segments` gets each
+    window's segments as soon as they are final."""
     total = features.shape[-1]
     output = LongFormOutput()
     seek = 0
@@ -203,6 +205,8 @@ def transcribe_sequential(
         context.extend(previous_tokens(segments, timestamp_begin))
         if not condition_on_previous_text or outcome.reset_prompt:
             context_since = len(context)
+        if on_segments is not None:
+            on_segments(segments)
         seek += advance if advance > 0 else real  # a complete segment always ends after 0, but never loop
     return output
 

@@ -2,9 +2,11 @@
 
 A short utterance is one window, a long file a sequence of windows, a batch of files (or of a long file's
 windows) many windows decoded together: all of them call `WindowPipeline.decode` with a list of windows, which
-become the rows of one engine batch. Each window carries what may differ between rows (its language, whether
-it is decoded with timestamps, the previous text it is conditioned on); what is the same for every row (the
-models, the drafter, the task, sampling and draft length) belongs to the pipeline.
+become the rows of one engine batch. Each window carries what may differ between rows (its language, its task,
+whether it is decoded with timestamps, the previous text it is conditioned on); what is the same for every row
+(the models, the drafter, sampling and draft length) belongs to the pipeline, sampling overridable per call.
+A caller that routes window decodes elsewhere (the server's batcher) takes a `WindowDecoder`, which
+`WindowPipeline.decode` is.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Window:
     # word timestamps: given the window's tokens, the text tokens to time word by word (None: no words)
     word_tokens: Callable[[list[int]], list[int]] | None = None
     audio_frames: int | None = None  # feature frames that hold real audio (None: the whole window)
+    task: str | None = None  # transcribe or translate; None: the pipeline's task
 
 
 @dataclass
@@ -52,6 +55,10 @@ class DecodedWindow:
     detected_language: str | None  # the language code found in the audio; None when it was given
     stats: DecodeStats
     extras: WindowExtras | None = None  # scores and aligned words, when the window asked for them
+
+
+# decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
+WindowDecoder = Callable[[list[Window], torch.Generator | None, Sampling | None], list[DecodedWindow]]
 
 
 def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -97,20 +104,23 @@ class WindowPipeline:
     def text(self, tokens: list[int]) -> str:
         return self.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
 
-    def decode(self, windows: list[Window], generator: torch.Generator | None = None) -> list[DecodedWindow]:
-        """Decode `windows` as the rows of one batch. Each row's times in its stats are its share of the batch's,
-        so that they add up to the whole call."""
+    def decode(self, windows: list[Window], generator: torch.Generator | None = None,
+               sampling: Sampling | None = None) -> list[DecodedWindow]:
+        """Decode `windows` as the rows of one batch, each under its own sampling, else `sampling`, else the
+        pipeline's. Each row's times in its stats are its share of the batch's, so that they add up to the whole
+        call."""
         started = time.perf_counter()
+        sampling = sampling or self.sampling
         with torch.inference_mode():
             features, encoder_output, cross_states, cache = self._encode([window.features for window in windows])
             encoder_seconds = time.perf_counter() - started
             languages = self._languages(cache, windows)
-            prompts = [self.tokens.prompt(language_id, self.task, window.timestamps, window.previous)
+            prompts = [self.tokens.prompt(language_id, window.task or self.task, window.timestamps, window.previous)
                        for window, (language_id, _) in zip(windows, languages)]
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=window.sampling or self.sampling,
+                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=window.sampling or sampling,
                 draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
                                                   encoder_output, cross_states, cache,

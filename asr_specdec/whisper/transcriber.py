@@ -26,12 +26,13 @@ from .fallback import Recipe, WindowResult, decode_with_fallback
 from .formats import Segment
 from .longform import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
 from .options import PromptTokens, TranscribeOptions, prompt_tokens, temperature_ladder, vad_options, window_context
-from .pipeline import Window, WindowPipeline
+from .pipeline import Window, WindowDecoder, WindowPipeline
 from .result import TranscriptionResult
 from .vad import on_file_timeline, speech_regions, speech_windows
 from .words import place_words
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
+SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
 LONG_FORM_MODES = ("sequential", "chunked")
 # transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
 CONDITIONING_TEMPERATURE_LIMIT = 0.5
@@ -211,20 +212,22 @@ class SpeculativeWhisper:
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
                    return_timestamps: bool | None = None, long_form: str | None = None,
-                   condition_on_previous_text: bool | None = None, **recipe_options) -> TranscriptionResult:
+                   condition_on_previous_text: bool | None = None, window_decoder: WindowDecoder | None = None,
+                   on_segment: SegmentListener | None = None, **recipe_options) -> TranscriptionResult:
         """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz).
 
         `progress(fraction_done, description)` is called before each 30-second window and at the end. The
         keyword options (the recipe's too: word_timestamps, vad_filter, initial_prompt, ...) override the
-        constructor's for this call.
+        constructor's for this call; a single `temperature` here is OpenAI's: 0 decodes greedily (with the
+        configured fallback ladder), above 0 samples at it. `window_decoder` decodes this call's windows instead
+        of the pipeline (the server routes them into shared batches); `on_segment` gets each segment as soon as
+        it is final.
         """
         started = time.perf_counter()
-        options = self.options.with_overrides(**_recipe_arguments(recipe_options.pop("temperature", None),
-                                                                  recipe_options))
+        options = self.options.with_overrides(**_recipe_arguments(
+            _call_temperature(recipe_options.pop("temperature", None)), recipe_options))
         prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
-        if task is not None:
-            self.pipeline.task = task
         language = language or self.language
         language_id = self.tokens.language_token(language) if (language and self.tokens.multilingual) else None
         timestamps = _first_given(timestamps, return_timestamps, self.timestamps)
@@ -236,7 +239,8 @@ class SpeculativeWhisper:
         if is_long and long_form == "sequential" and timestamps is False:
             raise SpecdecError("sequential long-form decoding needs timestamps: use long_form='chunked' for audio "
                                "over 30 s without timestamps")
-        run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts)
+        run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
+                   task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
         if options.vad_filter:
             segments = self._transcribe_speech(samples, run)
         elif is_long and long_form == "chunked":
@@ -285,12 +289,13 @@ class SpeculativeWhisper:
         prefix = tuple(prompts.prefix) if prompts.prefix and not run.window_tokens else None
         return Window(features, run.language_id, timestamps, window_context(prompts.hotwords, previous,
                                                                             tokens.prompt_limit),
-                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames)
+                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
         """Windows of a transcribe call as rows of one decode (with fallback retries); the first window's detected
         language is kept for the rest."""
-        results = decode_with_fallback(self.pipeline, windows, run.options.recipe, run.generator, run.stats)
+        results = decode_with_fallback(self.pipeline, windows, run.options.recipe, run.generator, run.stats,
+                                       run.decode)
         for result in results:
             decoded = result.decoded
             run.language_id = run.language_id if run.language_id is not None else decoded.language_id
@@ -314,7 +319,9 @@ class SpeculativeWhisper:
                 continue
             timed, last_speech = self._independent(result, len(run.results) - 1, offset,
                                                    audio_io.duration_seconds(window), timestamps, run, last_speech)
-            segments += [self._segment(piece, run, timestamps) for piece in timed]
+            pieces = [self._segment(piece, run, timestamps) for piece in timed]
+            run.emit(pieces, self.tokens.timestamp_begin)
+            segments += pieces
         return segments
 
     def _independent(self, result: WindowResult, number: int, offset: float, duration: float, timestamps: bool,
@@ -354,13 +361,15 @@ class SpeculativeWhisper:
                 pieces = [part for piece in timed for part in on_file_timeline(piece, window)]
                 if not options.word_timestamps:
                     pieces = [replace(piece, words=()) for piece in pieces]
-                segments += [self._segment(piece, run, True) for piece in pieces]
+                finished = [self._segment(piece, run, True) for piece in pieces]
+                run.emit(finished, self.tokens.timestamp_begin)
+                segments += finished
         return segments
 
     def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,
                                condition: bool) -> list[_TextSegment]:
         """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
-        if condition and self.sampling.do_sample and self.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
+        if condition and run.sampling.do_sample and run.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
         recipe = run.options.recipe
         audio_frames = len(samples) // self.processor.feature_extractor.hop_length
@@ -373,10 +382,14 @@ class SpeculativeWhisper:
                                  reset_prompt=result.temperature > recipe.prompt_reset_on_temperature,
                                  words=extras.words if extras else None)
 
+        def emit(pieces: list[TimedTokens]) -> None:
+            run.emit([self._segment(piece, run, True) for piece in pieces], self.tokens.timestamp_begin)
+
         output = transcribe_sequential(self.pipeline.features(samples, whole=is_long), decode,
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
                                        condition, run.progress, initial_prompt=run.prompts.initial,
-                                       place_words=self._place_words(run.options), with_frames=True)
+                                       place_words=self._place_words(run.options), with_frames=True,
+                                       on_segments=emit if run.on_segment is not None else None)
         return [self._segment(piece, run, True) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
@@ -399,9 +412,18 @@ class _Run:
     progress: Progress | None
     options: TranscribeOptions
     prompts: PromptTokens
+    task: str = "transcribe"
+    decode: WindowDecoder | None = None
+    on_segment: SegmentListener | None = None
     language: str | None = None
     window_tokens: list[list[int]] = field(default_factory=list)
     results: list[WindowResult] = field(default_factory=list)  # per decoded window, in order
+
+    def emit(self, segments: list[_TextSegment], timestamp_begin: int) -> None:
+        if self.on_segment is not None:
+            for segment in segments:
+                if segment.text:
+                    self.on_segment(segment.output(timestamp_begin))
 
 
 @dataclass(frozen=True)
@@ -416,8 +438,8 @@ class _TextSegment:
     def output(self, timestamp_begin: int) -> Segment:
         window = self.window
         if window is None:
-            return Segment(self.start, self.end, self.text)
-        return Segment(self.start, self.end, self.text, words=self.words,
+            return Segment(self.start, self.end, self.text, self.tokens or ())
+        return Segment(self.start, self.end, self.text, self.tokens or (), words=self.words,
                        avg_logprob=_rounded(window.avg_logprob), compression_ratio=round(window.compression_ratio, 4),
                        no_speech_prob=_rounded(window.no_speech_prob), temperature=window.temperature)
 
@@ -440,6 +462,16 @@ def _recipe_arguments(temperature, options: dict) -> dict:
     if "vad_options" in options:
         options["vad_options"] = vad_options(options["vad_options"])
     return options
+
+
+def _call_temperature(temperature):
+    """A transcribe call's `temperature` as the recipe reads it: a list is a ladder; a single value is OpenAI's
+    (0: greedy, the configured ladder kept; above 0: sample at it)."""
+    if temperature is None or isinstance(temperature, (list, tuple)):
+        return temperature
+    if temperature < 0:
+        raise SpecdecError(f"temperature must be 0 (greedy) or positive, got {temperature}")
+    return None if temperature == 0 else [float(temperature)]
 
 
 def _check_long_form(long_form: str) -> str:

@@ -117,13 +117,12 @@ def _refine(words: list[Word], start: float, end: float, last_speech: float, med
         first = replace(first, start=max(0.0, first.end - longest))
     words[0] = first
     # keep the segment's own start (and shorten the word) when the first word is implausibly long
-    if start < first.end and start - 0.5 > first.start:
+    own_start = start < first.end and start - 0.5 > first.start
+    if own_start:
         words[0] = replace(first, start=max(0.0, min(first.end - median, start)))
-    else:
-        start = first.start
     last = words[-1]
-    if end > last.start and end + 0.5 < last.end:
+    own_end = end > last.start and end + 0.5 < last.end
+    if own_end:
         words[-1] = replace(last, end=max(last.start + median, end))
-    else:
-        end = last.end
-    return words, start, end
+    words = [replace(word, start=round(word.start, 2), end=round(word.end, 2)) for word in words]
+    return words, start if own_start else words[0].start, end if own_end else words[-1].end

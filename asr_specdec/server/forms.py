@@ -1,0 +1,100 @@
+"""The multipart forms of /v1/audio/transcriptions and /v1/audio/translations, as OpenAI defines them, validated
+at the edge into one `AudioRequest`. Extra fields (`mode`, `num_draft_tokens`) are this server's own; OpenAI
+clients send them through `extra_body`. What depends on the loaded model (model name, language, mode) is
+checked by the service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, File, Form, UploadFile
+
+from .errors import ApiError
+
+RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
+GRANULARITIES = ("segment", "word")
+
+
+@dataclass(frozen=True)
+class AudioRequest:
+    audio: bytes
+    filename: str | None
+    model: str
+    task: str  # transcribe | translate
+    language: str | None = None
+    prompt: str | None = None
+    response_format: str = "json"
+    temperature: float = 0.0
+    granularities: tuple[str, ...] = ()
+    stream: bool = False
+    mode: str | None = None
+    num_draft_tokens: int | None = None
+
+    @property
+    def timestamps(self) -> bool | None:
+        """Timed segments are decoded where the answer shows them (and for audio over 30 s, as always)."""
+        return True if self.stream or self.response_format in ("verbose_json", "srt", "vtt") else None
+
+
+async def transcription_request(
+    file: Annotated[UploadFile, File()],
+    model: Annotated[str, Form()],
+    language: Annotated[str | None, Form()] = None,
+    prompt: Annotated[str | None, Form()] = None,
+    response_format: Annotated[str, Form()] = "json",
+    temperature: Annotated[float, Form()] = 0.0,
+    timestamp_granularities: Annotated[list[str] | None, Form(alias="timestamp_granularities[]")] = None,
+    timestamp_granularities_plain: Annotated[list[str] | None, Form(alias="timestamp_granularities")] = None,
+    stream: Annotated[bool, Form()] = False,
+    mode: Annotated[str | None, Form()] = None,
+    num_draft_tokens: Annotated[int | None, Form()] = None,
+) -> AudioRequest:
+    return await _validated(file, model=model, task="transcribe", language=language, prompt=prompt,
+                            response_format=response_format, temperature=temperature,
+                            granularities=(*(timestamp_granularities or ()), *(timestamp_granularities_plain or ())),
+                            stream=stream, mode=mode, num_draft_tokens=num_draft_tokens)
+
+
+async def translation_request(
+    file: Annotated[UploadFile, File()],
+    model: Annotated[str, Form()],
+    prompt: Annotated[str | None, Form()] = None,
+    response_format: Annotated[str, Form()] = "json",
+    temperature: Annotated[float, Form()] = 0.0,
+    stream: Annotated[bool, Form()] = False,
+    mode: Annotated[str | None, Form()] = None,
+    num_draft_tokens: Annotated[int | None, Form()] = None,
+) -> AudioRequest:
+    return await _validated(file, model=model, task="translate", prompt=prompt, response_format=response_format,
+                            temperature=temperature, stream=stream, mode=mode, num_draft_tokens=num_draft_tokens)
+
+
+TranscriptionForm = Annotated[AudioRequest, Depends(transcription_request)]
+TranslationForm = Annotated[AudioRequest, Depends(translation_request)]
+
+
+async def _validated(file: UploadFile, **fields) -> AudioRequest:
+    response_format = fields["response_format"]
+    if response_format not in RESPONSE_FORMATS:
+        raise ApiError(400, f"unsupported response_format '{response_format}': use one of "
+                            f"{', '.join(RESPONSE_FORMATS)}", param="response_format", code="invalid_value")
+    if not 0.0 <= fields["temperature"] <= 1.0:
+        raise ApiError(400, "temperature must be between 0 and 1", param="temperature", code="invalid_value")
+    for granularity in fields.get("granularities", ()):
+        if granularity not in GRANULARITIES:
+            raise ApiError(400, f"unknown timestamp granularity '{granularity}': use segment or word",
+                           param="timestamp_granularities", code="invalid_value")
+        if granularity == "word":
+            raise ApiError(400, "word timestamps are not available on this server yet; ask for segment",
+                           param="timestamp_granularities", code="unsupported_value")
+    for name in ("language", "prompt", "mode"):
+        if fields.get(name) is not None and not fields[name].strip():
+            fields[name] = None
+    try:
+        audio = await file.read()
+    finally:
+        await file.close()
+    if not audio:
+        raise ApiError(400, "the uploaded file is empty (0 bytes)", param="file", code="empty_file")
+    return AudioRequest(audio=audio, filename=file.filename, **fields)

@@ -1,0 +1,1 @@
+"""One router per resource: audio (transcriptions, translations), models, health."""

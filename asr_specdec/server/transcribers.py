@@ -1,0 +1,77 @@
+"""The server's transcribers: the one it was started with, and siblings sharing its main model for requests
+that ask for another drafting mode or draft length (`mode`, `num_draft_tokens` form fields).
+
+Greedy output is the main model's whatever the drafter, so a sibling changes speed and telemetry, never the
+text. Siblings are built on first use (an int8 drafter takes about a second) and the last few are kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ..core.modes import ASSISTANT_MODES, MODES
+from ..errors import SpecdecError
+from ..whisper import SpeculativeWhisper
+
+MAX_DRAFT_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """The already loaded main model, in the shape SpeculativeWhisper accepts as `main`."""
+
+    model: object
+    processor: object
+    name: str
+
+
+class Transcribers:
+    def __init__(self, default: SpeculativeWhisper, keep: int = 4):
+        self.default, self.keep = default, keep
+        self._siblings: OrderedDict[tuple[str, int], SpeculativeWhisper] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The modes a request may ask for: the server's own, and every mode that needs no second model."""
+        return tuple(mode for mode in MODES if mode == self.default.mode or mode not in ASSISTANT_MODES)
+
+    def check(self, mode: str | None, num_draft_tokens: int | None) -> None:
+        """Raise SpecdecError (a 400) for options no transcriber here can serve."""
+        if mode is not None and mode not in self.modes:
+            why = "it needs an assistant model given at start-up (--mode, --assistant)" if mode in MODES else \
+                "unknown mode"
+            raise SpecdecError(f"mode '{mode}' is not available on this server ({why}); use one of "
+                               f"{', '.join(self.modes)}")
+        if num_draft_tokens is not None and not 1 <= num_draft_tokens <= MAX_DRAFT_TOKENS:
+            raise SpecdecError(f"num_draft_tokens must be between 1 and {MAX_DRAFT_TOKENS}")
+
+    def get(self, mode: str | None = None, num_draft_tokens: int | None = None) -> SpeculativeWhisper:
+        """The transcriber for these options (the default when they are its own); call from a worker thread."""
+        self.check(mode, num_draft_tokens)
+        default = self.default
+        key = (mode or default.mode, num_draft_tokens or default.draft_length.tokens)
+        if key == (default.mode, default.draft_length.tokens):
+            return default
+        with self._lock:
+            if key not in self._siblings:
+                self._siblings[key] = self._sibling(*key)
+                while len(self._siblings) > self.keep:
+                    self._siblings.popitem(last=False)
+            self._siblings.move_to_end(key)
+            return self._siblings[key]
+
+    def _sibling(self, mode: str, num_draft_tokens: int) -> SpeculativeWhisper:
+        default = self.default
+        sampling = default.sampling
+        # the same drafter object serves both when the mode is the same: only the decoding thread runs drafters
+        drafter = default.drafter if mode == default.mode and default.drafter is not None else None
+        return SpeculativeWhisper(
+            _Loaded(default.model, default.processor, default.main_name), drafter, mode=None if drafter else mode,
+            num_draft_tokens=num_draft_tokens, dynamic=default.draft_length.dynamic,
+            do_sample=sampling.do_sample, temperature=sampling.temperature, top_k=sampling.top_k,
+            top_p=sampling.top_p, seed=default.seed, language=default.language, task=default.task,
+            max_new_tokens=default.max_new_tokens, timestamps=default.timestamps, long_form=default.long_form,
+            condition_on_previous_text=default.condition_on_previous_text)

@@ -1,0 +1,35 @@
+"""One request's window decoder: its windows reach the batcher under its ticket, with OpenAI's prompt as the
+previous text of the first window and of every window conditioned on the text before it."""
+
+from __future__ import annotations
+
+from asr_specdec.server.batcher import Ticket
+from asr_specdec.server.service import RequestDecoder
+from asr_specdec.whisper.pipeline import Window
+
+
+class RecordingBatcher:
+    def __init__(self):
+        self.calls = []
+
+    def decode(self, pipeline, windows, generator, sampling, ticket):
+        self.calls.append((pipeline, windows, generator, sampling, ticket))
+        return [f"row {index}" for index in range(len(windows))]
+
+
+def test_the_prompt_goes_first_on_the_first_window_and_on_conditioned_ones():
+    batcher, ticket, pipeline = RecordingBatcher(), Ticket(), object()
+    decoder = RequestDecoder(batcher, pipeline, ticket, [11, 12])
+    assert decoder([Window(None, task="translate")], None, "greedy") == ["row 0"]
+    decoder([Window(None, previous=[13])], None, "greedy")  # a window conditioned on the text before it
+    decoder([Window(None)], None, "greedy")  # a later window without conditioning
+    assert [call[1][0].previous for call in batcher.calls] == [[11, 12], [11, 12, 13], None]
+    assert batcher.calls[0][1][0].task == "translate"
+    assert all(call[0] is pipeline and call[4] is ticket for call in batcher.calls)
+
+
+def test_without_a_prompt_windows_pass_unchanged():
+    batcher = RecordingBatcher()
+    windows = [Window(None, previous=[5]), Window(None)]
+    RequestDecoder(batcher, object(), Ticket(), [])(windows, None, "greedy")
+    assert batcher.calls[0][1] == windows
