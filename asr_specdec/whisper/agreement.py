@@ -8,7 +8,6 @@ tokenizer enters only as `starts_word(token)` and `token_text(token)`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,16 +66,18 @@ def agreed_length(hypotheses: list[list[int]], starts_word: Callable[[int], bool
 
 def committed_end(committed: list[int], text: list[int], starts_word: Callable[[int], bool]) -> int:
     """Where the already committed tokens end in a new hypothesis's text. Usually the text starts with them; when
-    the model rewrote some of them, the end of the best match is carried over, then moved on to a word's end."""
+    the model reworded some of them, the end is that of the prefix of the text closest to them (fewest token
+    edits; the nearest length among equals), moved on to the end of a word."""
     if text[:len(committed)] == committed:
         return len(committed)
-    blocks = [block for block in difflib.SequenceMatcher(None, committed, text, autojunk=False).get_matching_blocks()
-              if block.size]
-    if not blocks:
-        end = min(len(committed), len(text))
-    else:
-        last = blocks[-1]
-        end = min(len(text), last.b + last.size + len(committed) - (last.a + last.size))
+    # distances[e]: token edits between `committed` and text[:e], one row of committed at a time
+    distances = list(range(len(text) + 1))
+    for row, token in enumerate(committed, start=1):
+        diagonal, distances[0] = distances[0], row
+        for column in range(1, len(text) + 1):
+            diagonal, distances[column] = distances[column], min(
+                distances[column] + 1, distances[column - 1] + 1, diagonal + (text[column - 1] != token))
+    end = min(range(len(text) + 1), key=lambda column: (distances[column], abs(column - len(committed))))
     while 0 < end < len(text) and not starts_word(text[end]):
         end += 1
     return end

@@ -201,6 +201,13 @@ class SpeculativeWhisper:
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
                                 self.sampling.generator(self.seed), self._labels())
 
+    def stream(self, **options):
+        """A live transcription stream on these models, drafting each update from the last hypothesis (see
+        streaming.py): `feed(samples)` audio as it arrives, get updates with committed and tentative text."""
+        from .streaming import StreamingTranscriber
+
+        return StreamingTranscriber(self, **options)
+
     def _decode_run(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None):
         """One window of a transcribe call; the first window's detected language is kept for the rest."""
         decoded = self.pipeline.decode([Window(features, run.language_id, timestamps, previous)], run.generator)[0]

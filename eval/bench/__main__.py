@@ -2,7 +2,7 @@
 
 import importlib
 
-BENCHMARKS = ("drafters", "duel", "longform", "text")  # memory, report and systems are the duel's parts
+BENCHMARKS = ("drafters", "duel", "longform", "streaming", "text")  # memory, report and systems are the duel's parts
 
 if __name__ == "__main__":
     for name in BENCHMARKS:

@@ -41,6 +41,8 @@ def test_committed_end_follows_a_reworded_hypothesis():
     # a mapped end inside a word moves on to the word's end
     assert agreement.committed_end([1, 8], [1, 2, 3, 6], starts_word) == 3
     assert agreement.committed_end([], [1, 2], starts_word) == 0
+    # " as you" committed, then " As you know, and as I have given you": the first two words, not the later " you"
+    assert agreement.committed_end([1, 4], [9, 4, 6, 2, 1, 4, 6, 4, 9], starts_word) == 2
 
 
 def test_shift_moves_timestamps_only_and_never_below_zero():
