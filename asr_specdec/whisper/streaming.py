@@ -88,6 +88,18 @@ class StreamingUpdate:
         return record
 
 
+@dataclass
+class _Decode:
+    """One update's decode: its tokens and telemetry (nothing when the buffer was not decoded)."""
+
+    tokens: list[int] = field(default_factory=list)
+    stats: DecodeStats | None = None
+    seconds: float = 0.0
+    usage: HypothesisUsage | None = None
+    plain_seconds: float | None = None
+    identical: bool | None = None
+
+
 class StreamingTranscriber:
     """Live transcription with a SpeculativeWhisper's models (shared, not copied) and its drafter as fallback.
 
@@ -224,36 +236,42 @@ class StreamingTranscriber:
         with self._lock:
             samples, start, received = self._buffer, self._buffer_start, self._received
         fresh, self._decoded_until = received > self._decoded_until, received
-        decode_seconds, tokens, stats, usage, plain_seconds, identical = 0.0, [], None, None, None, None
+        decoded = _Decode()
         if not fresh:  # the end of a stream with nothing new: the last hypothesis stands
             new_tokens, words = self._commit_tentative(len(samples), start)
         else:
             if len(samples) and not self._silent(samples):
-                started = time.perf_counter()
-                window = Window(self.pipeline.features(samples), self.language_id, True,
-                                self._prompt[-self._prompt_limit:] or None)
-                if self.hypothesis_drafter is not None:
-                    self.hypothesis_drafter.expect(self._hypothesis)
-                decoded = self.pipeline.decode([window])[0]
-                decode_seconds = time.perf_counter() - started
-                tokens, stats = decoded.tokens, decoded.stats
-                if self.hypothesis_drafter is not None:
-                    usage = self.hypothesis_drafter.usage(tokens)
-                if self.language_id is None and self.pipeline.tokens.multilingual and self._has_text(tokens):
-                    self.language_id = decoded.language_id  # keep the language first heard
-                if self.plain is not None:
-                    started = time.perf_counter()
-                    plain_tokens = self.plain.decode([window])[0].tokens
-                    plain_seconds, identical = time.perf_counter() - started, plain_tokens == tokens
-            new_tokens, words = self._advance(tokens, len(samples), start, final)
+                decoded = self._decode(samples)
+            new_tokens, words = self._advance(decoded.tokens, len(samples), start, final)
         audio_seconds = received / audio_io.SAMPLE_RATE
         return StreamingUpdate(
             audio_seconds=audio_seconds, committed=self.committed, new_committed=self.pipeline.text(new_tokens),
             tentative=self.pipeline.text(self._tentative), buffer_start=start / audio_io.SAMPLE_RATE,
-            buffer_seconds=len(samples) / audio_io.SAMPLE_RATE, decode_seconds=decode_seconds,
+            buffer_seconds=len(samples) / audio_io.SAMPLE_RATE, decode_seconds=decoded.seconds,
             lag_seconds=None if self._committed_until is None else max(0.0, audio_seconds - self._committed_until),
-            words=words, tokens=tokens, stats=stats, drafting=usage, final=final,
-            plain_decode_seconds=plain_seconds, identical=identical)
+            words=words, tokens=decoded.tokens, stats=decoded.stats, drafting=decoded.usage, final=final,
+            plain_decode_seconds=decoded.plain_seconds, identical=decoded.identical)
+
+    def _decode(self, samples: np.ndarray) -> _Decode:
+        """One window of the buffer, conditioned on the committed text before it, drafted from the last hypothesis
+        (and with compare=True decoded plain as well, from the same features)."""
+        started = time.perf_counter()
+        window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None)
+        features_seconds = time.perf_counter() - started
+        if self.hypothesis_drafter is not None:
+            self.hypothesis_drafter.expect(self._hypothesis)
+        decoded = self.pipeline.decode([window])[0]
+        result = _Decode(decoded.tokens, decoded.stats, time.perf_counter() - started)
+        if self.hypothesis_drafter is not None:
+            result.usage = self.hypothesis_drafter.usage(decoded.tokens)
+        if self.language_id is None and self.pipeline.tokens.multilingual and self._has_text(decoded.tokens):
+            self.language_id = decoded.language_id  # keep the language first heard
+        if self.plain is not None:
+            started = time.perf_counter()
+            plain_tokens = self.plain.decode([window])[0].tokens
+            result.plain_seconds = features_seconds + time.perf_counter() - started
+            result.identical = plain_tokens == decoded.tokens
+        return result
 
     def _commit_tentative(self, buffer_samples: int, buffer_start: int):
         """Commit the last hypothesis's tentative text as it stands (the stream ended with no new audio)."""

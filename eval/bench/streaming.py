@@ -37,12 +37,15 @@ def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: f
     from asr_specdec.whisper.streaming import StreamingTranscriber
 
     stream = StreamingTranscriber(asr, min_chunk_seconds=min_chunk)
-    windows = []
+    windows, cpu = [], {name: [] for name in ("hypothesis", *arms)}
     decode = stream.pipeline.decode
 
     def recording(batch, generator=None):
         windows.append(batch[0])
-        return decode(batch, generator)
+        started = time.process_time()
+        decoded = decode(batch, generator)
+        cpu["hypothesis"].append(time.process_time() - started)
+        return decoded
 
     stream.pipeline.decode = recording
     seconds = {name: [] for name in ("hypothesis", *arms)}
@@ -59,14 +62,15 @@ def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: f
         encoder.append(update.stats.encoder_seconds)
         order.reverse()
         for name in order:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             pipeline = arms[name]
             tokens = pipeline.decode([Window(pipeline.features(buffer), window.language_id, True,
                                              window.previous)])[0].tokens
             seconds[name].append(time.perf_counter() - started)
+            cpu[name].append(time.process_time() - cpu_started)
             identical = identical and tokens == update.tokens
     summary = summarize(updates, len(samples) / 16000)
-    summary.update(seconds=seconds, encoder=encoder, identical=identical,
+    summary.update(seconds=seconds, cpu=cpu, encoder=encoder, identical=identical,
                    drafted=sum(u.update.drafting.hypothesis_accepted for u in updates if u.update.drafting),
                    tokens=sum(u.update.stats.new_tokens for u in updates if u.update.stats))
     return summary
@@ -131,6 +135,7 @@ def main(argv=None) -> int:
           "RTF | tokens from last hypothesis | identical |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     raw, totals = {}, {name: [] for name in ("hypothesis", "plain", "own drafter", "encoder")}
+    cpu_totals = {name: 0.0 for name in ("hypothesis", "plain", "own drafter")}
     for name, samples in clips.items():
         offline = asr.transcribe(samples).text
         summary = stream_clip(asr, arms, samples, args.chunk, args.min_chunk)
@@ -139,6 +144,8 @@ def main(argv=None) -> int:
         for arm in ("hypothesis", "plain", "own drafter"):
             totals[arm] += summary["seconds"][arm]
         totals["encoder"] += summary["encoder"]
+        for arm in cpu_totals:
+            cpu_totals[arm] += sum(summary["cpu"][arm])
         raw[name] = {**summary, "offline": offline}
     hypothesis, plain_seconds = np.array(totals["hypothesis"]), np.array(totals["plain"])
     encoder = np.array(totals["encoder"])
@@ -146,6 +153,11 @@ def main(argv=None) -> int:
           f"ratio of summed times {plain_seconds.sum() / hypothesis.sum():.2f}x, without the encoder "
           f"{(plain_seconds - encoder).sum() / (hypothesis - encoder).sum():.2f}x; own drafter alone "
           f"{plain_seconds.sum() / np.sum(totals['own drafter']):.2f}x")
+    print(f"process CPU time (both threads; less sensitive to other load): plain {cpu_totals['plain']:.1f} s, "
+          f"hypothesis drafting {cpu_totals['hypothesis']:.1f} s "
+          f"({cpu_totals['plain'] / cpu_totals['hypothesis']:.2f}x), "
+          f"own drafter alone {cpu_totals['own drafter']:.1f} s "
+          f"({cpu_totals['plain'] / cpu_totals['own drafter']:.2f}x)")
     if args.output:
         Path(args.output).write_text(json.dumps(raw, indent=1, default=float))
     return 0
