@@ -40,7 +40,8 @@ def run_live(args, asr) -> int:
             continue
         if len(args.files) > 1 and args.format == "text":
             print(f"== {file}", flush=True)
-        stream = StreamingTranscriber(asr, compare=args.compare)
+        # --mode off asks for plain decoding: no drafting at all, not even from the last hypothesis
+        stream = StreamingTranscriber(asr, compare=args.compare, hypothesis_drafting=asr.mode != "off")
         updates, printed = [], False
         for live in play(stream, samples, chunk_seconds=CHUNK_SECONDS, speed=args.live_speed, clock="real"):
             updates.append(live)

@@ -54,6 +54,8 @@ def play(stream: StreamingTranscriber, samples: np.ndarray, *, chunk_seconds: fl
             continue
         stream.append(samples[fed:available])
         fed = available
+        if clock == "fixed":  # the update happens when its audio has arrived
+            now = max(now, fed / SAMPLE_RATE / speed)
         update = stream.update()
         now = _after(update, now, clock, began)
         yield LiveUpdate(now, update)

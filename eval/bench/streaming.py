@@ -3,10 +3,12 @@ real-time pace on a simulated clock; every update drafted from the last hypothes
 again plain and with the transcriber's own drafter alone, interleaved update by update.
 
     python -m eval.bench.streaming [--main base] [--mode quantized-self] [--dtype float32] [--threads 2]
-                                   [--chunk 0.5] [--min-chunk 0.5] [--clips NAME,...] [--no-joined]
+                                   [--chunk 0.5] [--min-chunk 0.5] [--clock simulated|fixed] [--clips NAME,...]
+                                   [--no-joined] [--output raw.json]
 
 The simulated clock advances by chunk arrivals and by each update's measured decode time (drafting from the last
-hypothesis), so updates cover whatever audio arrived while the last one decoded, as live. Prints per clip: the
+hypothesis), so updates cover whatever audio arrived while the last one decoded, as live (`--clock fixed`: one
+update per chunk whatever the decode time, a schedule that does not depend on the machine). Prints per clip: the
 WER of the final committed text against the offline transcript of the whole clip, per-update decode seconds
 (median and p95) for each way of decoding, the median per-update speedup over plain, the same without the
 encoder (which every way pays alike), the mean lag of committed words, the real-time factor (decode time over
@@ -30,7 +32,7 @@ from .longform import joined_clips
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: float) -> dict:
+def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: float, clock: str) -> dict:
     """Stream one clip; after each update, decode its buffer again with every arm (order alternating)."""
     from asr_specdec.whisper.live import play, summarize
     from asr_specdec.whisper.pipeline import Window
@@ -50,7 +52,7 @@ def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: f
     stream.pipeline.decode = recording
     seconds = {name: [] for name in ("hypothesis", *arms)}
     encoder, updates, identical, order = [], [], True, list(arms)
-    for live in play(stream, samples, chunk_seconds=chunk, clock="simulated"):
+    for live in play(stream, samples, chunk_seconds=chunk, clock=clock):
         updates.append(live)
         update = live.update
         if update.stats is None:
@@ -102,6 +104,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--chunk", type=float, default=0.5, help="seconds of audio per arriving chunk")
     parser.add_argument("--min-chunk", type=float, default=0.5, help="least new audio that starts an update")
+    parser.add_argument("--clock", choices=("simulated", "fixed"), default="simulated",
+                        help="simulated: real-time pace, decode time advances the clock; fixed: one update per "
+                             "chunk whatever the decode time (a schedule that does not depend on the machine's load)")
     parser.add_argument("--clips", help="comma-separated clip names (default: every clip of the manifest)")
     parser.add_argument("--no-joined", action="store_true", help="leave out the 64-s file of all clips joined")
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
@@ -129,7 +134,7 @@ def main(argv=None) -> int:
     arms = {"plain": plain, "own drafter": own}
     asr.transcribe(next(iter(clips.values()))[:16000 * 5])  # warm-up
     print(f"{args.main} {args.dtype}, fallback drafter {args.mode}, {args.threads} threads, chunks of "
-          f"{args.chunk} s, updates after at least {args.min_chunk} s of new audio, simulated real-time clock\n")
+          f"{args.chunk} s, updates after at least {args.min_chunk} s of new audio, {args.clock} clock\n")
     print("| clip | s | updates | WER vs offline | hypothesis drafting median / p95 s | own drafter alone | "
           "plain | speedup (median per update) | without encoder | encoder s | mean lag of committed words s | "
           "RTF | tokens from last hypothesis | identical |")
@@ -138,7 +143,7 @@ def main(argv=None) -> int:
     cpu_totals = {name: 0.0 for name in ("hypothesis", "plain", "own drafter")}
     for name, samples in clips.items():
         offline = asr.transcribe(samples).text
-        summary = stream_clip(asr, arms, samples, args.chunk, args.min_chunk)
+        summary = stream_clip(asr, arms, samples, args.chunk, args.min_chunk, args.clock)
         errors, words = word_errors(offline, summary["text"])
         print(row(name, len(samples) / 16000, errors / max(words, 1), summary), flush=True)
         for arm in ("hypothesis", "plain", "own drafter"):

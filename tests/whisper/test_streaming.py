@@ -212,5 +212,7 @@ def test_live_summary_of_a_fixed_clock_run(asr):
     stream.plain = None  # the scripted decode stands in for both
     updates = list(play(stream, noise(1.2), chunk_seconds=0.5, clock="fixed"))
     assert [round(live.update.audio_seconds, 2) for live in updates] == [0.5, 1.0, 1.2, 1.2]
+    assert [round(live.clock, 2) for live in updates] == [0.5, 1.0, 1.2, 1.2]  # each chunk's arrival
     summary = summarize(updates, 1.2)
     assert summary["updates"] == 4 and summary["text"] == updates[-1].update.committed
+    assert summary["words"] >= 1 and 0 <= summary["mean_word_lag"] <= 1.2
