@@ -46,6 +46,7 @@ class HypothesisDrafter(Drafter):
         self.hypothesis: list[int] = []
         self._begin = 0
         self._offset = 0  # hypothesis index of the next token = generated length + offset
+        self._finished = False  # followed to its end: what comes now is new, the fallback's to draft
         self._drafts: list[tuple[str, int, list[int]]] = []  # (source, generated position, tokens)
 
     def expect(self, tokens: list[int]) -> None:
@@ -56,6 +57,7 @@ class HypothesisDrafter(Drafter):
         super().start(context)
         self._begin = context.rules.begin_index  # where generation starts: the prompt's length
         self._offset = 0
+        self._finished = False
         self._drafts = []
         if self.fallback is not None:
             self.fallback.start(context)
@@ -66,7 +68,8 @@ class HypothesisDrafter(Drafter):
 
     def draft(self, sequence: list[int], max_tokens: int) -> Draft:
         generated = sequence[self._begin:]
-        proposal = [] if self._last_hypothesis_draft_failed(generated) else self._follow(generated, max_tokens)
+        proposal = [] if self._finished or self._last_hypothesis_draft_failed(generated) \
+            else self._follow(generated, max_tokens)
         if proposal:
             self._drafts.append(("hypothesis", len(generated), proposal))
             return Draft(tokens=proposal)
@@ -87,6 +90,7 @@ class HypothesisDrafter(Drafter):
                       for back in range(1, min(ANCHOR_TOKENS, len(generated), expected) + 1)]
             # still in step; or the main model just put another token in the place of the hypothesis's one
             if all(behind[1:]):
+                self._finished = expected == len(hypothesis)
                 return hypothesis[expected:expected + max_tokens]
         place = None
         for size in range(min(ANCHOR_TOKENS, len(generated)), 0, -1):

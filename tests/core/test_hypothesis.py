@@ -135,3 +135,17 @@ def test_after_a_hypothesis_draft_that_was_all_rejected_the_fallback_drafts_once
     usage = drafter.usage([9, 7, 2, 3, 4, 5, 6])
     assert (usage.hypothesis_drafted, usage.hypothesis_accepted) == (8, 4)
     assert (usage.fallback_drafted, usage.fallback_accepted) == (2, 1)
+
+
+def test_once_the_hypothesis_was_followed_to_its_end_only_the_fallback_drafts():
+    fallback = Recorder()
+    drafter = HypothesisDrafter(fallback, fallback_tokens=2)
+    drafter.expect([1, 2, 3, 4, 5])
+    drafter.start(one_row_context(begin=1))
+    assert drafter.draft([0, 1, 2, 3, 4, 5], 4).tokens == [7, 7]  # its end: the new audio's tail begins
+    # the new text happens to end like an earlier part of the hypothesis ("1 2"): still not the hypothesis's
+    assert drafter.draft([0, 1, 2, 3, 4, 5, 9, 1, 2], 4).tokens == [7, 7]
+    # a new decode follows its new hypothesis again
+    drafter.expect([1, 2, 3])
+    drafter.start(one_row_context(begin=1))
+    assert drafter.draft([0, 1], 4).tokens == [2, 3]
