@@ -15,7 +15,7 @@ from .commands import format_stats, run_command
 from .core.modes import ASSISTANT_MODES, MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 
-FORMATS = ("text", "json", "srt", "vtt")
+FORMATS = ("text", "json", "jsonl", "srt", "vtt")
 LONG_FORM_MODES = ("sequential", "chunked")
 DEFAULTS_HELP = (
     "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", action="store_true",
                         help="also decode with plain greedy and print both times, the speedup and whether the "
                              "outputs are identical")
+    parser.add_argument("--live", action="store_true",
+                        help="play each file in real time into a live transcriber (each update drafts from the last "
+                             "hypothesis) and print the text as it is committed; --format jsonl: one JSON object per "
+                             "update; --compare: each update also decoded plain")
+    parser.add_argument("--live-speed", type=float, default=1.0, help="with --live: play N times faster")
     return parser
 
 
@@ -86,6 +91,8 @@ def render(result, output_format: str, file: str, comparison: dict | None = None
         return to_vtt(result.segments, word_cues)
     if output_format == "json":
         return json.dumps(result_record(result, file, comparison), ensure_ascii=False, indent=2) + "\n"
+    if output_format == "jsonl":
+        return json.dumps(result_record(result, file, comparison), ensure_ascii=False) + "\n"
     return to_text(result.segments) + "\n"
 
 
@@ -173,10 +180,17 @@ def run(args) -> int:
 
     from .errors import SpecdecError
 
+    if args.live:
+        from .transcribe_live import check_live_args
+
+        problem = check_live_args(args)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     try:
         check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
-        plain = build_transcriber(args, mode_override="off")[0] if args.compare else None
+        plain = build_transcriber(args, mode_override="off")[0] if args.compare and not args.live else None
     except SpecdecError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -184,6 +198,10 @@ def run(args) -> int:
         print(f"models: main {transcriber.main_name}, mode {transcriber.mode}"
               f"{', assistant ' + transcriber.assistant_name if transcriber.assistant_name else ''} ({reason})",
               file=sys.stderr)
+    if args.live:
+        from .transcribe_live import run_live
+
+        return run_live(args, transcriber)
     if args.batch_size < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
         return 2

@@ -276,6 +276,13 @@ class SpeculativeWhisper:
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
                                 self._generator(self.options.recipe), self._labels(), self.options.recipe)
 
+    def stream(self, **options):
+        """A live transcription stream on these models, drafting each update from the last hypothesis (see
+        streaming.py): `feed(samples)` audio as it arrives, get updates with committed and tentative text."""
+        from .streaming import StreamingTranscriber
+
+        return StreamingTranscriber(self, **options)
+
     def _window(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None,
                 audio_frames: int | None = None, complete_segments: bool = False) -> Window:
         """A window of a transcribe call: the recipe's prompt pieces (the prefix on the first window only), and word

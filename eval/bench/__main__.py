@@ -3,7 +3,7 @@
 import importlib
 
 # memory, report and systems are the duel's parts
-BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "text", "server")
+BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "streaming", "text", "server")
 
 if __name__ == "__main__":
     for name in BENCHMARKS:
