@@ -106,13 +106,14 @@ class StreamingTranscriber:
     `hypothesis_drafting=False` decodes each update with the transcriber's own drafter only; `compare=True` also
     decodes each update plain and reports both times and whether the tokens are identical. The transcriber's
     drafter keeps per-decode state, so decodes of streams and files sharing one SpeculativeWhisper must not
-    overlap (one at a time, as the web app's queue and a server's lock ensure).
+    overlap (one at a time, as the web app's queue and a server's lock ensure). `decode_windows(pipeline, windows)`
+    runs each decode (default: `pipeline.decode(windows)`), e.g. on the one thread a server decodes with.
     """
 
     def __init__(self, asr, *, language: str | None = None, hypothesis_drafting: bool = True,
                  hypothesis_tokens: int = DEFAULT_HYPOTHESIS_TOKENS, min_chunk_seconds: float = 0.5,
                  trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0, silence_rms: float = SILENCE_RMS,
-                 compare: bool = False):
+                 compare: bool = False, decode_windows=None):
         base = asr.pipeline
         window_seconds = base.window_samples / audio_io.SAMPLE_RATE
         if not 0 < trim_seconds <= max_buffer_seconds < window_seconds:
@@ -123,6 +124,7 @@ class StreamingTranscriber:
             self.hypothesis_drafter = HypothesisDrafter(base.drafter, base.draft_length.tokens)
             self.pipeline.drafter = self.hypothesis_drafter
             self.pipeline.draft_length = DraftLength(max(hypothesis_tokens, base.draft_length.tokens))
+        self._decode_windows = decode_windows or (lambda pipeline, windows: pipeline.decode(windows))
         self.plain = None
         if compare:
             self.plain = copy.copy(base)
@@ -260,7 +262,7 @@ class StreamingTranscriber:
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)
-        decoded = self.pipeline.decode([window])[0]
+        decoded = self._decode_windows(self.pipeline, [window])[0]
         result = _Decode(decoded.tokens, decoded.stats, time.perf_counter() - started)
         if self.hypothesis_drafter is not None:
             result.usage = self.hypothesis_drafter.usage(decoded.tokens)
@@ -268,7 +270,7 @@ class StreamingTranscriber:
             self.language_id = decoded.language_id  # keep the language first heard
         if self.plain is not None:
             started = time.perf_counter()
-            plain_tokens = self.plain.decode([window])[0].tokens
+            plain_tokens = self._decode_windows(self.plain, [window])[0].tokens
             result.plain_seconds = features_seconds + time.perf_counter() - started
             result.identical = plain_tokens == decoded.tokens
         return result

@@ -82,6 +82,28 @@ def test_every_update_is_plain_greedy_on_its_buffer_and_prompt(asr, tiny_pair):
     assert drafted > 0, "nothing was accepted from the previous hypothesis"
 
 
+def test_decodes_run_where_decode_windows_says(asr):
+    """A server decodes on one thread of its own: every decode of a stream (drafted and plain) goes there, with
+    the same tokens as decoding in the caller's thread."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    audio = noise(2.0, seed=5)
+    direct = [live.update for live in play(StreamingTranscriber(asr), audio, chunk_seconds=1.0, clock="fixed")]
+    threads = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoder") as executor:
+        def on_decoder_thread(pipeline, windows):
+            threads.append(executor.submit(lambda: threading.current_thread().name).result())
+            return executor.submit(pipeline.decode, windows).result()
+
+        stream = StreamingTranscriber(asr, compare=True, decode_windows=on_decoder_thread)
+        routed = [live.update for live in play(stream, audio, chunk_seconds=1.0, clock="fixed")]
+    decoded = [update for update in routed if update.stats is not None]
+    assert len(threads) == 2 * len(decoded) >= 2 and all(name.startswith("decoder") for name in threads)
+    assert all(update.identical for update in decoded)
+    assert [update.tokens for update in routed] == [update.tokens for update in direct]
+
+
 class Script:
     """A stand-in for the pipeline's decode: returns the hypotheses given, in order, and records each window and
     what the hypothesis drafter was told to expect."""
