@@ -20,6 +20,7 @@ from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.drafters import QuantizedSelfDrafter
 from asr_specdec.whisper.options import PromptTruncated
 from asr_specdec.whisper.pipeline import Window, WindowPipeline
+from eval.bench.recipe import paused_clips
 
 from ..tiny_ct2 import converted_whisper
 from ..tiny_whisper import tiny_whisper
@@ -77,6 +78,30 @@ def test_every_drafter_equals_plain_greedy_with_each_feature(main_pair, other_pa
         assert result.tokens == plain.tokens, name
         assert result.segments == plain.segments, name  # times, text, words, scores
         assert result.text == plain.text
+
+
+@pytest.fixture(scope="module")
+def speech_with_pauses(shared_audio):
+    """Four shared clips (35 s of speech) with 3 s of silence or noise between them: VAD packs them into two
+    windows, decoded as two rows of one batch."""
+    return paused_clips(shared_audio, [(3.0, "silence"), (3.0, "noise")],
+                        ["libri-1088-134315-0000.wav", "librivox-0870.wav", "librivox-0890.wav",
+                         "librivox-0920.wav"])[0]
+
+
+def test_every_drafter_equals_plain_greedy_with_vad(main_pair, other_pair, speech_with_pauses):
+    """VAD windows are rows of one decode call: each drafter gives plain greedy's segments and words (silence
+    judging off, so that the random model's windows keep their text)."""
+    options = {"vad_filter": True, "word_timestamps": True, "no_speech_threshold": None, "silence_threshold": None}
+    plain = SpeculativeWhisper(main_pair, mode="off").transcribe(speech_with_pauses, **options)
+    assert len(plain.window_tokens) >= 2 and any(segment.words for segment in plain.segments)
+    for mode, settings in DRAFTERS.items():
+        settings = dict(settings)
+        if settings.pop("assistant_is_other", False):
+            settings["assistant_model"] = other_pair
+        speculative = SpeculativeWhisper(main_pair, mode=mode, num_draft_tokens=4, **settings)
+        result = speculative.transcribe(speech_with_pauses, **options)
+        assert result.tokens == plain.tokens and result.segments == plain.segments, mode
 
 
 def test_the_recipe_features_do_something(plain_results, main_pair, audio):
