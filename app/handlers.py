@@ -1,4 +1,5 @@
-"""What the page's buttons do: decode options from the controls in, component values out, errors as one line."""
+"""What the page's controls do: decode options in, component values out, errors as one line in the page's
+own terms."""
 
 from __future__ import annotations
 
@@ -11,32 +12,46 @@ import gradio as gr
 
 from asr_specdec.errors import SpecdecError
 
+from .downloads import download_stem, write_comparison, write_downloads
+from .drafter_guide import mode_help
+from .languages import AUTO, language_choices, language_info, task_choices
+from .messages import in_app_terms
+from .pairing import assistant_info
+from .segments import segments_html
 from .service import TranscriptionService
 from .settings import DecodeOptions
-from .views import comparison_rows, telemetry_rows, token_highlights, write_transcript
-
-SUBTITLES = ("srt", "vtt")  # download formats decoded with timestamps, so that cues carry the model's times
+from .views import (
+    COMPARISON_HEADERS,
+    TELEMETRY_HEADERS,
+    comparison_rows,
+    comparison_summary_html,
+    summary_html,
+    table_html,
+    telemetry_rows,
+    token_highlights,
+)
 
 log = logging.getLogger(__name__)
 
 
 @contextmanager
 def shown_to_user():
-    """Errors reach the page as one line: the user's own mistakes verbatim, our bugs only in the server log."""
+    """Errors reach the page as one line: the user's own mistakes in the page's terms, our bugs only in the
+    server log."""
     try:
         yield
     except gr.Error:
         raise
     except SpecdecError as error:
-        raise gr.Error(str(error), print_exception=False) from None
+        raise gr.Error(in_app_terms(str(error)), print_exception=False) from None
     except Exception:
         log.exception("unexpected error while handling a request")
         raise gr.Error("unexpected server error; the details are in the server log", print_exception=False) from None
 
 
-def options_from(main, mode, assistant, draft_tokens, dynamic, language, task) -> DecodeOptions:
-    return DecodeOptions(main, mode, assistant, int(draft_tokens), bool(dynamic),
-                         None if language == "auto" else language, task)
+def options_from(main, mode, assistant, language, task, draft_tokens, dynamic) -> DecodeOptions:
+    return DecodeOptions(main, mode, assistant or None, int(draft_tokens), bool(dynamic),
+                         None if language in (AUTO, None, "") else language, task)
 
 
 class Handlers:
@@ -44,22 +59,82 @@ class Handlers:
         self.service = service
         self._downloads = tempfile.TemporaryDirectory(prefix="asr-specdec-downloads-")  # removed with the app
 
-    def transcribe(self, audio, main, mode, assistant, draft_tokens, dynamic, language, task, output_format,
-                   progress=gr.Progress()):  # noqa: B008 (gradio finds its progress bar by this default)
-        """(transcript, token highlights, telemetry rows, transcript file)."""
-        with shown_to_user():
-            options = options_from(main, mode, assistant, draft_tokens, dynamic, language, task)
-            result = self.service.transcribe(audio, options, lambda done, what: progress(done, desc=what),
-                                             timestamps=True if output_format in SUBTITLES else None)
-            download = write_transcript(result, output_format, Path(self._downloads.name), Path(audio).stem)
-            highlights = token_highlights(result, self.service.tokenizer(main))
-            return result.text, highlights, telemetry_rows(result), str(download)
+    def _options(self, decoding: tuple) -> tuple[DecodeOptions, str | None]:
+        """The request's options, paired so that they work, and the note saying what had to change."""
+        options, note = self.service.paired(options_from(*decoding))
+        if note:
+            gr.Warning(note)
+        return options, note
 
-    def compare(self, audio, main, mode, assistant, draft_tokens, dynamic, language, task,
-                progress=gr.Progress()):  # noqa: B008
-        """(comparison rows, plain transcript, speculative transcript, speculative token highlights)."""
+    def transcribe(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
+                   progress=gr.Progress()):  # noqa: B008 (gradio finds its progress bar by this default)
+        """A file upload: (transcript, summary, segments, token highlights, telemetry, downloads)."""
+        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic)
+        return self._transcribe(audio, decoding, progress, recorded=False, audio_elem_id="file-audio")
+
+    def transcribe_recording(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
+                             progress=gr.Progress()):  # noqa: B008
+        """A microphone recording: the same outputs, downloads named by the time of the recording."""
+        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic)
+        return self._transcribe(audio, decoding, progress, recorded=True, audio_elem_id="mic-audio")
+
+    def _transcribe(self, audio, decoding: tuple, progress, recorded: bool, audio_elem_id: str):
         with shown_to_user():
-            options = options_from(main, mode, assistant, draft_tokens, dynamic, language, task)
-            plain, speculative = self.service.compare(audio, options, lambda done, what: progress(done, desc=what))
-            return (comparison_rows(plain, speculative), plain.text, speculative.text,
-                    token_highlights(speculative, self.service.tokenizer(main)))
+            options, note = self._options(decoding)
+            result = self.service.transcribe(audio, options, lambda done, what: progress(done, desc=what),
+                                             timestamps=True)
+            downloads = write_downloads(result, Path(self._downloads.name), download_stem(audio, recorded))
+            return (result.text, summary_html(result, self._language_source(options), note),
+                    segments_html(result.segments, audio_elem_id),
+                    token_highlights(result, self.service.tokenizer(options.main)),
+                    table_html(TELEMETRY_HEADERS, telemetry_rows(result)), [str(path) for path in downloads])
+
+    def compare(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
+                progress=gr.Progress()):  # noqa: B008
+        """(summary, comparison table, plain transcript, speculative transcript, speculative token highlights,
+        downloads)."""
+        with shown_to_user():
+            options, note = self._options((main, mode, assistant, language, task, draft_tokens, dynamic))
+            plain, speculative = self.service.compare(audio, options, lambda done, what: progress(done, desc=what),
+                                                      timestamps=True)
+            rows = comparison_rows(plain, speculative)
+            downloads = write_comparison(plain, speculative, rows, Path(self._downloads.name),
+                                         download_stem(audio, recorded=False))
+            return (comparison_summary_html(plain, speculative, self._language_source(options), note),
+                    table_html(COMPARISON_HEADERS, rows), plain.text, speculative.text,
+                    token_highlights(speculative, self.service.tokenizer(options.main)),
+                    [str(path) for path in downloads])
+
+    def _language_source(self, options: DecodeOptions) -> str:
+        if not self.service.profile(options.main).multilingual:
+            return "English-only model"
+        return "detected" if options.language is None else "chosen"
+
+    def main_changed(self, main, mode, language, task):
+        """Languages, tasks and assistants that fit the newly chosen main model."""
+        with shown_to_user():
+            profile = self.service.profile(main)
+            languages = language_choices(profile.languages)
+            tasks = task_choices(profile.multilingual)
+            return (gr.update(choices=languages, value=_kept(language, languages),
+                              info=language_info(main, profile.languages)),
+                    gr.update(choices=tasks, value=_kept(task, tasks)), self._assistant_update(main, mode))
+
+    def mode_changed(self, main, mode):
+        """The chosen drafter explained, and the assistants that can draft in it."""
+        with shown_to_user():
+            return gr.update(info=mode_help(mode, self.service.settings.device)), self._assistant_update(main, mode)
+
+    def _assistant_update(self, main, mode):
+        fitting = self.service.assistants(main, mode)
+        if not fitting:
+            return gr.update(visible=False)
+        default = self.service.settings.default_assistant
+        return gr.update(visible=True, choices=fitting, value=default if default in fitting else fitting[0],
+                         info=assistant_info(main, mode, fitting))
+
+
+def _kept(value, choices: list[tuple[str, str]]) -> str:
+    """`value` when the new choices still hold it, else the first choice."""
+    values = [choice for _, choice in choices]
+    return value if value in values else values[0]

@@ -10,6 +10,7 @@ from asr_specdec.weights.packs import pack_names
 
 from .service import TranscriptionService
 from .settings import AppSettings, DecodeOptions
+from .style import CSS, SEEK_SCRIPT
 from .ui import build_app
 
 
@@ -32,10 +33,11 @@ def launch(settings: AppSettings, host: str = "127.0.0.1", port: int | None = No
 
     Raises SpecdecError when the default models cannot be loaded."""
     service = TranscriptionService(settings)
-    service.decoder(DecodeOptions(settings.default_main, settings.default_mode, settings.default_assistant))
+    # the decoder the page's defaults ask for: the default assistant only where it fits the default mode
+    service.decoder(service.paired(DecodeOptions(settings.default_main, settings.default_mode))[0])
     app = build_app(service)
     # requests wait their turn in the queue: on a CPU one decode at a time is fastest for everyone
     app.queue(default_concurrency_limit=concurrency)
     app.launch(server_name=host, server_port=port, share=share, max_file_size=settings.max_upload_bytes,
-               prevent_thread_lock=not block, quiet=quiet)
+               prevent_thread_lock=not block, quiet=quiet, css=CSS, head=SEEK_SCRIPT)
     return app

@@ -9,15 +9,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import astuple, replace
+from pathlib import Path
 
 import torch
 
 from asr_specdec.core.modes import ASSISTANT_MODES
 from asr_specdec.errors import SpecdecError
-from asr_specdec.weights.whisper_models import LoadedWhisper, load_whisper
+from asr_specdec.weights.whisper_models import LoadedWhisper, load_whisper, resolve_model_dir
 from asr_specdec.whisper import Progress, SpeculativeWhisper, TranscriptionResult
 
 from .intake import read_audio, uploaded_path
+from .pairing import assistant_choices, paired
+from .profiles import ModelProfile, profile_from_directory, profile_from_model
 from .settings import AppSettings, DecodeOptions
 
 
@@ -31,16 +34,45 @@ class TranscriptionService:
         self.max_decoders = max_decoders  # each quantized-self decoder holds its own int8 copy
         self._models: dict[str, LoadedWhisper] = {}
         self._decoders: OrderedDict[tuple, tuple[SpeculativeWhisper, threading.Lock]] = OrderedDict()
+        self._profiles: dict[str, ModelProfile] = {}
         self._cache_lock = threading.RLock()
 
-    def model(self, spec: str) -> LoadedWhisper:
+    def _check_offered(self, spec: str) -> None:
         if spec not in self.settings.models:
             raise SpecdecError(f"model '{spec}' is not offered here (choose one of {', '.join(self.settings.models)})")
+
+    def model(self, spec: str) -> LoadedWhisper:
+        self._check_offered(spec)
         with self._cache_lock:
             if spec not in self._models:
                 dtype = torch.float32 if self.settings.device == "cpu" else torch.float16
                 self._models[spec] = load_whisper(spec, device=self.settings.device, dtype=dtype)
             return self._models[spec]
+
+    def profile(self, spec: str) -> ModelProfile:
+        """Vocabulary and languages of an offered model, from its config files when it has a local directory
+        (no weights loaded), else from the loaded model."""
+        self._check_offered(spec)
+        with self._cache_lock:
+            if spec not in self._profiles:
+                self._profiles[spec] = self._read_profile(spec)
+            return self._profiles[spec]
+
+    def _read_profile(self, spec: str) -> ModelProfile:
+        if spec not in self._models:
+            location = resolve_model_dir(spec)
+            if isinstance(location, Path):
+                return profile_from_directory(location)
+        return profile_from_model(self.model(spec).model)
+
+    def assistants(self, main: str, mode: str) -> list[str]:
+        """The assistants that can draft for `main` in `mode` (see pairing.py)."""
+        return assistant_choices(main, mode, self.settings.models, lambda spec: self.profile(spec).vocab_size)
+
+    def paired(self, options: DecodeOptions) -> tuple[DecodeOptions, str | None]:
+        """Options whose assistant fits the mode, and a note for the user when they had to change."""
+        return paired(options, self.settings.models, lambda spec: self.profile(spec).vocab_size,
+                      self.settings.default_assistant)
 
     def decoder(self, options: DecodeOptions) -> tuple[SpeculativeWhisper, threading.Lock]:
         """The cached decoder for these options and the lock its user must hold, built on first use."""
@@ -67,13 +99,14 @@ class TranscriptionService:
         """`timestamps`: True for timed segments (subtitles); None leaves it to the length of the audio."""
         return self._run(options, self.read(upload), report, timestamps)
 
-    def compare(self, upload: str | None, options: DecodeOptions,
-                report: Progress = _no_progress) -> tuple[TranscriptionResult, TranscriptionResult]:
+    def compare(self, upload: str | None, options: DecodeOptions, report: Progress = _no_progress,
+                timestamps: bool | None = None) -> tuple[TranscriptionResult, TranscriptionResult]:
         """(plain greedy result, speculative result) on the same audio, plain first."""
         samples = self.read(upload)
-        plain = self._run(replace(options, mode="off"), samples, lambda done, what: report(done / 2, f"plain: {what}"))
+        plain = self._run(replace(options, mode="off"), samples, lambda done, what: report(done / 2, f"plain: {what}"),
+                          timestamps)
         speculative = self._run(options, samples,
-                                lambda done, what: report(0.5 + done / 2, f"{options.mode}: {what}"))
+                                lambda done, what: report(0.5 + done / 2, f"{options.mode}: {what}"), timestamps)
         return plain, speculative
 
     def _run(self, options: DecodeOptions, samples, report: Progress,

@@ -1,4 +1,6 @@
-"""The page: settings beside three tabs (file, microphone, compare), each with its own results."""
+"""The page: three tabs (file, microphone, compare), each with its own results, beside the settings.
+
+The tabs come first in the page, so on a phone the audio input is on the first screen and the settings follow."""
 
 from __future__ import annotations
 
@@ -7,15 +9,16 @@ from dataclasses import dataclass
 import gradio as gr
 
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
-from asr_specdec.core.modes import ASSISTANT_MODES, MODES
 
+from .drafter_guide import guide_markdown, mode_choices, mode_help
 from .handlers import Handlers
+from .languages import AUTO, language_choices, language_info, task_choices
+from .pairing import assistant_info
 from .service import TranscriptionService
-from .settings import AppSettings
-from .views import COMPARISON_HEADERS, HIGHLIGHT_COLORS, TELEMETRY_HEADERS
+from .views import HIGHLIGHT_COLORS, HIGHLIGHT_LEGEND, empty_comparison_html
 
-INTRO = ("# asr-specdec\nWhisper transcription with exact speculative decoding: a cheap drafter proposes tokens, "
-         "the main model verifies them in one pass, and the text is exactly what the main model alone would write.")
+INTRO = ("# asr-specdec\nWhisper transcription with exact speculative decoding: a cheap drafter proposes tokens and "
+         "the main model verifies them in one pass, so the text is exactly the main model's, sooner.")
 
 
 @dataclass
@@ -23,39 +26,39 @@ class Controls:
     main: gr.Dropdown
     mode: gr.Dropdown
     assistant: gr.Dropdown
-    draft_tokens: gr.Slider
-    dynamic: gr.Checkbox
     language: gr.Dropdown
     task: gr.Radio
-    output_format: gr.Radio
+    draft_tokens: gr.Slider
+    dynamic: gr.Checkbox
 
     @property
     def decoding(self) -> list:
-        return [self.main, self.mode, self.assistant, self.draft_tokens, self.dynamic, self.language, self.task]
+        """In the order of the handlers' parameters."""
+        return [self.main, self.mode, self.assistant, self.language, self.task, self.draft_tokens, self.dynamic]
 
 
 @dataclass
 class ResultPanel:
     transcript: gr.Textbox
+    summary: gr.HTML
+    segments: gr.HTML
+    downloads: gr.File
     highlights: gr.HighlightedText
-    telemetry: gr.Dataframe
-    download: gr.File
+    telemetry: gr.HTML
 
     @property
     def outputs(self) -> list:
-        return [self.transcript, self.highlights, self.telemetry, self.download]
+        """In the order the transcribe handlers return them."""
+        return [self.transcript, self.summary, self.segments, self.highlights, self.telemetry, self.downloads]
 
 
 def build_app(service: TranscriptionService) -> gr.Blocks:
-    settings = service.settings
     handlers = Handlers(service)
 
     with gr.Blocks(title="asr-specdec", delete_cache=(3600, 3600), analytics_enabled=False) as app:
-        gr.Markdown(INTRO)
-        with gr.Row():
-            with gr.Column(scale=1, min_width=260):
-                controls = _controls(settings)
-            with gr.Column(scale=3):
+        gr.Markdown(INTRO, elem_id="intro")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=340):
                 with gr.Tabs():
                     with gr.Tab("File"):
                         file_audio = gr.Audio(sources=["upload"], type="filepath", label="Audio file",
@@ -72,56 +75,83 @@ def build_app(service: TranscriptionService) -> gr.Blocks:
                                                  label="Audio for both decoders", elem_id="compare-audio")
                         compare_button = gr.Button("Compare plain vs speculative", variant="primary",
                                                    elem_id="compare")
-                        comparison = gr.Dataframe(headers=COMPARISON_HEADERS, interactive=False,
-                                                  label="Plain greedy vs speculative", elem_id="comparison")
-                        with gr.Row():
-                            plain_text = gr.Textbox(label="Plain transcript", lines=3, elem_id="plain-transcript")
-                            speculative_text = gr.Textbox(label="Speculative transcript", lines=3,
-                                                          elem_id="speculative-transcript")
-                        compare_highlights = _highlights("compare-highlights")
+                        compare_outputs = _comparison_panel()
+            with gr.Column(scale=1, min_width=280, elem_id="settings"):
+                controls = _controls(service)
 
-        controls.mode.change(lambda mode: gr.update(visible=mode in ASSISTANT_MODES), controls.mode,
-                             controls.assistant, api_visibility="private", queue=False)
-        transcribe_inputs = controls.decoding + [controls.output_format]
-        file_button.click(handlers.transcribe, [file_audio, *transcribe_inputs], file_panel.outputs,
-                          api_name="transcribe")
-        mic_button.click(handlers.transcribe, [mic_audio, *transcribe_inputs], mic_panel.outputs,
-                         api_name="transcribe_microphone")
-        compare_button.click(handlers.compare, [compare_audio, *controls.decoding],
-                             [comparison, plain_text, speculative_text, compare_highlights], api_name="compare")
+        controls.main.change(handlers.main_changed, [controls.main, controls.mode, controls.language, controls.task],
+                             [controls.language, controls.task, controls.assistant], api_visibility="private",
+                             queue=False)
+        controls.mode.change(handlers.mode_changed, [controls.main, controls.mode], [controls.mode, controls.assistant],
+                             api_visibility="private", queue=False)
+        # one progress indicator per job, on the transcript, not one on every output
+        file_button.click(handlers.transcribe, [file_audio, *controls.decoding], file_panel.outputs,
+                          api_name="transcribe", show_progress_on=[file_panel.transcript])
+        mic_button.click(handlers.transcribe_recording, [mic_audio, *controls.decoding], mic_panel.outputs,
+                         api_name="transcribe_microphone", show_progress_on=[mic_panel.transcript])
+        compare_button.click(handlers.compare, [compare_audio, *controls.decoding], compare_outputs,
+                             api_name="compare", show_progress_on=[compare_outputs[1]])
     return app
 
 
-def _controls(settings: AppSettings) -> Controls:
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
+def _controls(service: TranscriptionService) -> Controls:
+    settings = service.settings
+    main_profile = service.profile(settings.default_main)
+    assistants = service.assistants(settings.default_main, settings.default_mode)
     gr.Markdown("### Settings")
-    main = gr.Dropdown(list(settings.models), value=settings.default_main, label="Main model")
-    mode = gr.Dropdown(list(MODES), value=settings.default_mode, label="Drafter",
-                       info="off = plain greedy decoding")
-    assistant = gr.Dropdown(list(settings.models), value=settings.default_assistant, label="Assistant model",
-                            visible=settings.default_mode in ASSISTANT_MODES,
-                            info="assistant mode needs the main model's vocabulary; universal takes any")
-    draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
-    dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full accept, -1 otherwise)")
-    language = gr.Dropdown(["auto", *sorted(LANGUAGES)], value="auto", label="Language",
-                           info="auto: detected (English-only models ignore it)")
-    task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
-    output_format = gr.Radio(["text", "srt", "vtt"], value="text", label="Download format")
+    main = gr.Dropdown(list(settings.models), value=settings.default_main, label="Main model",
+                       info="the model whose text you get, whatever the drafter")
+    mode = gr.Dropdown(mode_choices(settings.device), value=settings.default_mode, label="Drafter",
+                       info=mode_help(settings.default_mode, settings.device), elem_id="drafter")
+    offered = assistants or list(settings.models)  # hidden until a mode that needs an assistant is chosen
+    assistant = gr.Dropdown(offered, label="Assistant model", visible=bool(assistants), elem_id="assistant",
+                            value=settings.default_assistant if settings.default_assistant in offered else offered[0],
+                            info=assistant_info(settings.default_main, settings.default_mode, assistants))
+    language = gr.Dropdown(language_choices(main_profile.languages), label="Language", elem_id="language",
+                           value=AUTO if main_profile.multilingual else "en",
+                           info=language_info(settings.default_main, main_profile.languages))
+    task = gr.Radio(task_choices(main_profile.multilingual), value="transcribe", label="Task")
+    # more decoding options (compute type, VAD, word timestamps) belong in this accordion
+    with gr.Accordion("Decoding options", open=False, elem_id="decoding-options"):
+        draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
+        dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full acceptance, -1 otherwise)")
+    with gr.Accordion("About the drafters", open=False, elem_id="drafter-guide"):
+        gr.Markdown(guide_markdown(settings.device))
     gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_seconds:g} s of audio.")
-    return Controls(main, mode, assistant, draft_tokens, dynamic, language, task, output_format)
+    return Controls(main, mode, assistant, language, task, draft_tokens, dynamic)
 
 
 def _result_panel(prefix: str) -> ResultPanel:
-    transcript = gr.Textbox(label="Transcript", lines=3, elem_id=f"{prefix}-transcript")
+    summary = gr.HTML(elem_id=f"{prefix}-summary")
+    transcript = gr.Textbox(label="Transcript", lines=3, buttons=["copy"], elem_id=f"{prefix}-transcript")
+    segments = gr.HTML(label="Segments", show_label=True, container=True, elem_id=f"{prefix}-segments")
+    downloads = gr.File(label="Download (text, SRT and WebVTT subtitles, JSON)", file_count="multiple",
+                        elem_id=f"{prefix}-download", elem_classes=["downloads"])
     highlights = _highlights(f"{prefix}-highlights")
-    telemetry = gr.Dataframe(headers=TELEMETRY_HEADERS, interactive=False, label="Telemetry",
-                             elem_id=f"{prefix}-telemetry")
-    download = gr.File(label="Download transcript", elem_id=f"{prefix}-download")
-    return ResultPanel(transcript, highlights, telemetry, download)
+    telemetry = gr.HTML(label="Telemetry", show_label=True, container=True, elem_id=f"{prefix}-telemetry")
+    return ResultPanel(transcript, summary, segments, downloads, highlights, telemetry)
+
+
+def _comparison_panel() -> list:
+    """The compare handler's outputs, in its order."""
+    summary = gr.HTML(elem_id="compare-summary")
+    # drawn with empty values until the first comparison, so the progress bar on it has room
+    table = gr.HTML(empty_comparison_html(), label="Plain greedy vs speculative", show_label=True, container=True,
+                    elem_id="comparison")
+    with gr.Row():
+        plain_text = gr.Textbox(label="Plain transcript", lines=3, buttons=["copy"], min_width=240,
+                                elem_id="plain-transcript")
+        speculative_text = gr.Textbox(label="Speculative transcript", lines=3, buttons=["copy"], min_width=240,
+                                      elem_id="speculative-transcript")
+    highlights = _highlights("compare-highlights")
+    downloads = gr.File(label="Download (speculative transcript; both results in .comparison.json)",
+                        file_count="multiple", elem_id="compare-download", elem_classes=["downloads"])
+    return [summary, table, plain_text, speculative_text, highlights, downloads]
 
 
 def _highlights(elem_id: str) -> gr.HighlightedText:
-    return gr.HighlightedText(label="Tokens: accepted from the draft vs supplied by the main model",
-                              color_map=HIGHLIGHT_COLORS, show_legend=True, show_inline_category=False,
-                              elem_id=elem_id)
+    highlights = gr.HighlightedText(label="Tokens: accepted from the draft, or the main model's own",
+                                    color_map=HIGHLIGHT_COLORS, show_legend=True, show_inline_category=False,
+                                    elem_id=elem_id)
+    gr.Markdown(HIGHLIGHT_LEGEND, elem_classes=["legend"])
+    return highlights

@@ -1,19 +1,23 @@
-"""A result as the page shows it: telemetry rows, token highlights, and the transcript file to download."""
+"""A result as the page shows it: a summary line, telemetry and comparison tables, and token highlights."""
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
+from html import escape
 
 from asr_specdec.whisper import TranscriptionResult
-from asr_specdec.whisper.formats import to_srt, to_text, to_vtt
 
-FROM_DRAFT = "accepted from draft"
-FROM_MAIN = "supplied by main model"
+from .languages import language_name
+
+FROM_DRAFT = "accepted from the draft"
+FROM_MAIN = "main model's own token"
 HIGHLIGHT_COLORS = {FROM_DRAFT: "#22c55e", FROM_MAIN: "#f97316"}
-RENDERERS = {"text": (to_text, "txt"), "srt": (to_srt, "srt"), "vtt": (to_vtt, "vtt")}
+HIGHLIGHT_LEGEND = ("Each round the main model checks the draft in one pass and adds one token of its own: its "
+                    "correction where the draft went wrong, or its next token when the whole draft was right. So "
+                    "orange tokens appear even at 100% acceptance, one per round; with the drafter off, every "
+                    "token is the main model's.")
 TELEMETRY_HEADERS = ["measure", "value"]
 COMPARISON_HEADERS = ["measure", "plain", "speculative"]
+COMPARISON_MEASURES = ["mode", "time", "speedup", "identical output", "tokens per main pass", "acceptance rate"]
 
 
 def telemetry_rows(result: TranscriptionResult) -> list[list[str]]:
@@ -21,6 +25,7 @@ def telemetry_rows(result: TranscriptionResult) -> list[list[str]]:
     return [
         ["mode", result.mode],
         ["models", result.main_model + (f" + {result.assistant_model}" if result.assistant_model else "")],
+        ["language", language_name(result.language)],
         ["audio", f"{result.duration:.2f} s"],
         ["tokens generated", str(stats.new_tokens)],
         ["drafted / accepted", f"{stats.drafted_tokens} / {stats.accepted_tokens}"],
@@ -46,6 +51,41 @@ def comparison_rows(plain: TranscriptionResult, speculative: TranscriptionResult
     ]
 
 
+def empty_comparison_html() -> str:
+    """The comparison table before a comparison: what it will show, with no values yet."""
+    return table_html(COMPARISON_HEADERS, [[measure, "", ""] for measure in COMPARISON_MEASURES])
+
+
+def table_html(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain HTML table whose cells wrap: no value is cut off at phone width."""
+    head = "".join(f"<th>{escape(header)}</th>" for header in headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f'<table class="result-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def summary_html(result: TranscriptionResult, language_source: str, note: str | None = None) -> str:
+    """One line: the language by name (and `language_source`: how it was known), how long the audio was, how
+    fast it went, what the drafter did."""
+    parts = [f'Language: <strong class="language">{escape(language_name(result.language))}</strong> '
+             f"({escape(language_source)})",
+             f"{result.duration:.1f} s of audio",
+             f"transcribed in {result.stats.total_seconds:.2f} s ({_real_time(result):.1f}x real time)",
+             _drafter_summary(result)]
+    line = f'<p class="summary-line">{" · ".join(parts)}</p>'
+    return line + (f'<p class="note">{escape(note)}</p>' if note else "")
+
+
+def comparison_summary_html(plain: TranscriptionResult, speculative: TranscriptionResult, language_source: str,
+                            note: str | None = None) -> str:
+    speedup = plain.stats.total_seconds / max(speculative.stats.total_seconds, 1e-9)
+    same = "the same text" if plain.tokens == speculative.tokens else "DIFFERENT text (please report this)"
+    line = (f'<p class="summary-line">{escape(speculative.mode)}: {speedup:.2f}x the speed of plain decoding on '
+            f"this audio, {same}. Language: "
+            f'<strong class="language">{escape(language_name(speculative.language))}</strong> '
+            f"({escape(language_source)})</p>")
+    return line + (f'<p class="note">{escape(note)}</p>' if note else "")
+
+
 def token_highlights(result: TranscriptionResult, tokenizer) -> list[tuple[str, str]]:
     """(text, where it came from) per generated token; special tokens, which have no text, are left out."""
     pieces, pending, pending_from_draft = [], [], []
@@ -63,14 +103,12 @@ def token_highlights(result: TranscriptionResult, tokenizer) -> list[tuple[str, 
     return pieces
 
 
-def write_transcript(result: TranscriptionResult, output_format: str, directory: Path, stem: str) -> Path:
-    render, extension = RENDERERS[output_format]
-    folder = directory / uuid.uuid4().hex  # two users downloading "clip.srt" must not overwrite each other
-    folder.mkdir(parents=True)
-    path = folder / f"{stem}.{extension}"
-    text = render(result.segments)
-    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    return path
+def _drafter_summary(result: TranscriptionResult) -> str:
+    if result.mode == "off":
+        return "drafter off"
+    stats = result.stats
+    return (f"drafter {escape(result.mode)}: {stats.acceptance_rate:.0%} of drafted tokens accepted, "
+            f"{stats.tokens_per_main_pass:.2f} tokens per main pass")
 
 
 def _real_time(result: TranscriptionResult) -> float:

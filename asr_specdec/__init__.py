@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "SpeculativeWhisper": "whisper.transcriber",
     "TranscriptionResult": "whisper.result",
+    "StreamingTranscriber": "whisper.streaming",
     "SpeculativeLM": "text.lm",
     "GenerationResult": "text.lm",
     "DecodeStats": "core.stats",

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from .commands import format_stats, run_command
 from .core.modes import ASSISTANT_MODES, MODES
+from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 
-FORMATS = ("text", "json", "srt", "vtt")
+FORMATS = ("text", "json", "jsonl", "srt", "vtt")
 LONG_FORM_MODES = ("sequential", "chunked")
 DEFAULTS_HELP = (
     "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
@@ -32,8 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--main", help="main model (see below)")
     parser.add_argument("--assistant", help="assistant model for modes assistant/universal")
     parser.add_argument("--mode", choices=MODES, help="drafting mode (default: see below)")
-    parser.add_argument("--num-draft-tokens", type=int, default=None, help="tokens drafted per round (default 8)")
-    parser.add_argument("--dynamic", action="store_true", help="adapt the draft length (+2 on full accept, -1 else)")
+    parser.add_argument("--num-draft-tokens", type=int, default=None,
+                        help="tokens drafted in the first round, every round with --draft-schedule fixed (default 8)")
+    parser.add_argument("--draft-schedule", choices=("adaptive", "fixed", "heuristic"), default="adaptive",
+                        help="draft length per round: adaptive (measured acceptance and costs; stops drafting when "
+                             "it does not pay), fixed, or heuristic (+2 on full acceptance, -1 otherwise)")
+    parser.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
     parser.add_argument("--confidence-threshold", type=float, default=0.0,
                         help="stop a draft when the drafter's top probability falls below this")
     parser.add_argument("--early-exit-layer", type=int, default=None, help="decoder layers the early-exit drafter uses")
@@ -53,44 +58,72 @@ def build_parser() -> argparse.ArgumentParser:
                              "complete segment ended) or 'chunked' (independent windows cut at quiet points)")
     parser.add_argument("--condition-on-previous-text", action="store_true",
                         help="prompt each window with the text before it (<|startofprev|>), as openai's default")
+    add_recipe_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=1,
                         help="decode several files together, this many rows at a time (without timestamps; audio "
                              "over 30 s is cut into quiet-point windows that join the batch)")
     parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
+    parser.add_argument("--compute-type", default=None, metavar="TYPE",
+                        help="precision of the main model's encoder and decoder: float32, bfloat16, float16 (CUDA), "
+                             "int8, auto, or ENCODER:DECODER such as bfloat16:float32 (default auto: see README)")
+    parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto",
+                        help="older spelling of --compute-type (one precision for both halves)")
     parser.add_argument("--stats", action="store_true", help="print acceptance and timing telemetry to stderr")
     parser.add_argument("--compare", action="store_true",
                         help="also decode with plain greedy and print both times, the speedup and whether the "
                              "outputs are identical")
+    parser.add_argument("--live", action="store_true",
+                        help="play each file in real time into a live transcriber (each update drafts from the last "
+                             "hypothesis) and print the text as it is committed; --format jsonl: one JSON object per "
+                             "update; --compare: each update also decoded plain")
+    parser.add_argument("--live-speed", type=float, default=1.0, help="with --live: play N times faster")
     return parser
 
 
-def render(result, output_format: str, file: str) -> str:
+def render(result, output_format: str, file: str, comparison: dict | None = None,
+           word_cues: str = "segment") -> str:
     from .whisper.formats import to_srt, to_text, to_vtt
 
     if output_format == "srt":
-        return to_srt(result.segments)
+        return to_srt(result.segments, word_cues)
     if output_format == "vtt":
-        return to_vtt(result.segments)
+        return to_vtt(result.segments, word_cues)
     if output_format == "json":
-        return json.dumps(result_record(result, file), ensure_ascii=False, indent=2) + "\n"
+        return json.dumps(result_record(result, file, comparison), ensure_ascii=False, indent=2) + "\n"
+    if output_format == "jsonl":
+        return json.dumps(result_record(result, file, comparison), ensure_ascii=False) + "\n"
     return to_text(result.segments) + "\n"
 
 
-def result_record(result, file: str) -> dict:
-    return {
+def result_record(result, file: str, comparison: dict | None = None) -> dict:
+    record = {
         "file": file,
         "text": result.text,
-        "segments": [{"start": s.start, "end": s.end, "text": s.text} for s in result.segments],
+        "segments": [segment_record(segment) for segment in result.segments],
         "language": result.language,
         "duration": round(result.duration, 3),
         "mode": result.mode,
         "main_model": result.main_model,
         "assistant_model": result.assistant_model,
+        "compute_type": result.compute_type,
         "tokens": result.tokens,
         "stats": result.stats.as_dict(),
     }
+    if comparison is not None:
+        record["comparison"] = comparison
+    return record
+
+
+def segment_record(segment) -> dict:
+    """A segment as JSON: times and text, the window's scores when it was scored, its words when aligned."""
+    record = {"start": segment.start, "end": segment.end, "text": segment.text}
+    for name in ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature"):
+        if getattr(segment, name, None) is not None:
+            record[name] = getattr(segment, name)
+    if getattr(segment, "words", None):
+        record["words"] = [word.as_dict() for word in segment.words]
+    return record
 
 
 def output_path(args, file: str, several: bool) -> Path | None:
@@ -126,20 +159,19 @@ def build_transcriber(args, mode_override: str | None = None):
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}.get(args.dtype)
-    if dtype is None:
-        dtype = torch.float16 if device.startswith("cuda") else torch.float32
+    compute_type = args.compute_type or (None if args.dtype == "auto" else args.dtype)
     args.device = device
     main, assistant, mode, reason = choose_models(args)
     mode = mode_override or mode
     return SpeculativeWhisper(
         main, mode=mode, assistant_model=assistant if mode in ASSISTANT_MODES else None,
-        num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic,
+        num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic, draft_schedule=args.draft_schedule,
         assistant_confidence_threshold=args.confidence_threshold, assistant_early_exit=args.early_exit_layer,
         do_sample=args.do_sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-        seed=args.seed, language=args.language, task=args.task, device=device, dtype=dtype,
+        seed=args.seed, language=args.language, task=args.task, device=device, compute_type=compute_type,
         timestamps=args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None),
         long_form=args.long_form, condition_on_previous_text=args.condition_on_previous_text,
+        **recipe_options(args),
     ), reason
 
 
@@ -148,9 +180,17 @@ def run(args) -> int:
 
     from .errors import SpecdecError
 
+    if args.live:
+        from .transcribe_live import check_live_args
+
+        problem = check_live_args(args)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     try:
+        check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
-        plain = build_transcriber(args, mode_override="off")[0] if args.compare else None
+        plain = build_transcriber(args, mode_override="off")[0] if args.compare and not args.live else None
     except SpecdecError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -158,8 +198,16 @@ def run(args) -> int:
         print(f"models: main {transcriber.main_name}, mode {transcriber.mode}"
               f"{', assistant ' + transcriber.assistant_name if transcriber.assistant_name else ''} ({reason})",
               file=sys.stderr)
+    if args.live:
+        from .transcribe_live import run_live
+
+        return run_live(args, transcriber)
     if args.batch_size < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
+        return 2
+    if args.batch_size > 1 and (args.vad or transcriber.options.word_timestamps):
+        print("error: --batch-size decodes whole files without timestamps: drop it for --word-timestamps, and for "
+              "--vad, which batches speech windows itself (--vad-batch-size)", file=sys.stderr)
         return 2
     if args.batch_size > 1 and transcriber.timestamps:
         print("error: --batch-size decodes without timestamps: add --no-timestamps (srt/vtt then get one cue per "
@@ -180,19 +228,18 @@ def run(args) -> int:
         tqdm.write(f"error: {message}", file=sys.stderr)
 
     def emit(file: str, result) -> None:
-        rendered = render(result, args.format, file)
+        comparison = compare(plain, result, file) if plain is not None else None
+        rendered = render(result, args.format, file, comparison, args.word_cues)
         destination = output_path(args, file, several)
         if destination is not None:
             destination.write_text(rendered, encoding="utf-8")
         elif args.format == "json" and several:
-            records.append(result_record(result, file))
+            records.append(result_record(result, file, comparison))
         else:
             header = f"== {file}\n" if several and args.format == "text" else ""
             tqdm.write(header + rendered.rstrip("\n"), file=sys.stdout)
         if args.stats:
             tqdm.write(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
-        if plain is not None:
-            compare(plain, result, file)
 
     for group in _groups(args.files, args.batch_size):
         for file, outcome in _transcribe_group(transcriber, group):
@@ -239,17 +286,28 @@ def _transcribe_group(transcriber, files: list[str]) -> list[tuple[str, object]]
     return [(file, outcomes[file]) for file in files]
 
 
-def compare(plain, speculative_result, file: str) -> None:
+def compare(plain, speculative_result, file: str) -> dict:
+    """Decode `file` again by plain greedy; print and return the times, the speedup and whether the tokens
+    are identical."""
     result = plain.transcribe(file)
     speedup = result.stats.total_seconds / max(speculative_result.stats.total_seconds, 1e-9)
     identical = result.tokens == speculative_result.tokens
     print(f"compare {file}: plain {result.stats.total_seconds:.2f} s, {speculative_result.mode} "
           f"{speculative_result.stats.total_seconds:.2f} s, speedup {speedup:.2f}x, identical output: "
           f"{'yes' if identical else 'NO'}", file=sys.stderr)
+    return {"plain_seconds": round(result.stats.total_seconds, 4),
+            "speculative_seconds": round(speculative_result.stats.total_seconds, 4),
+            "speedup": round(speedup, 3), "identical": identical, "mode": speculative_result.mode}
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(run, build_parser().parse_args(argv), "interrupted: results already written are kept")
+    import warnings
+
+    with warnings.catch_warnings():  # a warning (a prompt cut to Whisper's limit) is one line, no source line
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, *_args, **_kwargs: print(f"warning: {message}", file=sys.stderr)
+        return run_command(run, build_parser().parse_args(argv),
+                           "interrupted: results already written are kept")
 
 
 if __name__ == "__main__":

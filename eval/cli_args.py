@@ -45,6 +45,23 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGr
     return models
 
 
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """The transcription recipe's options (word timestamps, VAD, fallback, no-speech, prompts), as transcribe's."""
+    from asr_specdec.recipe_arguments import add_recipe_arguments as add_arguments
+
+    add_arguments(parser, subtitles=False)
+
+
+def recipe_settings(args) -> str:
+    """The recipe options on the command line as the JSON that EvalSettings.recipe carries to every worker."""
+    import json
+
+    from asr_specdec.recipe_arguments import check_recipe_arguments, recipe_options
+
+    check_recipe_arguments(args)
+    return json.dumps(recipe_options(args), sort_keys=True)
+
+
 def add_output_arguments(parser: argparse.ArgumentParser, default: str) -> None:
     output = parser.add_argument_group("output")
     output.add_argument("--output", default=default, help=f"folder for the rows and results (default {default})")

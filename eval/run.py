@@ -22,11 +22,13 @@ from .cli_args import (
     add_engine_arguments,
     add_model_arguments,
     add_output_arguments,
+    add_recipe_arguments,
     check_arguments,
     dataset_spec,
     device_and_threads,
     job_options,
     parse_draft_lengths,
+    recipe_settings,
     run_command,
 )
 from .errors import EvalError
@@ -42,6 +44,7 @@ def build_parser() -> OneLineParser:
     models.add_argument("--modes", help=f"comma-separated, from {','.join(MODES)} (default: all; off always runs)")
     models.add_argument("--num-draft-tokens", help="draft length, or a sweep such as 2,4,6,8 (default 8)")
     models.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up decode")
+    add_recipe_arguments(parser)
     add_output_arguments(parser, default="eval-results")
     add_engine_arguments(parser)
     return parser
@@ -125,7 +128,7 @@ def run(args, command: str) -> int:
         assistant=args.assistant or None, assistant_mode_model=assistant_mode_model, draft_lengths=draft_lengths,
         early_exit_layer=args.early_exit_layer,
         language=args.language or None, do_sample=args.do_sample, temperature=args.temperature, seed=args.seed,
-        device=device, threads=threads, warmup=not args.no_warmup)
+        device=device, threads=threads, warmup=not args.no_warmup, recipe=recipe_settings(args))
     models = {"main": main_info}
     if "universal" in modes or ("assistant" in modes and not assistant_mode_model):
         models["assistant"] = assistant_info

@@ -46,6 +46,8 @@ class EvalSettings:
     threads: int | None = None
     warmup: bool = True
     plain_baseline: bool = True  # False for a transcription run: only the modes asked for
+    # the transcription recipe's options (word timestamps, VAD, fallback, ...) as JSON; "" for the defaults
+    recipe: str = ""
 
     def variants(self) -> list[Variant]:
         """Plain greedy first (the reference every other variant is compared with), then each mode at each

@@ -21,11 +21,13 @@ from .cli_args import (
     add_engine_arguments,
     add_model_arguments,
     add_output_arguments,
+    add_recipe_arguments,
     check_arguments,
     dataset_spec,
     device_and_threads,
     job_options,
     parse_draft_lengths,
+    recipe_settings,
     run_command,
 )
 from .settings import EvalSettings
@@ -41,6 +43,7 @@ def build_parser() -> OneLineParser:
     models = add_model_arguments(parser)
     models.add_argument("--mode", choices=MODES, default="quantized-self", help="drafting mode")
     models.add_argument("--num-draft-tokens", help="draft length (default 8)")
+    add_recipe_arguments(parser)
     add_output_arguments(parser, default="transcripts")
     add_engine_arguments(parser)
     return parser
@@ -67,7 +70,7 @@ def run(args, command: str) -> int:
         main=args.main, assistant=args.assistant or None, draft_lengths=parse_draft_lengths(args.num_draft_tokens),
         early_exit_layer=args.early_exit_layer, language=args.language or None, do_sample=args.do_sample,
         temperature=args.temperature, seed=args.seed, device=device, threads=threads, warmup=False,
-        plain_baseline=False)
+        plain_baseline=False, recipe=recipe_settings(args))
     code, store = run_rows(settings, utterances, job_options(args, command), label="transcribe")
     rows = store.rows()
     if rows:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from asr_specdec.whisper import SpeculativeWhisper
 
 from .settings import EvalSettings, Variant, drafter_model
@@ -34,5 +36,5 @@ def build_transcribers(settings: EvalSettings, variants: list[Variant]) -> dict[
             loaded[settings.main], mode=variant.mode, assistant_model=loaded[spec] if spec else None,
             num_draft_tokens=variant.draft_tokens, assistant_early_exit=settings.early_exit_layer,
             do_sample=settings.do_sample, temperature=settings.temperature, seed=settings.seed,
-            language=settings.language, device=device, dtype=dtype)
+            language=settings.language, device=device, dtype=dtype, **json.loads(settings.recipe or "{}"))
     return transcribers

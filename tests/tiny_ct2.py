@@ -64,14 +64,18 @@ def write_tiny_ct2(directory: Path, quantization: str = "float16", n_mels: int =
     return model
 
 
-def tiny_converted_whisper(tmp_path_factory, seed: int = 0):
-    """(model, processor) of a tiny random Whisper written as a CTranslate2 checkpoint and converted back: real
-    feature extractor, byte-level tokenizer and Whisper's timestamp tokens."""
+def converted_whisper(directory: Path, seed: int):
+    """(model, processor) of a tiny random Whisper written as a CTranslate2 checkpoint under `directory` and
+    converted by our reader: a real tokenizer with timestamp tokens, alignment heads, a 64-token context."""
     from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
     from asr_specdec.weights.ct2 import convert_ct2_whisper
 
-    source = tmp_path_factory.mktemp(f"tiny_ct2_{seed}")
-    write_tiny_ct2(source, quantization="float32", seed=seed)
-    out = convert_ct2_whisper(source, tmp_path_factory.mktemp(f"tiny_hf_{seed}") / "model")
+    write_tiny_ct2(directory / "ct2", quantization="float32", seed=seed)
+    out = convert_ct2_whisper(directory / "ct2", directory / "model")
     return WhisperForConditionalGeneration.from_pretrained(out).eval(), WhisperProcessor.from_pretrained(out)
+
+
+def tiny_converted_whisper(tmp_path_factory, seed: int = 0):
+    """converted_whisper in a fresh pytest temporary directory."""
+    return converted_whisper(tmp_path_factory.mktemp(f"tiny_converted_{seed}"), seed)

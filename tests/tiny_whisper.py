@@ -47,3 +47,38 @@ def drafter_factories(main, other) -> dict:
         "early-exit": lambda: EarlyExitDrafter(main, 1),
         "prompt-lookup": lambda: PromptLookupDrafter(),
     }
+
+
+def large_v3_layout(seed: int, layers: int = 3, d_model: int = 64) -> WhisperForConditionalGeneration:
+    """A tiny random Whisper laid out as large-v3: 128 mel bins (its features are 128 x 3000 for 30 s)."""
+    torch.manual_seed(seed)
+    config = WhisperConfig(
+        vocab_size=VOCAB, d_model=d_model, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=2 * d_model, decoder_ffn_dim=2 * d_model, num_mel_bins=128,
+        max_source_positions=16, max_target_positions=64, decoder_start_token_id=START, eos_token_id=EOS,
+        pad_token_id=EOS, bos_token_id=EOS, init_std=0.3,
+    )
+    model = WhisperForConditionalGeneration(config).eval()
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=START, eos_token_id=EOS, pad_token_id=EOS, no_timestamps_token_id=NO_TIMESTAMPS,
+        suppress_tokens=[3, 7], begin_suppress_tokens=[EOS, 5], max_length=64,
+    )
+    return model
+
+
+def distil_assistant(main: WhisperForConditionalGeneration, seed: int, layers: int = 2):
+    """A decoder-only assistant shaped as distil-whisper's (WhisperForCausalLM, `layers` decoder layers, reading
+    the main model's encoder output), with random weights: it almost never agrees with the main model."""
+    from transformers import WhisperForCausalLM
+
+    torch.manual_seed(seed)
+    config = WhisperConfig(**{**main.config.to_dict(), "decoder_layers": layers})
+    assistant = WhisperForCausalLM(config).eval()
+    return assistant
+
+
+def features_for(model, seed: int) -> torch.Tensor:
+    """Random 'audio' features [1, mel bins, frames] for `model`."""
+    generator = torch.Generator().manual_seed(seed)
+    frames = 2 * model.config.max_source_positions
+    return torch.randn(1, model.config.num_mel_bins, frames, generator=generator)

@@ -1,33 +1,111 @@
-"""How many tokens to draft each round: fixed, or the dynamic +2/-1 schedule transformers uses."""
+"""How many tokens to draft each round: fixed, transformers' +2/-1 heuristic, or adaptive (Whisper's default).
+
+The adaptive schedule picks, each round, the draft length k that maximises the expected tokens per second:
+a round with k draft tokens, each accepted with probability a (after the previous ones), yields on average
+E(k) = 1 + a + ... + a^k tokens for k draft steps and one main pass, so it chooses
+    argmax_k  E(k) / (1 + k * c),     c = (one draft step + one more verified position) / one main pass,
+with a and c measured as it goes (acceptance counted per drafted token, both decayed so recent rounds count
+most; costs from the engine's timings, except when sampling: a seeded run must choose the same lengths, and
+so draw the same random numbers, every time, so it assumes a fixed cost). When no k > 0 beats plain decoding
+(a drafter that rarely agrees, or one nearly as slow as the main model), it stops drafting and probes with one
+token every few rounds, so a bad drafter costs little more than plain decoding while a good one drafts long.
+Output never depends on the schedule: verification keeps exactly the main model's tokens whatever is drafted.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-# On the CPU the int8 self-drafter's step costs about a fifth of a main pass and agrees ~95% of the time,
-# so long drafts pay: 8-16 measured best on the shared clips (5 was clearly worse)
+# On the CPU the int8 self-drafter agrees ~95% of the time: long drafts pay when its step is cheap
 DEFAULT_DRAFT_TOKENS = 8
+SCHEDULES = ("adaptive", "fixed", "heuristic")
+# transformers' names for the same schedules (num_assistant_tokens_schedule)
+SCHEDULE_ALIASES = {"constant": "fixed", "heuristic_transient": "heuristic"}
+
+PRIOR_ACCEPTANCE = 0.8  # before anything is measured: worth a first draft
+PRIOR_COST = 0.3  # draft step / main pass, before it is measured
+VERIFY_COST = 0.05  # a verification pass grows by about this much of a main pass per extra position
+DECAY = 0.7  # weight kept by older rounds' counts each round
+PROBE_EVERY = 8  # rounds without drafting between one-token probes
 
 
 @dataclass
 class DraftLength:
-    tokens: int = DEFAULT_DRAFT_TOKENS
-    dynamic: bool = False
+    tokens: int = DEFAULT_DRAFT_TOKENS  # the first round's draft length (every round's when fixed)
+    dynamic: bool = False  # older switch for the heuristic schedule
     minimum: int = 1
     maximum: int = 16
+    schedule: str = "fixed"
+    _accepted: float = field(default=0.0, repr=False)
+    _trials: float = field(default=0.0, repr=False)
+    _draft_step: float | None = field(default=None, repr=False)  # seconds per draft step
+    _main_pass: float | None = field(default=None, repr=False)  # seconds per main pass
+    _idle_rounds: int = field(default=0, repr=False)
 
     def __post_init__(self):
         if self.tokens < 1:
             raise ValueError("the number of draft tokens must be at least 1")
+        self.schedule = SCHEDULE_ALIASES.get(self.schedule, self.schedule)
+        if self.dynamic:
+            self.schedule = "heuristic"
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown draft schedule '{self.schedule}': choose one of {', '.join(SCHEDULES)}")
+        self.maximum = max(self.maximum, self.tokens)
 
     def copy(self) -> DraftLength:
-        """A fresh schedule with these settings (dynamic lengths adapt per sequence)."""
-        return DraftLength(self.tokens, self.dynamic, self.minimum, self.maximum)
+        """A fresh schedule with these settings (the length adapts per sequence)."""
+        return DraftLength(self.tokens, self.dynamic, self.minimum, self.maximum, self.schedule)
 
-    def update(self, drafted: int, accepted: int) -> None:
-        if not self.dynamic or drafted == 0:
+    @property
+    def acceptance(self) -> float:
+        """Estimated probability that a draft token is accepted, given the ones before it were."""
+        prior_weight = 2.0
+        return (self._accepted + PRIOR_ACCEPTANCE * prior_weight) / (self._trials + prior_weight)
+
+    @property
+    def cost(self) -> float:
+        """(draft step + one more verified position) / main pass."""
+        ratio = PRIOR_COST if not (self._draft_step and self._main_pass) else self._draft_step / self._main_pass
+        return ratio + VERIFY_COST
+
+    def update(self, drafted: int, accepted: int, draft_seconds: float = 0.0, verify_seconds: float = 0.0) -> None:
+        if self.schedule == "fixed":
             return
-        if accepted == drafted:
-            self.tokens = min(self.maximum, self.tokens + 2)
+        if self.schedule == "heuristic":
+            if drafted:
+                self.tokens = (min(self.maximum, self.tokens + 2) if accepted == drafted
+                               else max(self.minimum, self.tokens - 1))
+            return
+        self._measure(drafted, accepted, draft_seconds, verify_seconds)
+        best = self.best_length()
+        if best == 0:
+            self._idle_rounds += 1
+            self.tokens = 1 if self._idle_rounds % PROBE_EVERY == 0 else 0
         else:
-            self.tokens = max(self.minimum, self.tokens - 1)
+            self._idle_rounds = 0
+            self.tokens = best
+
+    def _measure(self, drafted: int, accepted: int, draft_seconds: float, verify_seconds: float) -> None:
+        if drafted:
+            # a draft is accepted as a prefix: every accepted token and the first rejected one are trials
+            self._accepted = self._accepted * DECAY + accepted
+            self._trials = self._trials * DECAY + accepted + (accepted < drafted)
+            if draft_seconds > 0:
+                self._draft_step = _smoothed(self._draft_step, draft_seconds / drafted)
+        if verify_seconds > 0:
+            self._main_pass = _smoothed(self._main_pass, verify_seconds)
+
+    def best_length(self) -> int:
+        """The draft length with the most expected tokens per unit of time (0: plain decoding)."""
+        acceptance, cost = self.acceptance, self.cost
+        best, best_rate, expected = 0, 1.0, 1.0
+        for length in range(1, self.maximum + 1):
+            expected += acceptance ** length
+            rate = expected / (1 + length * cost)
+            if rate > best_rate * 1.02:  # ties and near-ties go to the shorter draft
+                best, best_rate = length, rate
+        return best
+
+
+def _smoothed(previous: float | None, value: float) -> float:
+    return value if previous is None else 0.7 * previous + 0.3 * value

@@ -34,6 +34,7 @@ class DraftContext:
     main_cache: object | None = None  # the main model's KV cache, for drafters that share its layers
     main_cross_states: tuple | None = None
     row_rules: list[LogitRules] | None = None  # per batch row, where rows differ (else `rules` for all)
+    row_sampling: list[Sampling] | None = None  # per batch row, where rows differ (else `sampling` for all)
 
 
 class Drafter(ABC):

@@ -84,6 +84,7 @@ def generate_batch(
     active = _drop(list(range(len(rows))), [rows[index].room() <= 0 for index in range(len(rows))], target, drafter)
     while active:
         batch = [rows[index] for index in active]
+        draft_started = time.perf_counter()
         drafts, draft_probs = _draft(drafter, batch)
         verify_started = time.perf_counter()
         feeds = [row.sequence[row.fed:] + draft for row, draft in zip(batch, drafts)]
@@ -96,8 +97,12 @@ def generate_batch(
             logits = target.extend_rows(feeds, starts, scored)
             verdicts = [_verify_scores(row, draft, probs, row_logits, generator)
                         for row, draft, probs, row_logits in zip(batch, drafts, draft_probs, logits)]
-        outcomes = [_accept(row, draft, *verdict) for row, draft, verdict in zip(batch, drafts, verdicts)]
-        _share(batch, "verify_seconds", time.perf_counter() - verify_started)
+        verify_seconds = time.perf_counter() - verify_started
+        timings = (verify_started - draft_started, verify_seconds)
+        # sampled rows adapt to acceptance only: a seeded run must draw the same random numbers every time
+        outcomes = [_accept(row, draft, *verdict, (0.0, 0.0) if row.settings.sampling.do_sample else timings)
+                    for row, draft, verdict in zip(batch, drafts, verdicts)]
+        _share(batch, "verify_seconds", verify_seconds)
         for row, (_, done) in zip(batch, outcomes):
             if done:
                 row.stats.total_seconds = time.perf_counter() - started
@@ -161,9 +166,10 @@ def _verify_scores(row: _Row, draft: list[int], draft_probs, logits: torch.Tenso
     return verify_greedy_choices(draft, scores.argmax(dim=-1).tolist())
 
 
-def _accept(row: _Row, draft: list[int], accepted: int, next_token: int) -> tuple[int, bool]:
+def _accept(row: _Row, draft: list[int], accepted: int, next_token: int,
+            timings: tuple[float, float] = (0.0, 0.0)) -> tuple[int, bool]:
     """Append the accepted draft tokens and the main model's own next token to the row; say (accepted count,
-    whether the row has ended)."""
+    whether the row has ended). `timings`: the round's (drafting, verification) seconds, for the draft length."""
     settings, sequence = row.settings, row.sequence
     stats = row.stats
     stats.main_passes += 1
@@ -177,7 +183,7 @@ def _accept(row: _Row, draft: list[int], accepted: int, next_token: int) -> tupl
     sequence.extend(new_tokens)
     row.fed = len(sequence) - 1
     stats.token_from_draft.extend(from_draft)
-    row.draft_length.update(len(draft), accepted)
+    row.draft_length.update(len(draft), accepted, *timings)
     done = (sequence[-1] == settings.eos_token_id or row.room() <= 0
             or (settings.stop is not None and settings.stop(sequence)))
     return accepted, done

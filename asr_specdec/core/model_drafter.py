@@ -8,6 +8,7 @@ from dataclasses import replace
 import torch
 
 from .drafter import Draft, Drafter
+from .logits import masks_only
 from .target import as_rows_target
 
 
@@ -40,6 +41,10 @@ class ModelDrafter(Drafter):
         row_rules = getattr(self.context, "row_rules", None)
         return row_rules[row] if row_rules else self.context.rules
 
+    def _sampling(self, row: int):
+        row_sampling = getattr(self.context, "row_sampling", None)
+        return row_sampling[row] if row_sampling else self.context.sampling
+
     def draft(self, sequence: list[int], max_tokens: int) -> Draft:
         return self.draft_rows([sequence], [max_tokens])[0]
 
@@ -60,8 +65,14 @@ class ModelDrafter(Drafter):
         rows_probs: list[list[torch.Tensor]] = [[] for _ in sequences]
         passes = [0] * len(sequences)
         drafting = [limit > 0 for limit in limits]
+        greedy = self._greedy_choices_suffice(target, len(sequences))
         while True:
-            logits = target.extend_rows(feeds, starts, [1 if feed else 0 for feed in feeds])
+            scored = [1 if feed else 0 for feed in feeds]
+            if greedy:
+                rules = [(self._rules(row), len(sequence) + len(tokens[row])) for row, sequence in enumerate(sequences)]
+                choices = target.greedy_rows(feeds, starts, scored, rules)
+            else:
+                logits = target.extend_rows(feeds, starts, scored)
             feeds, starts = [], []
             for row, sequence in enumerate(sequences):
                 if not drafting[row]:
@@ -69,7 +80,11 @@ class ModelDrafter(Drafter):
                     starts.append(0)
                     continue
                 passes[row] += 1
-                token = self._choose(row, logits[row][0], sequence + tokens[row], rows_probs[row], bool(tokens[row]))
+                if greedy:
+                    token = choices[row][0]
+                else:
+                    token = self._choose(row, logits[row][0], sequence + tokens[row], rows_probs[row],
+                                         bool(tokens[row]))
                 if token is None:  # the drafter is not confident enough to go on
                     drafting[row] = False
                 else:
@@ -90,14 +105,21 @@ class ModelDrafter(Drafter):
             drafts.append(Draft(tokens=tokens[row], probs=probs, forward_passes=passes[row]))
         return drafts
 
+    def _greedy_choices_suffice(self, target, rows: int) -> bool:
+        """Whether the target's greedy choices alone make this draft (greedy, no confidence stop, rules that only
+        suppress tokens), so that no step computes full logits."""
+        return (hasattr(target, "greedy_rows") and not self.context.sampling.do_sample
+                and self.confidence_threshold <= 0 and all(masks_only(self._rules(row)) for row in range(rows)))
+
     def _choose(self, row: int, logits: torch.Tensor, context_tokens: list[int], probs_out: list,
                 may_stop: bool) -> int | None:
         """The next draft token of `row` (None: stop drafting this row), under the main model's rules."""
         context = self.context
         position = len(context_tokens)
         scores = self._rules(row).apply(logits.unsqueeze(0), position, context_tokens)[0]
-        if context.sampling.do_sample:
-            probs = context.sampling.probabilities(scores)
+        sampling = self._sampling(row)
+        if sampling.do_sample:
+            probs = sampling.probabilities(scores)
             probs_out.append(probs)
             return int(torch.multinomial(probs, 1, generator=context.generator))
         token = int(scores.argmax())
@@ -112,4 +134,6 @@ class ModelDrafter(Drafter):
             self.cached = [self.cached[index] for index in kept]
         if getattr(self.context, "row_rules", None):
             self.context = replace(self.context, row_rules=[self.context.row_rules[index] for index in kept])
+        if getattr(self.context, "row_sampling", None):
+            self.context = replace(self.context, row_sampling=[self.context.row_sampling[index] for index in kept])
         as_rows_target(self.target).keep(rows, memo)

@@ -8,6 +8,8 @@ _EXPORTS = {
     "TranscriptionResult": "result",
     "Progress": "transcriber",
     "load_audio": "audio",
+    "StreamingTranscriber": "streaming",
+    "StreamingUpdate": "streaming",
 }
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from ..core.stats import DecodeStats
 from . import audio as audio_io
+from .fallback import Recipe, decode_with_fallback
 from .formats import Segment
 from .pipeline import Window, WindowPipeline
 from .result import TranscriptionResult
@@ -35,32 +36,39 @@ from .result import TranscriptionResult
 
 def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | None = None,
                      language: str | None = None, batch_size: int = 8, generator=None,
-                     labels: dict | None = None) -> list[TranscriptionResult]:
+                     labels: dict | None = None, recipe: Recipe | None = None) -> list[TranscriptionResult]:
     """Transcribe every audio (path, bytes or array), `batch_size` windows at a time. Audio over 30 s is cut at
     quiet points into windows, which are decoded as rows of the batch like short utterances (the chunked
     long-form mode). Returns one TranscriptionResult per audio, in order, carrying `labels` (mode, main_model,
-    assistant_model); each result's times are its share of the batched passes, so they add up to the whole run."""
+    assistant_model); each result's times are its share of the batched passes, so they add up to the whole run.
+    With a `recipe` (fallback.py), windows judged silent give no text and failing windows are retried."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
     language_id = pipeline.tokens.language_token(language) if language and pipeline.tokens.multilingual else None
     windows = [(index, offset, window) for index, audio in enumerate(samples)
                for offset, window in audio_io.split_long_audio(audio)]
-    decoded = []
+    decoded, silent = [], []
     for begin in range(0, len(windows), batch_size):
-        group = windows[begin:begin + batch_size]
-        decoded += pipeline.decode([Window(pipeline.features(window), language_id) for _, _, window in group],
-                                   generator)
+        group = [Window(pipeline.features(window), language_id) for _, _, window in windows[begin:begin + batch_size]]
+        if recipe is None:
+            decoded += pipeline.decode(group, generator)
+            silent += [False] * len(group)
+            continue
+        results = decode_with_fallback(pipeline, group, recipe, generator, DecodeStats())
+        decoded += [result.decoded for result in results]
+        silent += [result.silent for result in results]
 
     results = []
     for index, audio in enumerate(samples):
-        rows = [(offset, window, row) for (owner, offset, window), row in zip(windows, decoded) if owner == index]
+        rows = [(offset, window, row, quiet) for (owner, offset, window), row, quiet in zip(windows, decoded, silent)
+                if owner == index]
         stats, segments, window_tokens, detected = DecodeStats(), [], [], None
-        for offset, window, row in rows:
+        for offset, window, row, quiet in rows:
             stats.add(row.stats)
             window_tokens.append(row.tokens)
             detected = detected or row.detected_language
-            text = pipeline.text(row.tokens)
+            text = "" if quiet else pipeline.text(row.tokens)
             if text:
                 segments.append(Segment(round(offset, 3), round(offset + audio_io.duration_seconds(window), 3), text))
         if language:

@@ -1,9 +1,15 @@
-"""Transcript segments and their plain-text, SRT and WebVTT renderings (JSON is the CLI's)."""
+"""Transcript segments and their plain-text, SRT and WebVTT renderings (JSON is the CLI's).
+
+With word timestamps, subtitles may have one cue per word (`word_cues="each"`) or, as openai's
+`--highlight_words`, one cue per word showing its whole segment with that word underlined ("highlight").
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+WORD_CUES = ("segment", "each", "highlight")
 
 
 @dataclass(frozen=True)
@@ -12,19 +18,54 @@ class Segment:
     end: float
     text: str
     tokens: tuple[int, ...] = ()  # its generated ids (timestamps included) where known
+    words: tuple = ()  # words.Word, with word timestamps
+    # how the window holding it was judged (fallback.py): None when it was not scored
+    avg_logprob: float | None = None
+    compression_ratio: float | None = None
+    no_speech_prob: float | None = None
+    temperature: float | None = None
 
 
-def to_srt(segments: Iterable[Segment]) -> str:
+def to_srt(segments: Iterable[Segment], word_cues: str = "segment") -> str:
     """SubRip: cues numbered from 1, `HH:MM:SS,mmm --> HH:MM:SS,mmm`; segments without text are left out."""
     cues = [f"{number}\n{_cue_timing(segment, ',')}\n{text}\n"
-            for number, (segment, text) in enumerate(_spoken(segments), start=1)]
+            for number, (segment, text) in enumerate(_cues(segments, word_cues), start=1)]
     return "\n".join(cues)
 
 
-def to_vtt(segments: Iterable[Segment]) -> str:
+def to_vtt(segments: Iterable[Segment], word_cues: str = "segment") -> str:
     """WebVTT: a `WEBVTT` header, then `HH:MM:SS.mmm --> HH:MM:SS.mmm` cues; segments without text are left out."""
-    cues = [f"{_cue_timing(segment, '.')}\n{text}\n" for segment, text in _spoken(segments)]
+    cues = [f"{_cue_timing(segment, '.')}\n{text}\n" for segment, text in _cues(segments, word_cues)]
     return "\n".join(["WEBVTT\n", *cues])
+
+
+def _cues(segments: Iterable[Segment], word_cues: str) -> list[tuple[Segment, str]]:
+    """(timing, cue text) per cue: a segment each, or a word each (segments without words stay whole)."""
+    if word_cues not in WORD_CUES:
+        raise ValueError(f"unknown word cue style '{word_cues}': choose one of {', '.join(WORD_CUES)}")
+    spoken = _spoken(segments)
+    if word_cues == "segment":
+        return spoken
+    cues = []
+    for segment, text in spoken:
+        words = [word for word in segment.words if word.word.strip()]
+        if not words:
+            cues.append((segment, text))
+            continue
+        for index, word in enumerate(words):
+            cue = word.word.strip() if word_cues == "each" else _highlighted(words, index)
+            cues.append((Segment(word.start, word.end, cue), cue))
+    return cues
+
+
+def _highlighted(words: list, index: int) -> str:
+    """The words of a segment, spaced as spoken, with word `index` underlined."""
+    pieces = []
+    for position, word in enumerate(words):
+        spacing = word.word[: len(word.word) - len(word.word.lstrip())]
+        text = word.word.strip()
+        pieces.append(spacing + (f"<u>{text}</u>" if position == index else text))
+    return "".join(pieces).strip()
 
 
 def to_text(segments: Iterable[Segment]) -> str:

@@ -10,13 +10,16 @@ is one segment. Optionally each window is conditioned on the tokens of the segme
 (<|startofprev|> prompt), as both references do.
 
 This module knows nothing about models: `decode(window_features, previous_tokens)` returns a window's
-generated tokens, so plain and speculative decoding share every line of the seeking logic.
+generated tokens (or a WindowOutcome: tokens, whether the window was judged silent and is skipped, whether
+conditioning restarts after it, and its aligned words), so plain and speculative decoding share every line of
+the seeking logic. With words, a window's segments are refined by them and, as faster-whisper does, the next
+window starts at the last word's end unless the window ended on a single timestamp.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
@@ -42,6 +45,18 @@ class TimedTokens:
     start: float
     end: float
     tokens: tuple[int, ...]
+    window: int = 0  # index of the decoded window it came from (LongFormOutput.window_tokens)
+    words: tuple = ()  # words.Word, when decoded with word timestamps
+
+
+@dataclass
+class WindowOutcome:
+    """What a window decoder may say besides its tokens."""
+
+    tokens: list[int]
+    skip: bool = False  # judged silent: no segments, the next window starts after this one
+    reset_prompt: bool = False  # later windows are not conditioned on the text so far
+    words: list | None = None  # alignment.AlignedWord of its complete segments, times from the window start
 
 
 @dataclass
@@ -131,33 +146,82 @@ def window_features(features: torch.Tensor, seek: int, frames: Frames) -> tuple[
     return window, real
 
 
+def text_token_count(tokens: tuple[int, ...] | list[int], end_of_text: int) -> int:
+    return sum(1 for token in tokens if token < end_of_text)
+
+
+def complete_text_tokens(tokens: list[int], timestamp_begin: int, end_of_text: int) -> list[int]:
+    """The text tokens of the segments window_segments keeps from a sequential window (for word alignment)."""
+    segments, _ = window_segments(tokens, timestamp_begin, end_of_text, 0, 1, Frames())
+    return [token for segment in segments for token in segment.tokens if token < end_of_text]
+
+
 def transcribe_sequential(
     features: torch.Tensor,
-    decode: Callable[[torch.Tensor, list[int] | None], list[int]],
+    decode: Callable[[torch.Tensor, list[int] | None], list[int] | WindowOutcome],
     timestamp_begin: int,
     end_of_text: int,
     frames: Frames = Frames(),
     condition_on_previous_text: bool = False,
     progress: Callable[[float, str], None] | None = None,
+    initial_prompt: list[int] | None = None,
+    place_words: Callable | None = None,
+    with_frames: bool = False,
     on_segments: Callable[[list[TimedTokens]], None] | None = None,
 ) -> LongFormOutput:
-    """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time; `on_segments` gets
-    each window's segments as soon as they are final."""
+    """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time.
+
+    `initial_prompt` conditions the first window (and, with conditioning, the next ones until a reset), as
+    openai's; `place_words(segments, words, offset, last_speech)` is words.place_words; `with_frames` passes
+    decode the number of real (unpadded) frames of the window as a third argument; `on_segments` gets each
+    window's segments as soon as they are final."""
     total = features.shape[-1]
     output = LongFormOutput()
     seek = 0
+    context = list(initial_prompt or [])  # every token windows may be conditioned on, the initial prompt first
+    context_since, last_speech = 0, 0.0
     while seek < total:
         if progress is not None:
             progress(seek / total, f"transcribing from {seek * frames.seconds:.1f} s of "
                                    f"{total * frames.seconds:.1f} s")
         window, real = window_features(features, seek, frames)
-        previous = previous_tokens(output.segments, timestamp_begin) if condition_on_previous_text else []
-        tokens = decode(window, previous or None)
+        previous = context[context_since:] or None
+        outcome = decode(window, previous, real) if with_frames else decode(window, previous)
+        outcome = outcome if isinstance(outcome, WindowOutcome) else WindowOutcome(outcome)
+        tokens = outcome.tokens
         output.window_tokens.append(tokens)
         output.window_offsets.append(seek * frames.seconds)
+        if outcome.skip:
+            seek += real
+            continue
         segments, advance = window_segments(tokens, timestamp_begin, end_of_text, seek, real, frames)
+        number = len(output.window_tokens) - 1
+        segments = [replace(segment, window=number) for segment in segments]
+        if place_words is not None and outcome.words is not None:
+            segments, last_speech, word_seek = _with_words(segments, outcome.words, tokens, seek, frames, last_speech,
+                                                           place_words, timestamp_begin, end_of_text)
+            advance = word_seek - seek if word_seek is not None and word_seek > seek else advance
         output.segments.extend(segments)
+        context.extend(previous_tokens(segments, timestamp_begin))
+        if not condition_on_previous_text or outcome.reset_prompt:
+            context_since = len(context)
         if on_segments is not None:
             on_segments(segments)
         seek += advance if advance > 0 else real  # a complete segment always ends after 0, but never loop
     return output
+
+
+def _with_words(segments: list[TimedTokens], words: list, tokens: list[int], seek: int, frames: Frames,
+                last_speech: float, place_words: Callable, timestamp_begin: int, end_of_text: int):
+    """(segments with words and refined bounds, last speech end, the frame the next window starts at or None)."""
+    offset = seek * frames.seconds
+    bounds = [(segment.start, segment.end, text_token_count(segment.tokens, end_of_text)) for segment in segments]
+    placed, last_speech = place_words(bounds, words, offset, last_speech)
+    segments = [replace(segment, start=worded.start, end=worded.end, words=worded.words)
+                for segment, worded in zip(segments, placed)]
+    body = tokens[:-1] if tokens and tokens[-1] == end_of_text else tokens
+    single_timestamp_ending = len(body) >= 2 and body[-2] < timestamp_begin <= body[-1]
+    ends = [word.end for segment in segments for word in segment.words]
+    if single_timestamp_ending or not ends or ends[-1] <= offset:
+        return segments, last_speech, None
+    return segments, last_speech, round(ends[-1] / frames.seconds)

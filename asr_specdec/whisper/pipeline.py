@@ -24,9 +24,11 @@ from ..core.engine import GenerationSettings, generate_batch
 from ..core.logits import LogitRules, Sampling
 from ..core.stats import DecodeStats
 from . import audio as audio_io
+from .compute import ComputeType, EncoderRunner
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
 from .longform import Frames
 from .tokens import WhisperTokens
+from .window_extras import WindowExtras, window_extras
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,12 @@ class Window:
     language_id: int | None = None  # None: detected from the audio (multilingual models)
     timestamps: bool = False
     previous: list[int] | None = None  # text tokens to condition on (<|startofprev|> prompt)
+    prefix: tuple[int, ...] | None = None  # text tokens the transcript is made to begin with (kept in `tokens`)
+    sampling: Sampling | None = None  # this row's sampling (a fallback retry); None: the pipeline's
+    score: bool = False  # also read avg log-probability and no-speech probability (scoring.py)
+    # word timestamps: given the window's tokens, the text tokens to time word by word (None: no words)
+    word_tokens: Callable[[list[int]], list[int]] | None = None
+    audio_frames: int | None = None  # feature frames that hold real audio (None: the whole window)
     task: str | None = None  # transcribe or translate; None: the pipeline's task
 
 
@@ -46,6 +54,7 @@ class DecodedWindow:
     language_id: int | None
     detected_language: str | None  # the language code found in the audio; None when it was given
     stats: DecodeStats
+    extras: WindowExtras | None = None  # scores and aligned words, when the window asked for them
 
 
 # decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
@@ -58,13 +67,18 @@ def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
 
 
 class WindowPipeline:
-    """A main Whisper model (and a drafter) turning windows of audio features into tokens."""
+    """A main Whisper model (and a drafter) turning windows of audio features into tokens, its encoder and decoder
+    in the precisions of `compute`."""
 
     def __init__(self, model, processor, drafter: Drafter | None, *, task: str, sampling: Sampling,
-                 draft_length: DraftLength, max_new_tokens: int | None = None):
+                 draft_length: DraftLength, max_new_tokens: int | None = None, compute: ComputeType | None = None):
         self.model, self.processor, self.drafter = model, processor, drafter
         self.tokens = WhisperTokens.from_model(model)
-        self.runner = WhisperDecoderRunner(model)
+        self.compute = compute or ComputeType()
+        self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder)
+        # the cross-attention keys/values are computed once per window, with the encoder: in its precision
+        cross_dtype = torch.bfloat16 if self.compute.encoder == "bfloat16" else None
+        self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         self.task, self.sampling, self.draft_length = task, sampling, draft_length
         self.max_new_tokens = max_new_tokens or self.tokens.max_positions
 
@@ -74,7 +88,7 @@ class WindowPipeline:
         options = {"truncation": False, "padding": "longest"} if whole else {}
         features = self.processor.feature_extractor(samples, sampling_rate=audio_io.SAMPLE_RATE,
                                                     return_tensors="pt", **options).input_features
-        return features.to(self.runner.device, self.runner.dtype)
+        return features.to(self.runner.device)
 
     @property
     def frames(self) -> Frames:
@@ -92,8 +106,9 @@ class WindowPipeline:
 
     def decode(self, windows: list[Window], generator: torch.Generator | None = None,
                sampling: Sampling | None = None) -> list[DecodedWindow]:
-        """Decode `windows` as the rows of one batch, under `sampling` (default: the pipeline's). Each row's times
-        in its stats are its share of the batch's, so that they add up to the whole call."""
+        """Decode `windows` as the rows of one batch, each under its own sampling, else `sampling`, else the
+        pipeline's. Each row's times in its stats are its share of the batch's, so that they add up to the whole
+        call."""
         started = time.perf_counter()
         sampling = sampling or self.sampling
         with torch.inference_mode():
@@ -102,26 +117,36 @@ class WindowPipeline:
             languages = self._languages(cache, windows)
             prompts = [self.tokens.prompt(language_id, window.task or self.task, window.timestamps, window.previous)
                        for window, (language_id, _) in zip(windows, languages)]
+            forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=sampling,
+                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=window.sampling or sampling,
                 draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
-            drafter_seconds = self._start_drafter([row.rules for row in settings], sampling, generator, features,
-                                                  encoder_output, cross_states, cache)
-            rows = generate_batch(DecoderTarget(self.runner, cache), prompts, settings, self.drafter, generator)
+            drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
+                                                  encoder_output, cross_states, cache,
+                                                  [row.sampling for row in settings])
+            rows = generate_batch(DecoderTarget(self.runner, cache), [prompt + extra for prompt, extra in
+                                                                      zip(prompts, forced)],
+                                  settings, self.drafter, generator)
+            extras = [window_extras(self, window, row, encoder_output[row:row + 1],
+                                    tuple([layer[row:row + 1] for layer in side] for side in cross_states),
+                                    prompt, extra, tokens, rules.rules, language_id)
+                      if window.score or window.word_tokens else None
+                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _))
+                      in enumerate(zip(windows, prompts, forced, rows, settings, languages))]
         decoded = []
-        for (tokens, stats), (language_id, detected) in zip(rows, languages):
+        for (tokens, stats), (language_id, detected), extra, window_extra in zip(rows, languages, forced, extras):
             stats.encoder_seconds += encoder_seconds / len(windows)
             stats.draft_seconds += drafter_seconds / len(windows)
             stats.total_seconds = (time.perf_counter() - started) / len(windows)
-            decoded.append(DecodedWindow(tokens, language_id, detected, stats))
+            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra))
         return decoded
 
     def _encode(self, features: list[torch.Tensor]):
         """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as rows
         of one batch. Each row is encoded on its own, so its bits equal those of the row decoded alone (the
         encoder is compute-bound: batching it buys little)."""
-        encoded = [self.model.model.encoder(row).last_hidden_state for row in features]
+        encoded = [self.encoder(row) for row in features]
         cross_rows = [self.runner.cross_attention_states(row) for row in encoded]
         cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
                              for side in (0, 1))
@@ -147,15 +172,16 @@ class WindowPipeline:
         codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
         return [(token, codes[token]) for token in best]
 
-    def _start_drafter(self, rules: list[LogitRules], sampling: Sampling, generator, features, encoder_output,
-                       cross_states, cache: KVCache) -> float:
+    def _start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
+                       cache: KVCache, sampling: list[Sampling]) -> float:
         """Start the drafter (if any) on the rows of `cache`, each row under its own rules; the seconds it took."""
         if self.drafter is None:
             return 0.0
         started = time.perf_counter()
         self.drafter.start(DraftContext(
-            rules=rules[0], sampling=sampling, max_positions=cache.max_positions,
+            rules=rules[0], sampling=sampling[0], max_positions=cache.max_positions,
             eos_token_id=self.tokens.end_of_text, generator=generator, encoder_output=encoder_output,
             input_features=features, main_cache=cache, main_cross_states=cross_states,
-            row_rules=rules if len(rules) > 1 else None))
+            row_rules=rules if len(rules) > 1 else None,
+            row_sampling=sampling if len(set(sampling)) > 1 else None))
         return time.perf_counter() - started

@@ -19,6 +19,7 @@ class TranscriptionResult:
     mode: str
     main_model: str
     assistant_model: str | None = None
+    compute_type: str | None = None
     timings: dict = field(default_factory=dict)
 
     @property

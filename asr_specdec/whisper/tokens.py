@@ -68,6 +68,23 @@ class WhisperTokens:
         return self.no_timestamps + 1
 
     @property
+    def no_speech(self) -> int:
+        """<|nospeech|> (<|nocaptions|> in older vocabularies), which Whisper places right before <|notimestamps|>."""
+        return self.no_timestamps - 1
+
+    @property
+    def prompt_limit(self) -> int:
+        """How many previous-text tokens a prompt may hold (openai and transformers keep the last ones)."""
+        return self.max_positions // 2 - 1
+
+    def forced_prefix(self, prefix: list[int] | tuple[int, ...] | None, timestamps: bool) -> list[int]:
+        """The tokens a window's transcript is made to begin with: the prefix text, after <|0.00|> when decoding
+        with timestamps (faster-whisper's layout), so that the model continues the prefix's segment."""
+        if not prefix:
+            return []
+        return [self.timestamp_begin, *prefix] if timestamps else list(prefix)
+
+    @property
     def timestamp_count(self) -> int:
         return max(0, self.vocab_size - self.timestamp_begin)
 

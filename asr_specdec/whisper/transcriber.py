@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import torch
@@ -17,12 +18,18 @@ from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
 from . import audio as audio_io
+from .chunks import independent_segments, window_text_tokens
+from .compute import ComputeType, model_dtype, parse_compute_type
 from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, UniversalDrafter
 from .drafters.assistant import check_same_device
+from .fallback import Recipe, WindowResult, decode_with_fallback
 from .formats import Segment
-from .longform import TimedTokens, chunk_segments, transcribe_sequential
+from .longform import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
+from .options import PromptTokens, TranscribeOptions, prompt_tokens, temperature_ladder, vad_options, window_context
 from .pipeline import Window, WindowDecoder, WindowPipeline
 from .result import TranscriptionResult
+from .vad import on_file_timeline, speech_regions, speech_windows
+from .words import place_words
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
@@ -32,9 +39,14 @@ CONDITIONING_TEMPERATURE_LIMIT = 0.5
 
 
 def _load(spec, device, dtype):
-    """(model, processor, name) from a spec string, a LoadedWhisper, or a (model, processor) pair."""
+    """(model, processor, name) from a spec string, a LoadedWhisper, or a (model, processor) pair. A local
+    Whisper directory (offline packs included) loads without transformers' modeling code (lean_model.py)."""
     if isinstance(spec, str):
-        from ..weights.whisper_models import load_whisper
+        from ..weights.whisper_models import load_whisper, resolve_model_dir
+
+        lean = _load_lean(resolve_model_dir(spec), device, dtype)
+        if lean is not None:
+            return (*lean, spec)
 
         loaded = load_whisper(spec, device=device, dtype=dtype)
         return loaded.model, loaded.processor, loaded.name
@@ -44,6 +56,21 @@ def _load(spec, device, dtype):
         model, processor = spec
         return model, processor, getattr(model.config, "_name_or_path", "") or type(model).__name__
     return spec, None, getattr(spec.config, "_name_or_path", "") or type(spec).__name__
+
+
+def _load_lean(location, device, dtype):
+    """(model, processor) of a local directory the lean loader reads, else None."""
+    from pathlib import Path
+
+    from .lean_model import lean_loadable, load_lean_whisper
+    from .lean_processor import load_lean_processor
+
+    if not isinstance(location, Path) or not lean_loadable(location):
+        return None
+    processor = load_lean_processor(location)
+    if processor is None:
+        return None
+    return load_lean_whisper(location, device=device, dtype=dtype), processor
 
 
 def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit):
@@ -77,6 +104,20 @@ class SpeculativeWhisper:
     last complete segment ended (`long_form="sequential"`, Whisper's own algorithm), or cut at quiet points
     into independent windows (`long_form="chunked"`). `timestamps=True` decodes short audio with timestamps
     too; `condition_on_previous_text=True` prompts each window with the text before it.
+
+    `compute_type` sets the precision of the main model's encoder and decoder (compute.py): "float32",
+    "bfloat16", "float16" (CUDA), "int8", "ENCODER:DECODER" (e.g. "bfloat16:float32"), or "auto" (the
+    default). `dtype` is its older spelling (a torch dtype for both halves).
+
+    `draft_schedule` ("adaptive", the default; "fixed"; "heuristic", transformers' +2/-1; or transformers'
+    `num_assistant_tokens_schedule` names) decides each round's draft length, starting from `num_draft_tokens`.
+
+    The rest of openai's and faster-whisper's recipe (see options.py; every option may also be given per call):
+    `word_timestamps=True` (words with times, segments refined by them), `temperature=(0.0, 0.2, ...)` or
+    `temperature_fallback=True` (retries up the temperature ladder when a window's text is too repetitive or
+    unlikely; `compression_ratio_threshold`, `logprob_threshold`), `no_speech_threshold` (windows judged
+    silent give no text; on by default, None turns it off), `initial_prompt`, `prefix`, `hotwords`, and
+    `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
     """
 
     def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
@@ -89,8 +130,15 @@ class SpeculativeWhisper:
                  device: str = "cpu", dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
                  timestamps: bool | None = None, return_timestamps: bool | None = None,
                  long_form: str = "sequential", condition_on_previous_text: bool | None = None,
-                 condition_on_prev_tokens: bool | None = None):
-        dtype = dtype or torch.float32
+                 condition_on_prev_tokens: bool | None = None, compute_type: str | ComputeType | None = None,
+                 draft_schedule: str | None = None, num_assistant_tokens_schedule: str | None = None,
+                 **recipe_options):
+        if compute_type is None and dtype is not None:
+            compute_type = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
+        self.compute_type = parse_compute_type(compute_type, device)
+        dtype = model_dtype(self.compute_type, device)
+        self.options = TranscribeOptions().with_overrides(**_recipe_arguments(temperature, recipe_options))
+        temperature = temperature if not isinstance(temperature, (list, tuple)) else 1.0
         self.timestamps = _first_given(timestamps, return_timestamps)
         self.long_form = _check_long_form(long_form)
         self.condition_on_previous_text = bool(_first_given(condition_on_previous_text, condition_on_prev_tokens))
@@ -99,10 +147,16 @@ class SpeculativeWhisper:
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
         self.language, self.seed = language, seed
-        draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS, dynamic=dynamic)
+        try:
+            draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS,
+                                       dynamic=dynamic,
+                                       schedule=draft_schedule or num_assistant_tokens_schedule or "adaptive")
+        except ValueError as error:
+            raise SpecdecError(str(error)) from None
         self.pipeline = WindowPipeline(model.eval(), processor, None, task=task,
                                        sampling=Sampling(do_sample, temperature, top_k, top_p),
-                                       draft_length=draft_length, max_new_tokens=max_new_tokens)
+                                       draft_length=draft_length, max_new_tokens=max_new_tokens,
+                                       compute=self.compute_type)
 
         assistant_model = assistant_model if assistant_model is not None else draft_model
         self.assistant_name = None
@@ -112,7 +166,8 @@ class SpeculativeWhisper:
         self.mode = resolve_mode(drafter or mode, assistant_model, assistant_tokenizer,
                                  prompt_lookup_num_tokens, assistant_early_exit)
         if self.mode == "prompt-lookup" and prompt_lookup_num_tokens:
-            self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic)
+            self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic,
+                                                     schedule=draft_length.schedule)
         self.pipeline.drafter = self._make_drafter(assistant_model, assistant_tokenizer,
                                                    assistant_confidence_threshold, assistant_early_exit, device, dtype)
 
@@ -134,7 +189,8 @@ class SpeculativeWhisper:
             return QuantizedSelfDrafter(self.model, threshold)
         if self.mode == "early-exit":
             layers = len(self.runner.layers)
-            return EarlyExitDrafter(self.model, early_exit or max(1, layers // 2), threshold)
+            return EarlyExitDrafter(self.model, early_exit or max(1, layers // 2), threshold,
+                                    weights=self.runner.weights)
         if self.mode == "prompt-lookup":
             return PromptLookupDrafter()
         if assistant_model is None:
@@ -142,7 +198,7 @@ class SpeculativeWhisper:
         model, processor, self.assistant_name = _load(assistant_model, device, dtype)
         check_same_device(self.model, model)
         if self.mode == "assistant":
-            return AssistantDrafter(model, self.model, threshold)
+            return AssistantDrafter(model, self.model, threshold, weights=self.runner.weights)
         tokenizer = assistant_tokenizer or (processor.tokenizer if processor is not None else None)
         if tokenizer is None:
             raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
@@ -150,37 +206,44 @@ class SpeculativeWhisper:
                                 task=self.task, confidence_threshold=threshold)
 
     def _labels(self) -> dict:
-        return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name}
+        return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,
+                "compute_type": self.compute_type.name}
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
                    return_timestamps: bool | None = None, long_form: str | None = None,
-                   condition_on_previous_text: bool | None = None, temperature: float | None = None,
-                   window_decoder: WindowDecoder | None = None,
-                   on_segment: SegmentListener | None = None) -> TranscriptionResult:
+                   condition_on_previous_text: bool | None = None, window_decoder: WindowDecoder | None = None,
+                   on_segment: SegmentListener | None = None, **recipe_options) -> TranscriptionResult:
         """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz).
 
         `progress(fraction_done, description)` is called before each 30-second window and at the end. The
-        keyword options override the constructor's for this call; `temperature` 0 decodes greedily, above 0
-        samples at it (with the constructor's top-k/top-p). `window_decoder` decodes this call's windows instead
+        keyword options (the recipe's too: word_timestamps, vad_filter, initial_prompt, ...) override the
+        constructor's for this call; a single `temperature` here is OpenAI's: 0 decodes greedily (with the
+        configured fallback ladder), above 0 samples at it. `window_decoder` decodes this call's windows instead
         of the pipeline (the server routes them into shared batches); `on_segment` gets each segment as soon as
         it is final.
         """
         started = time.perf_counter()
+        options = self.options.with_overrides(**_recipe_arguments(
+            _call_temperature(recipe_options.pop("temperature", None)), recipe_options))
+        prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
-        sampling = self._sampling(temperature)
         language = language or self.language
         language_id = self.tokens.language_token(language) if (language and self.tokens.multilingual) else None
         timestamps = _first_given(timestamps, return_timestamps, self.timestamps)
+        if timestamps is None and options.word_timestamps:
+            timestamps = True
         long_form = _check_long_form(long_form or self.long_form)
         condition = _first_given(condition_on_previous_text, self.condition_on_previous_text)
         is_long = len(samples) > self.pipeline.window_samples
         if is_long and long_form == "sequential" and timestamps is False:
             raise SpecdecError("sequential long-form decoding needs timestamps: use long_form='chunked' for audio "
                                "over 30 s without timestamps")
-        run = _Run(language_id, sampling.generator(self.seed), DecodeStats(), progress, task=task or self.task,
-                   sampling=sampling, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
-        if is_long and long_form == "chunked":
+        run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
+                   task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
+        if options.vad_filter:
+            segments = self._transcribe_speech(samples, run)
+        elif is_long and long_form == "chunked":
             segments = self._transcribe_chunked(samples, run, bool(timestamps))
         elif is_long or timestamps:
             segments = self._transcribe_sequential(samples, run, is_long, condition)
@@ -192,9 +255,15 @@ class SpeculativeWhisper:
         detected = language if language else ("en" if not self.tokens.multilingual else run.language)
         spoken = [segment for segment in segments if segment.text]
         return TranscriptionResult(
-            text=self._text(spoken), segments=[_public(segment) for segment in spoken],
+            text=self._text(spoken), segments=[segment.output(self.tokens.timestamp_begin) for segment in spoken],
             window_tokens=run.window_tokens, stats=run.stats, language=detected,
             duration=audio_io.duration_seconds(samples), **self._labels())
+
+    def _generator(self, recipe: Recipe) -> torch.Generator | None:
+        """The run's random source: for sampling, or for fallback retries (seeded by `seed`: reproducible)."""
+        if self.sampling.do_sample or max(recipe.temperatures) == 0:
+            return self.sampling.generator(self.seed)
+        return Sampling(do_sample=True).generator(self.seed)
 
     def transcribe_batch(self, audios: list, sample_rate: int | None = None, language: str | None = None,
                          batch_size: int = 8) -> list[TranscriptionResult]:
@@ -205,42 +274,103 @@ class SpeculativeWhisper:
         from .batch import transcribe_batch
 
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
-                                self.sampling.generator(self.seed), self._labels())
+                                self._generator(self.options.recipe), self._labels(), self.options.recipe)
 
-    def _sampling(self, temperature: float | None) -> Sampling:
-        if temperature is None:
-            return self.sampling
-        if temperature < 0:
-            raise SpecdecError(f"temperature must be 0 (greedy) or positive, got {temperature}")
-        return replace(self.sampling, do_sample=temperature > 0, temperature=temperature or self.sampling.temperature)
+    def stream(self, **options):
+        """A live transcription stream on these models, drafting each update from the last hypothesis (see
+        streaming.py): `feed(samples)` audio as it arrives, get updates with committed and tentative text."""
+        from .streaming import StreamingTranscriber
 
-    def _decode_run(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None):
-        """One window of a transcribe call; the first window's detected language is kept for the rest."""
-        window = Window(features, run.language_id, timestamps, previous, task=run.task)
-        decoded = run.decode([window], run.generator, run.sampling)[0]
-        run.language_id = decoded.language_id
-        run.language = run.language or decoded.detected_language
-        run.stats.add(decoded.stats)
-        run.window_tokens.append(decoded.tokens)
-        return decoded.tokens
+        return StreamingTranscriber(self, **options)
+
+    def _window(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None,
+                audio_frames: int | None = None, complete_segments: bool = False) -> Window:
+        """A window of a transcribe call: the recipe's prompt pieces (the prefix on the first window only), and word
+        alignment of its text (`complete_segments`: only the segments a sequential window keeps)."""
+        options, prompts, tokens = run.options, run.prompts, self.tokens
+        word_tokens = None
+        if options.word_timestamps:
+            word_tokens = (partial(complete_text_tokens, timestamp_begin=tokens.timestamp_begin,
+                                   end_of_text=tokens.end_of_text) if complete_segments and timestamps
+                           else window_text_tokens(tokens.end_of_text))
+        prefix = tuple(prompts.prefix) if prompts.prefix and not run.window_tokens else None
+        return Window(features, run.language_id, timestamps, window_context(prompts.hotwords, previous,
+                                                                            tokens.prompt_limit),
+                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task)
+
+    def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
+        """Windows of a transcribe call as rows of one decode (with fallback retries); the first window's detected
+        language is kept for the rest."""
+        results = decode_with_fallback(self.pipeline, windows, run.options.recipe, run.generator, run.stats,
+                                       run.decode)
+        for result in results:
+            decoded = result.decoded
+            run.language_id = run.language_id if run.language_id is not None else decoded.language_id
+            run.language = run.language or decoded.detected_language
+            run.window_tokens.append(decoded.tokens)
+            run.results.append(result)
+        return results
 
     def _transcribe_chunked(self, samples: np.ndarray, run: _Run, timestamps: bool) -> list[_TextSegment]:
         """Windows cut at quiet points, each decoded on its own (one window for audio up to 30 s)."""
         windows = audio_io.split_long_audio(samples)
-        segments, emitted = [], 0
+        segments, last_speech = [], 0.0
+        previous = run.prompts.initial or None
         for index, (offset, window) in enumerate(windows):
             if run.progress is not None:
                 run.progress(index / len(windows), f"transcribing window {index + 1} of {len(windows)}")
-            tokens = self._decode_run(self.pipeline.features(window), run, timestamps)
-            duration = audio_io.duration_seconds(window)
-            if timestamps:
-                timed = chunk_segments(tokens, self.tokens.timestamp_begin, self.tokens.end_of_text, offset,
-                                       duration, self.pipeline.frames)
-                segments += [self._segment(piece) for piece in timed]
-            else:
-                segments.append(_TextSegment(round(offset, 3), round(offset + duration, 3), self.pipeline.text(tokens)))
-            run.emit(segments[emitted:])
-            emitted = len(segments)
+            frames = len(window) // self.processor.feature_extractor.hop_length
+            result = self._decode_windows([self._window(self.pipeline.features(window), run, timestamps,
+                                                        previous if index == 0 else None, frames)], run)[0]
+            if result.silent:
+                continue
+            timed, last_speech = self._independent(result, len(run.results) - 1, offset,
+                                                   audio_io.duration_seconds(window), timestamps, run, last_speech)
+            pieces = [self._segment(piece, run, timestamps) for piece in timed]
+            run.emit(pieces, self.tokens.timestamp_begin)
+            segments += pieces
+        return segments
+
+    def _independent(self, result: WindowResult, number: int, offset: float, duration: float, timestamps: bool,
+                     run: _Run, last_speech: float):
+        words = result.decoded.extras.words if result.decoded.extras else None
+        return independent_segments(result.decoded.tokens, number, offset, duration, timestamps,
+                                    self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
+                                    words, self._place_words(run.options), last_speech)
+
+    def _place_words(self, options: TranscribeOptions):
+        return partial(place_words, prepend=options.prepend_punctuations, append=options.append_punctuations)
+
+    def _transcribe_speech(self, samples: np.ndarray, run: _Run) -> list[_TextSegment]:
+        """The VAD path: speech windows (vad.py) decoded `vad_batch_size` at a time as rows of one batch, each on
+        its own with timestamps; times mapped back to the file's timeline."""
+        options = run.options
+        vad = options.vad_options
+        windows = speech_windows(samples, speech_regions(samples, vad), self.pipeline.window_samples,
+                                 vad.speech_pad_ms * audio_io.SAMPLE_RATE // 1000)
+        segments, hop = [], self.processor.feature_extractor.hop_length
+        for begin in range(0, len(windows), options.vad_batch_size):
+            if run.progress is not None:
+                last = min(begin + options.vad_batch_size, len(windows))
+                run.progress(begin / len(windows), f"transcribing speech windows {begin + 1}-{last} of {len(windows)}")
+            group = windows[begin:begin + options.vad_batch_size]
+            # words always: they place segments on the file's timeline (kept in the output only when asked)
+            rows = [replace(self._window(self.pipeline.features(window.samples), run, True,
+                                         run.prompts.initial or None, len(window.samples) // hop),
+                            word_tokens=window_text_tokens(self.tokens.end_of_text)) for window in group]
+            rows = rows[:1] + [replace(row, prefix=None) for row in rows[1:]]  # the prefix starts the first only
+            first = len(run.results)
+            for number, (window, result) in enumerate(zip(group, self._decode_windows(rows, run)), start=first):
+                if result.silent:
+                    continue
+                timed, _ = self._independent(result, number, 0.0, audio_io.duration_seconds(window.samples), True,
+                                             run, 0.0)
+                pieces = [part for piece in timed for part in on_file_timeline(piece, window)]
+                if not options.word_timestamps:
+                    pieces = [replace(piece, words=()) for piece in pieces]
+                finished = [self._segment(piece, run, True) for piece in pieces]
+                run.emit(finished, self.tokens.timestamp_begin)
+                segments += finished
         return segments
 
     def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,
@@ -248,21 +378,30 @@ class SpeculativeWhisper:
         """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
         if condition and run.sampling.do_sample and run.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
+        recipe = run.options.recipe
+        audio_frames = len(samples) // self.processor.feature_extractor.hop_length
 
-        def decode(window: torch.Tensor, previous: list[int] | None) -> list[int]:
-            return self._decode_run(window, run, True, previous)
+        def decode(window: torch.Tensor, previous: list[int] | None, real: int) -> WindowOutcome:
+            frames = real if is_long else min(real, audio_frames)
+            result = self._decode_windows([self._window(window, run, True, previous, frames, True)], run)[0]
+            extras = result.decoded.extras
+            return WindowOutcome(result.decoded.tokens, skip=result.silent,
+                                 reset_prompt=result.temperature > recipe.prompt_reset_on_temperature,
+                                 words=extras.words if extras else None)
 
         def emit(pieces: list[TimedTokens]) -> None:
-            run.emit([self._segment(piece) for piece in pieces])
+            run.emit([self._segment(piece, run, True) for piece in pieces], self.tokens.timestamp_begin)
 
         output = transcribe_sequential(self.pipeline.features(samples, whole=is_long), decode,
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
-                                       condition, run.progress, emit if run.on_segment is not None else None)
-        return [self._segment(piece) for piece in output.segments]
+                                       condition, run.progress, initial_prompt=run.prompts.initial,
+                                       place_words=self._place_words(run.options), with_frames=True,
+                                       on_segments=emit if run.on_segment is not None else None)
+        return [self._segment(piece, run, True) for piece in output.segments]
 
-    def _segment(self, piece: TimedTokens) -> _TextSegment:
+    def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
         return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.text(list(piece.tokens)),
-                            piece.tokens)
+                            piece.tokens if timestamps else None, piece.words, run.results[piece.window])
 
     def _text(self, segments: list[_TextSegment]) -> str:
         if all(segment.tokens is None for segment in segments):
@@ -278,18 +417,20 @@ class _Run:
     generator: torch.Generator | None
     stats: DecodeStats
     progress: Progress | None
+    options: TranscribeOptions
+    prompts: PromptTokens
     task: str = "transcribe"
-    sampling: Sampling = field(default_factory=Sampling)
     decode: WindowDecoder | None = None
     on_segment: SegmentListener | None = None
     language: str | None = None
     window_tokens: list[list[int]] = field(default_factory=list)
+    results: list[WindowResult] = field(default_factory=list)  # per decoded window, in order
 
-    def emit(self, segments: list[_TextSegment]) -> None:
+    def emit(self, segments: list[_TextSegment], timestamp_begin: int) -> None:
         if self.on_segment is not None:
             for segment in segments:
                 if segment.text:
-                    self.on_segment(_public(segment))
+                    self.on_segment(segment.output(timestamp_begin))
 
 
 @dataclass(frozen=True)
@@ -298,10 +439,46 @@ class _TextSegment:
     end: float
     text: str
     tokens: tuple[int, ...] | None = None
+    words: tuple = ()
+    window: WindowResult | None = None
+
+    def output(self, timestamp_begin: int) -> Segment:
+        window = self.window
+        if window is None:
+            return Segment(self.start, self.end, self.text, self.tokens or ())
+        return Segment(self.start, self.end, self.text, self.tokens or (), words=self.words,
+                       avg_logprob=_rounded(window.avg_logprob), compression_ratio=round(window.compression_ratio, 4),
+                       no_speech_prob=_rounded(window.no_speech_prob), temperature=window.temperature)
 
 
-def _public(segment: _TextSegment) -> Segment:
-    return Segment(segment.start, segment.end, segment.text, segment.tokens or ())
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _recipe_arguments(temperature, options: dict) -> dict:
+    """Recipe options from openai/faster-whisper argument names: a temperature list or `temperature_fallback`
+    is the fallback ladder, `log_prob_threshold` is `logprob_threshold`, `vad_parameters` are `vad_options`."""
+    options = dict(options)
+    ladder = temperature_ladder(temperature, options.pop("temperature_fallback", None))
+    if ladder is not None:
+        options["temperatures"] = ladder
+    if "log_prob_threshold" in options:
+        options["logprob_threshold"] = options.pop("log_prob_threshold")
+    if "vad_parameters" in options:
+        options["vad_options"] = options.pop("vad_parameters")
+    if "vad_options" in options:
+        options["vad_options"] = vad_options(options["vad_options"])
+    return options
+
+
+def _call_temperature(temperature):
+    """A transcribe call's `temperature` as the recipe reads it: a list is a ladder; a single value is OpenAI's
+    (0: greedy, the configured ladder kept; above 0: sample at it)."""
+    if temperature is None or isinstance(temperature, (list, tuple)):
+        return temperature
+    if temperature < 0:
+        raise SpecdecError(f"temperature must be 0 (greedy) or positive, got {temperature}")
+    return None if temperature == 0 else [float(temperature)]
 
 
 def _check_long_form(long_form: str) -> str:

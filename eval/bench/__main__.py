@@ -2,7 +2,8 @@
 
 import importlib
 
-BENCHMARKS = ("drafters", "duel", "longform", "text", "server")  # memory, report and systems are the duel's parts
+# memory, report and systems are the duel's parts
+BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "streaming", "text", "server")
 
 if __name__ == "__main__":
     for name in BENCHMARKS:

@@ -3,6 +3,7 @@ gradio_client and raw HTTP, and in headless chromium (the `browser` tests)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,29 +14,10 @@ import soundfile
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from app.server import free_port, launch, make_settings
+from .html_tables import table_rows
+from .served import CLIP, LONG_CLIP, MAX_SECONDS, MAX_UPLOAD_MB, OTHER_CLIP, normalized
 
 pytestmark = pytest.mark.slow
-
-AUDIO = Path(__file__).resolve().parents[2].parent / "shared" / "audio"
-CLIP = AUDIO / "LJ002-0020.wav"  # "IN EIGHTEEN THIRTEEN": tiny.en writes "In 1813."
-OTHER_CLIP = AUDIO / "librivox-0880.wav"  # "he was not an ill disposed young man"; tiny.en mishears "ill disposed"
-LONG_CLIP = AUDIO / "libri-1088-134315-0000.wav"  # 16 s, over the 10 s limit below
-MAX_UPLOAD_MB, MAX_SECONDS = 1, 10
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-def normalized(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
-
-
-@pytest.fixture(scope="module")
-def server(tiny_en_dir) -> str:  # tiny_en_dir: the pack converted into this session's cache, where "tiny.en" loads from
-    # two requests decode at once, so the concurrency test also runs two decoders on one shared model
-    app = launch(make_settings("tiny.en", max_upload_mb=MAX_UPLOAD_MB, max_seconds=MAX_SECONDS),
-                 port=free_port(), concurrency=2, block=False, quiet=True)
-    yield app.local_url
-    app.close()
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +33,14 @@ def corrupt_wav(tmp_path) -> Path:
 
 
 @pytest.fixture
+def too_long_wav(tmp_path) -> Path:
+    samples, rate = soundfile.read(LONG_CLIP, dtype="float32")
+    path = tmp_path / "too-long.wav"
+    soundfile.write(path, np.tile(samples, 2)[:int((MAX_SECONDS + 5) * rate)], rate)
+    return path
+
+
+@pytest.fixture
 def oversized_wav(tmp_path) -> Path:
     path = tmp_path / "oversized.wav"
     soundfile.write(path, np.zeros(int(1.5 * MAX_UPLOAD_MB * 1024 * 1024 / 4), dtype=np.float32), 16000,
@@ -62,13 +52,13 @@ def assert_still_serves(client: Client) -> None:
     assert "1813" in client.predict(audio=handle_file(str(CLIP)), api_name="/transcribe")[0]
 
 
-def test_transcribes_a_clip_with_telemetry_highlights_and_download(client):
-    text, highlights, telemetry, download = client.predict(
-        audio=handle_file(str(CLIP)), main="tiny.en", mode="quantized-self", draft_tokens=4, output_format="srt",
-        api_name="/transcribe")
+def test_transcribes_a_clip_with_segments_language_telemetry_highlights_and_downloads(client):
+    text, summary, segments, highlights, telemetry, downloads = client.predict(
+        audio=handle_file(str(CLIP)), main="tiny.en", mode="quantized-self", draft_tokens=4, api_name="/transcribe")
     assert normalized(text) == "in 1813"
-    rows = dict(telemetry["data"])
-    assert rows["mode"] == "quantized-self" and rows["models"] == "tiny.en"
+    assert 'Language: <strong class="language">English</strong> (English-only model)' in summary
+    rows = dict(table_rows(telemetry)[1:])
+    assert rows["mode"] == "quantized-self" and rows["models"] == "tiny.en" and rows["language"] == "English"
     assert int(rows["tokens generated"]) >= 4  # " in", " 18", "13", "." and end-of-text
     drafted, accepted = map(int, rows["drafted / accepted"].split(" / "))
     assert 0 <= accepted <= drafted and drafted > 0
@@ -77,31 +67,67 @@ def test_transcribes_a_clip_with_telemetry_highlights_and_download(client):
     assert rows["audio"] == "1.54 s"
     assert "".join(piece["token"] for piece in highlights).strip() == text
     labels = {piece["class_or_confidence"] for piece in highlights}
-    assert labels <= {"accepted from draft", "supplied by main model"} and labels
-    srt = Path(download).read_text()  # subtitles are decoded with timestamps: the cue has the model's times
-    start, end = re.match(r"1\n00:00:(\d\d,\d{3}) --> 00:00:(\d\d,\d{3})\n", srt).groups()
-    assert float(start.replace(",", ".")) < 0.5 < float(end.replace(",", ".")) != 1.54 and "1813" in srt
+    assert labels <= {"accepted from the draft", "main model's own token"} and labels
+    (time_range, segment_text), = table_rows(segments)[1:]
+    start, end = (float(clock.split(":")[1]) for clock in time_range.split(" – "))
+    assert start < 0.5 < end <= 1.6 and segment_text == text
+    names = {Path(path).name: Path(path) for path in downloads}
+    assert set(names) == {"LJ002-0020.txt", "LJ002-0020.srt", "LJ002-0020.vtt", "LJ002-0020.json"}
+    srt = names["LJ002-0020.srt"].read_text()  # the cue carries the model's own times, as the segments view does
+    cue = re.match(r"1\n00:00:(\d\d,\d{3}) --> 00:00:(\d\d,\d{3})\n", srt).groups()
+    assert [round(float(time.replace(",", ".")), 1) for time in cue] == [start, end] and "1813" in srt
+    assert json.loads(names["LJ002-0020.json"].read_text())["text"] == text
 
 
-def test_microphone_endpoint_transcribes_a_recording(client):
-    text, _, telemetry, download = client.predict(audio=handle_file(str(CLIP)), mode="off", output_format="vtt",
-                                                  api_name="/transcribe_microphone")
+def test_microphone_endpoint_transcribes_a_recording_and_names_downloads_by_its_time(client):
+    text, _, _, _, telemetry, downloads = client.predict(audio=handle_file(str(CLIP)), mode="off",
+                                                         api_name="/transcribe_microphone")
     assert "1813" in text
-    assert dict(telemetry["data"])["drafted / accepted"] == "0 / 0"
-    vtt = Path(download).read_text()
+    assert dict(table_rows(telemetry)[1:])["drafted / accepted"] == "0 / 0"
+    names = sorted(Path(path).name for path in downloads)
+    assert all(re.fullmatch(r"recording-\d{4}-\d\d-\d\d-\d{6}\.(txt|srt|vtt|json)", name) for name in names), names
+    vtt = next(Path(path) for path in downloads if path.endswith(".vtt")).read_text()
     assert vtt.startswith("WEBVTT\n") and "1813" in vtt
 
 
-def test_compare_reports_times_speedup_and_identical_output(client):
-    table, plain, speculative, highlights = client.predict(
+def test_compare_reports_times_speedup_and_identical_output_and_offers_downloads(client):
+    summary, table, plain, speculative, highlights, downloads = client.predict(
         audio=handle_file(str(CLIP)), mode="prompt-lookup", api_name="/compare")
-    rows = {row[0]: row[1:] for row in table["data"]}
+    rows = {row[0]: row[1:] for row in table_rows(table)}
     assert rows["mode"] == ["off", "prompt-lookup"]
     assert rows["identical output"][1] == "yes"
     assert all(value.endswith(" s") for value in rows["time"])
     assert re.fullmatch(r"\d+\.\d\dx", rows["speedup"][1])
     assert plain == speculative and "1813" in plain
-    assert highlights
+    assert "the same text" in summary and highlights
+    names = {Path(path).name: Path(path) for path in downloads}
+    assert {"LJ002-0020.srt", "LJ002-0020.comparison.json"} <= set(names)
+    report = json.loads(names["LJ002-0020.comparison.json"].read_text())
+    assert report["plain"]["text"] == plain and report["speculative"]["mode"] == "prompt-lookup"
+
+
+def test_assistant_mode_works_with_the_assistant_the_page_offers(server, client):
+    from app.pairing import assistant_choices
+    from app.profiles import profile_from_directory
+    from asr_specdec.weights.whisper_models import resolve_model_dir
+
+    offered = assistant_choices("tiny.en", "assistant", ("tiny.en", "base"),
+                                lambda spec: profile_from_directory(resolve_model_dir(spec)).vocab_size)
+    assert offered == ["tiny.en"]  # base has another tokenizer
+    text, summary, _, _, telemetry, _ = client.predict(audio=handle_file(str(CLIP)), mode="assistant",
+                                                       assistant=offered[0], api_name="/transcribe")
+    rows = dict(table_rows(telemetry)[1:])
+    assert normalized(text) == "in 1813" and rows["mode"] == "assistant" and rows["acceptance rate"] == "100%"
+    assert 'class="note"' not in summary
+
+
+def test_an_assistant_with_another_tokenizer_drafts_in_universal_mode_and_the_page_says_so(client):
+    text, summary, _, _, telemetry, _ = client.predict(audio=handle_file(str(CLIP)), mode="assistant",
+                                                       assistant="base", api_name="/transcribe")
+    rows = dict(table_rows(telemetry)[1:])
+    assert normalized(text) == "in 1813"
+    assert rows["mode"] == "universal" and rows["models"] == "tiny.en + base"
+    assert "base has another tokenizer than tiny.en, so it drafted in universal mode" in summary
 
 
 def test_users_at_once_all_get_their_own_transcript(server):
@@ -124,9 +150,10 @@ def test_corrupt_file_gives_a_one_line_error_and_the_app_keeps_serving(client, c
     assert_still_serves(client)
 
 
-def test_too_long_audio_is_refused_with_the_limit_named(client):
-    with pytest.raises(AppError, match=rf"lasts 16\.0 s; this server transcribes at most {MAX_SECONDS} s"):
-        client.predict(audio=handle_file(str(LONG_CLIP)), api_name="/transcribe")
+def test_too_long_audio_is_refused_with_the_limit_named(client, too_long_wav):
+    limit = rf"lasts {MAX_SECONDS + 5}\.0 s; this server transcribes at most {MAX_SECONDS} s"
+    with pytest.raises(AppError, match=limit):
+        client.predict(audio=handle_file(str(too_long_wav)), api_name="/transcribe")
     assert_still_serves(client)
 
 
@@ -147,20 +174,9 @@ def test_a_path_outside_the_upload_area_is_never_opened(server, client):
     assert_still_serves(client)
 
 
-def test_a_library_error_reaches_the_user_as_its_message(client):
-    with pytest.raises(AppError, match="English-only and cannot translate"):
-        client.predict(audio=handle_file(str(CLIP)), task="translate", api_name="/transcribe")
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)")
-    from app.browser import chromium
-
-    driver = chromium(tmp_path_factory.mktemp("chromium-profile"))
-    yield driver
-    driver.quit()
+def test_translation_is_not_offered_with_an_english_only_model(client):
+    with pytest.raises(AppError, match=r"'translate' .* is not in the list of choices: \['transcribe'\]"):
+        client.predict(audio=handle_file(str(CLIP)), main="tiny.en", task="translate", api_name="/transcribe")
 
 
 @pytest.mark.browser

@@ -26,8 +26,8 @@ def test_a_bug_is_logged_and_the_user_sees_only_that_it_happened(caplog):
 
 
 def test_auto_language_means_detect():
-    assert options_from("base", "off", None, 5.0, False, "auto", "transcribe").language is None
-    assert options_from("base", "off", None, 5.0, False, "de", "transcribe").language == "de"
+    assert options_from("base", "off", None, "auto", "transcribe", 5.0, False).language is None
+    assert options_from("base", "off", None, "de", "transcribe", 5.0, False).language == "de"
 
 
 def test_an_unloadable_default_model_stops_start_up_with_one_line(capsys, tmp_path):

@@ -1,20 +1,24 @@
-"""app/views.py: telemetry and comparison rows, token highlights, transcript downloads."""
+"""app/views.py: telemetry and comparison rows, tables, the summary line, token highlights."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.views import (
+    COMPARISON_MEASURES,
     FROM_DRAFT,
     FROM_MAIN,
     comparison_rows,
+    summary_html,
+    table_html,
     telemetry_rows,
     token_highlights,
-    write_transcript,
 )
 from asr_specdec.core.stats import DecodeStats
 from asr_specdec.whisper import TranscriptionResult
 from asr_specdec.whisper.formats import Segment
+
+from .html_tables import table_rows
 
 END = 99
 
@@ -26,11 +30,11 @@ class ByteTokenizer:
         return bytes(t for t in tokens if t != END).decode("utf-8", errors="replace")
 
 
-def result(tokens, from_draft, seconds=2.0, mode="quantized-self", segments=None):
+def result(tokens, from_draft, seconds=2.0, mode="quantized-self", segments=None, language="en"):
     stats = DecodeStats(new_tokens=len(tokens), drafted_tokens=6, accepted_tokens=3, main_passes=2,
                         total_seconds=seconds, token_from_draft=list(from_draft))
     return TranscriptionResult(text="hi", segments=segments or [Segment(0.0, 1.5, "hi")], window_tokens=[tokens],
-                               stats=stats, language="en", duration=4.0, mode=mode, main_model="tiny.en")
+                               stats=stats, language=language, duration=4.0, mode=mode, main_model="tiny.en")
 
 
 def test_highlights_label_each_token_by_who_supplied_it_and_drop_special_tokens():
@@ -46,7 +50,8 @@ def test_a_character_split_across_tokens_is_shown_once_and_is_from_the_draft_onl
 
 
 def test_telemetry_rows():
-    rows = dict(telemetry_rows(result([1, 2, 3, 4], [True] * 4)))
+    rows = dict(telemetry_rows(result([1, 2, 3, 4], [True] * 4, language="de")))
+    assert rows["language"] == "German"
     assert rows["acceptance rate"] == "50%"
     assert rows["drafted / accepted"] == "6 / 3"
     assert rows["tokens per main pass"] == "2.00"
@@ -62,20 +67,18 @@ def test_comparison_rows(speculative_tokens, identical):
     assert rows["speedup"] == ["1.00x", "2.00x"]
     assert rows["identical output"] == ["", identical]
     assert rows["time"] == ["3.00 s", "1.50 s"]
+    assert list(rows) == COMPARISON_MEASURES  # the empty table shown before a comparison has the same rows
 
 
-@pytest.mark.parametrize("output_format, name, expected", [
-    ("text", "clip.txt", "hello there\n"),
-    ("srt", "clip.srt", "1\n00:00:00,000 --> 00:00:01,500\nhello\n\n2\n00:00:01,500 --> 00:00:02,000\nthere\n"),
-    ("vtt", "clip.vtt", "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nhello\n\n00:00:01.500 --> 00:00:02.000\nthere\n"),
-])
-def test_downloads_in_each_format(tmp_path, output_format, name, expected):
-    segments = [Segment(0.0, 1.5, "hello"), Segment(1.5, 2.0, "there")]
-    path = write_transcript(result([1], [True], segments=segments), output_format, tmp_path, "clip")
-    assert path.name == name and path.read_text() == expected
+def test_tables_escape_their_cells():
+    html = table_html(["measure", "value"], [["models", "<script>x</script> & y"]])
+    assert table_rows(html) == [["measure", "value"], ["models", "<script>x</script> & y"]]
+    assert "<script>" not in html
 
 
-def test_two_downloads_of_the_same_name_do_not_overwrite_each_other(tmp_path):
-    first = write_transcript(result([1], [True]), "text", tmp_path, "clip")
-    second = write_transcript(result([1], [True]), "text", tmp_path, "clip")
-    assert first != second and first.exists() and second.exists()
+def test_summary_names_the_language_and_how_it_was_known_and_carries_a_note():
+    html = summary_html(result([1], [True], language="fr"), "detected", note="switched <drafter>")
+    assert '<strong class="language">French</strong> (detected)' in html
+    assert "4.0 s of audio" in html and "50% of drafted tokens accepted" in html
+    assert '<p class="note">switched &lt;drafter&gt;</p>' in html
+    assert "drafter off" in summary_html(result([1], [False], mode="off"), "chosen")

@@ -181,6 +181,26 @@ def test_compare_prints_speedup_and_identity(capsys, shared_audio):
     assert "identical output: yes" in err and "speedup" in err
 
 
+def test_compare_goes_into_the_json(capsys, shared_audio):
+    code, out, err = cli(capsys, shared_audio / "forever.wav", "--mode", "quantized-self", "--compare",
+                         "--format", "json", "--compute-type", "bfloat16:float32")
+    assert code == 0, err
+    record = json.loads(out)
+    comparison = record["comparison"]
+    assert comparison["identical"] is True and comparison["mode"] == "quantized-self"
+    assert comparison["speedup"] == pytest.approx(comparison["plain_seconds"] / comparison["speculative_seconds"],
+                                                  rel=0.01)
+    assert record["compute_type"] == "bfloat16:float32"
+
+
+@pytest.mark.parametrize("compute_type, message", [("float16", "float16 needs a CUDA GPU"),
+                                                   ("fp8", "unknown compute type")])
+def test_bad_compute_type_is_one_line_error(capsys, shared_audio, compute_type, message):
+    code, _, err = cli(capsys, shared_audio / "forever.wav", "--compute-type", compute_type)
+    assert code == 2
+    assert message in one_line_error(err)
+
+
 def test_real_process_exit_code_and_no_traceback(tmp_path):
     process = subprocess.run([sys.executable, "-m", "asr_specdec.transcribe", str(tmp_path / "missing.wav")],
                              capture_output=True, text=True, timeout=300)

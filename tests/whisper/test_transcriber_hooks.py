@@ -56,9 +56,10 @@ def test_temperature_per_call_sets_the_windows_sampling(whisper):
     recorder = Recorder(whisper.pipeline)
     whisper.transcribe(noise(2.0, 4), temperature=0.7, window_decoder=recorder)
     whisper.transcribe(noise(2.0, 4), temperature=0.0, window_decoder=recorder)
-    (_, sampled_generator, sampled), (_, greedy_generator, greedy) = recorder.calls
+    (sampled_windows, sampled_generator, _), (greedy_windows, greedy_generator, _) = recorder.calls
+    sampled = sampled_windows[0].sampling
     assert sampled.do_sample and sampled.temperature == 0.7 and sampled_generator is not None
-    assert not greedy.do_sample and greedy_generator is None
+    assert greedy_windows[0].sampling is None and greedy_generator is None  # the pipeline's greedy settings
     assert not whisper.sampling.do_sample  # the shared settings are untouched
     with pytest.raises(SpecdecError, match="temperature"):
         whisper.transcribe(noise(1.0, 4), temperature=-1.0)

@@ -13,6 +13,7 @@ from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper
 
 pytestmark = pytest.mark.slow
+FLOAT32 = {"compute_type": "float32"}  # transformers' generate() runs in float32: compare like with like
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def clips(shared_audio, manifest):
 
 @pytest.fixture(scope="module")
 def plain_tokens(base, clips):
-    plain = SpeculativeWhisper(base, mode="off", language="en")
+    plain = SpeculativeWhisper(base, mode="off", language="en", **FLOAT32)
     return {name: plain.transcribe(samples).tokens for name, samples in clips.items()}
 
 
@@ -59,7 +60,7 @@ def test_every_drafter_is_exact_on_every_clip(base, clips, plain_tokens, mode, o
     options = dict(options)
     if options.pop("assistant_is_main", False):
         options["assistant_model"] = base
-    speculative = SpeculativeWhisper(base, mode=mode, language="en", **options)
+    speculative = SpeculativeWhisper(base, mode=mode, language="en", **options, **FLOAT32)
     drafted = accepted = 0
     for name, samples in clips.items():
         result = speculative.transcribe(samples)
@@ -72,7 +73,7 @@ def test_every_drafter_is_exact_on_every_clip(base, clips, plain_tokens, mode, o
 
 
 def test_universal_pair_base_with_tiny_en(base, tiny_en, clips, plain_tokens):
-    universal = SpeculativeWhisper(base, mode="universal", assistant_model=tiny_en, language="en")
+    universal = SpeculativeWhisper(base, mode="universal", assistant_model=tiny_en, language="en", **FLOAT32)
     accepted = 0
     for name, samples in clips.items():
         result = universal.transcribe(samples)
@@ -82,8 +83,8 @@ def test_universal_pair_base_with_tiny_en(base, tiny_en, clips, plain_tokens):
 
 
 def test_tiny_en_plain_equals_transformers_generate(tiny_en, clips):
-    plain = SpeculativeWhisper(tiny_en, mode="off")
-    speculative = SpeculativeWhisper(tiny_en, mode="quantized-self")
+    plain = SpeculativeWhisper(tiny_en, mode="off", **FLOAT32)
+    speculative = SpeculativeWhisper(tiny_en, mode="quantized-self", **FLOAT32)
     for name, samples in list(clips.items())[:4]:
         features = tiny_en.processor(samples, sampling_rate=16000, return_tensors="pt").input_features
         with torch.inference_mode():

@@ -54,7 +54,8 @@ def check_same_device(main: nn.Module, assistant: nn.Module) -> None:
 class AssistantDrafter(ModelDrafter):
     name = "assistant"
 
-    def __init__(self, assistant_model: nn.Module, main_model: nn.Module, confidence_threshold: float = 0.0):
+    def __init__(self, assistant_model: nn.Module, main_model: nn.Module, confidence_threshold: float = 0.0,
+                 weights: str | None = None):
         super().__init__(confidence_threshold)
         check_same_vocabulary(main_model, assistant_model, self.name)
         main_width = decoder_parts(main_model)[0].embed_tokens.weight.shape[1]
@@ -64,7 +65,7 @@ class AssistantDrafter(ModelDrafter):
         if not has_own_encoder(assistant_model) and cross_width != main_width:
             raise ModelError("the decoder-only assistant's cross-attention width does not match the main "
                              "model's encoder: it was not distilled from this main model")
-        self.runner = WhisperDecoderRunner(assistant_model)
+        self.runner = WhisperDecoderRunner(assistant_model, weights=weights)
 
     def start(self, context) -> None:
         super().start(context)

@@ -18,20 +18,21 @@ from ..decoder import DecoderTarget, KVCache, WhisperDecoderRunner, decoder_part
 class EarlyExitDrafter(ModelDrafter):
     name = "early-exit"
 
-    def __init__(self, main_model: nn.Module, exit_layer: int, confidence_threshold: float = 0.0):
+    def __init__(self, main_model: nn.Module, exit_layer: int, confidence_threshold: float = 0.0,
+                 weights: str | None = None):
         super().__init__(confidence_threshold)
         total = len(decoder_parts(main_model)[0].layers)
         if not 1 <= exit_layer < total:
             raise ModelError(f"early-exit layer {exit_layer} is out of range: the main decoder has {total} "
                              f"layers, so choose 1..{total - 1}")
-        self.runner = WhisperDecoderRunner(main_model, num_layers=exit_layer)
+        self.runner = WhisperDecoderRunner(main_model, num_layers=exit_layer, weights=weights)
 
     def start(self, context) -> None:
         super().start(context)
         main_cache: KVCache = context.main_cache
         layers = self.runner.num_layers
         shared = KVCache(main_cache.self_keys[:layers], main_cache.self_values[:layers],
-                         main_cache.cross_keys[:layers], main_cache.cross_values[:layers])
+                         main_cache.cross_keys[:layers], main_cache.cross_values[:layers], main_cache.max_positions)
         self.target = DecoderTarget(self.runner, shared)
 
     def _common_prefix(self, sequence: list[int], cached: list[int]) -> int:

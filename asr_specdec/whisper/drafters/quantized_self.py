@@ -1,7 +1,10 @@
-"""The main model's own decoder, int8 dynamically quantized, as drafter.
+"""The main model's own decoder with int8 weights, as drafter.
 
 No second model to download, same tokenizer, and it shares the main encoder output and the main model's
-cross-attention keys/values, so a draft step costs only the int8 decoder layers and projection.
+cross-attention keys/values (in bfloat16, half the bytes a step reads), so a draft step costs only the int8
+decoder layers and projection. On the native kernels the int8 weights are packed copies of the main ones
+(one scale per output column, float32 arithmetic; embeddings and norms shared); without them, torch's
+dynamic int8 quantization of a copy of the decoder.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from torch import nn
 
 from ...core.model_drafter import ModelDrafter
 from ...errors import ModelError
-from ..decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts
+from ..decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts, native_decoder_unavailable
 
 
 class _DecoderOnly(nn.Module):
@@ -52,18 +55,13 @@ class QuantizedSelfDrafter(ModelDrafter):
 
     def __init__(self, main_model: nn.Module, confidence_threshold: float = 0.0):
         super().__init__(confidence_threshold)
-        self.runner = WhisperDecoderRunner(quantize_decoder(main_model))
+        if native_decoder_unavailable(main_model) is None:
+            self.runner = WhisperDecoderRunner(main_model, weights="int8", kv_dtype=torch.bfloat16)
+        else:
+            self.runner = WhisperDecoderRunner(quantize_decoder(main_model))
 
     def start(self, context) -> None:
         super().start(context)
-        encoder_output = context.encoder_output.float()
-        cache = self.runner.new_cache(encoder_output, cross_states=_float_states(context.main_cross_states),
+        cache = self.runner.new_cache(context.encoder_output, cross_states=context.main_cross_states,
                                       max_positions=context.max_positions)
         self.target = DecoderTarget(self.runner, cache)
-
-
-def _float_states(states):
-    if states is None:
-        return None
-    keys, values = states
-    return [k.float() for k in keys], [v.float() for v in values]

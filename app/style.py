@@ -1,0 +1,52 @@
+"""The page's own CSS (tables that wrap, clickable segments) and the script that seeks the audio player when a
+segment or word is clicked."""
+
+CSS = """
+.prose table.result-table { width: 100%; border: none; border-collapse: collapse; margin: 0; padding: 0; }
+.prose table.result-table tr { border: none; padding: 0; }
+.result-table th, .result-table td { text-align: left; vertical-align: top; padding: 6px 10px; border: none;
+  border-bottom: 1px solid var(--border-color-primary); white-space: normal; overflow-wrap: break-word; }
+.result-table th { font-weight: 600; }
+.segments tr.segment { cursor: pointer; }
+.segments tr.segment:hover, .segments tr.segment:focus { background: var(--background-fill-secondary); outline: none; }
+.segments td.time, .segments th.time { width: 1%; white-space: nowrap; overflow-wrap: normal; }
+.segments td.time { color: var(--body-text-color-subdued); font-variant-numeric: tabular-nums; }
+.segments .clock { white-space: nowrap; }
+@media (max-width: 500px) { .segments td.time { white-space: normal; } }
+.segments .word { cursor: pointer; border-radius: 3px; }
+.segments .word:hover { background: var(--background-fill-secondary); }
+.downloads td.filename, .downloads td.filename .stem { white-space: normal; overflow: visible; text-overflow: clip;
+  overflow-wrap: anywhere; }
+.summary-line, .note, .legend { margin: 0; }
+.note { color: var(--color-accent); }
+.legend { font-size: var(--text-sm); color: var(--body-text-color-subdued); }
+"""
+
+# Gradio's player keeps its media element inside a shadow root (WaveSurfer); look there as well as in the light DOM.
+SEEK_SCRIPT = """
+<script>
+(() => {
+  function player(root) {
+    const found = [...root.querySelectorAll("audio, video")];
+    for (const host of root.querySelectorAll("*")) {
+      if (host.shadowRoot) found.push(...host.shadowRoot.querySelectorAll("audio, video"));
+    }
+    return found.find((media) => media.currentSrc || media.src) || null;
+  }
+  function seek(target) {
+    const item = target.closest && target.closest("[data-start]");
+    const view = item && item.closest("[data-audio]");
+    const root = view && document.getElementById(view.dataset.audio);
+    const media = root && player(root);
+    if (!media) return false;
+    media.currentTime = parseFloat(item.dataset.start);
+    media.play().catch(() => {});
+    return true;
+  }
+  document.addEventListener("click", (event) => { seek(event.target); });
+  document.addEventListener("keydown", (event) => {
+    if ((event.key === "Enter" || event.key === " ") && seek(event.target)) event.preventDefault();
+  });
+})();
+</script>
+"""

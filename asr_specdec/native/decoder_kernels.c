@@ -1,0 +1,716 @@
+/* Batch-invariant CPU kernels for a transformer decoder step (AVX-512, OpenMP).
+
+Every output element is computed by one fixed sequence of float32 operations that depends only on its own
+row (token): a linear layer accumulates sum_k w[k] * x[k] with one fused multiply-add per k in increasing
+k order, whatever the number of rows, the tile a row lands in or the thread that computes it; attention,
+softmax and layer norm reduce in a fixed order per row. So a pass over 9 tokens returns for each token the
+bits a one-token pass returns: speculative verification sees exactly the numbers plain decoding sees, at
+any weight precision (float32, float16, bfloat16, int8 weights are all widened to float32 in registers).
+
+Weights are packed as [ceil(n / 64)][k][64] (64 output columns per tile, zero-padded), so one tile streams
+contiguously and a step reads each weight once for all its rows (memory speed for a few rows).
+*/
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TILE 64
+#define ROW_BLOCK 6
+#define QUERY_BLOCK 4
+#define MAX_HEAD_VECTORS 8 /* head_dim up to 128 */
+
+enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3 };
+enum { EPI_STORE = 0, EPI_ADD = 1, EPI_GELU = 2, EPI_SCALE = 3 };
+
+typedef struct {
+    int32_t format, n, k, n_tiles;
+    const void *packed; /* [n_tiles][k][64] */
+    const float *scale; /* [n] per output column (int8 only), else NULL */
+    const float *bias;  /* [n] or NULL */
+} Linear;
+
+typedef struct {
+    const float *ln1_w, *ln1_b;
+    Linear qkv, self_out;
+    const float *ln2_w, *ln2_b;
+    Linear cross_q, cross_out;
+    const float *ln3_w, *ln3_b;
+    Linear fc1, fc2;
+} Layer;
+
+typedef struct {
+    int32_t d, heads, head_dim, ffn, n_layers;
+    float scaling, eps;
+    const float *embed;     /* [vocab, d] */
+    const float *positions; /* [max_positions, d] */
+    const float *ln_w, *ln_b;
+    const Layer *layers;
+} Model;
+
+typedef struct {
+    int32_t kv_format;    /* self-attention keys/values: FMT_F32 or FMT_BF16 */
+    int32_t cross_format; /* cross-attention keys/values: FMT_F32 or FMT_BF16 */
+    int32_t slots;        /* self key/value slots per row (padded to 16) */
+    int32_t enc_len, enc_pad;
+    void *const *self_k;  /* per layer [batch][heads][slots / 16][head_dim][16]: 16 keys transposed per block */
+    void *const *self_v;  /* per layer [batch][heads][slots][head_dim] */
+    void *const *cross_k; /* per layer [batch][heads][enc_pad / 16][head_dim][16] */
+    void *const *cross_v; /* per layer [batch][heads][enc_len][head_dim] */
+} Cache;
+
+/* ---------------------------------------------------------------- elementwise math, fixed per lane */
+
+static inline __m512 load16(const void *base, size_t offset, int format) {
+    switch (format) {
+    case FMT_F32:
+        return _mm512_loadu_ps((const float *)base + offset);
+    case FMT_F16:
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + offset)));
+    case FMT_BF16:
+        return _mm512_castsi512_ps(_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + offset))), 16));
+    default:
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const int8_t *)base + offset))));
+    }
+}
+
+static inline float load1(const void *base, size_t offset, int format) {
+    switch (format) {
+    case FMT_F32:
+        return ((const float *)base)[offset];
+    case FMT_F16:
+        return _cvtsh_ss(((const uint16_t *)base)[offset]);
+    case FMT_BF16: {
+        uint32_t bits = (uint32_t)((const uint16_t *)base)[offset] << 16;
+        float value;
+        memcpy(&value, &bits, 4);
+        return value;
+    }
+    default:
+        return (float)((const int8_t *)base)[offset];
+    }
+}
+
+static inline uint16_t to_bf16(float value) { /* round to nearest even, as torch */
+    uint32_t bits;
+    memcpy(&bits, &value, 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40);
+    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+static inline void store1(void *base, size_t offset, int format, float value) {
+    if (format == FMT_BF16)
+        ((uint16_t *)base)[offset] = to_bf16(value);
+    else
+        ((float *)base)[offset] = value;
+}
+
+static inline __m512 exp16(__m512 x) {
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f), ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
+    r = _mm512_fnmadd_ps(n, ln2_lo, r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* erf: x * P(x^2) below 1, 1 - exp(Q((|x| - 2.5) / 1.5)) from 1 to 4 (fitted, within ~3 ulp), 1 above */
+static inline __m512 erf16(__m512 x) {
+    static const float small[8] = {1.128379225730896f, -0.37612637877464294f, 0.11283783614635468f,
+                                   -0.02686547487974167f, 0.005221138708293438f, -0.0008485438884235919f,
+                                   0.0001127473806263879f, -9.689741091278847e-06f};
+    static const float large[13] = {-7.806815147399902f, -8.029021263122559f, -2.123760938644409f,
+                                    -0.036645978689193726f, 0.010962718166410923f, -0.003196593141183257f,
+                                    0.0008774833404459059f, -0.00021748137078247964f, 4.51812993560452e-05f,
+                                    -6.758698418707354e-06f, -4.977346179657616e-07f, 1.5374644135590643e-06f,
+                                    -6.231101110643067e-07f};
+    __m512 a = _mm512_abs_ps(x);
+    __m512 t = _mm512_mul_ps(a, a);
+    __m512 p = _mm512_set1_ps(small[7]);
+    for (int i = 6; i >= 0; i--) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(small[i]));
+    __m512 low = _mm512_mul_ps(p, a);
+    __m512 u = _mm512_mul_ps(_mm512_sub_ps(_mm512_min_ps(a, _mm512_set1_ps(4.0f)), _mm512_set1_ps(2.5f)),
+                             _mm512_set1_ps(1.0f / 1.5f));
+    __m512 q = _mm512_set1_ps(large[12]);
+    for (int i = 11; i >= 0; i--) q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(large[i]));
+    __m512 high = _mm512_sub_ps(_mm512_set1_ps(1.0f), exp16(q));
+    __m512 result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(1.0f), _CMP_LT_OQ), high, low);
+    result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(4.0f), _CMP_GE_OQ), result,
+                                  _mm512_set1_ps(1.0f));
+    /* copy the sign of x */
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(result),
+                                               _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
+}
+
+static inline __m512 gelu16(__m512 x) { /* 0.5 x (1 + erf(x / sqrt 2)), as torch's exact GELU */
+    __m512 e = erf16(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752440f)));
+    return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+static inline __mmask16 tail_mask(int valid) { return valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << valid) - 1u); }
+
+/* ---------------------------------------------------------------- linear layers */
+
+static inline __attribute__((always_inline)) void tile_block(const Linear *lin, int tile, const float *x, int ldx,
+                                                             int rows, float *y, int ldy, int epilogue,
+                                                             float factor, int format, int R) {
+    const int k_total = lin->k;
+    const void *w = (const char *)lin->packed +
+                    (size_t)tile * k_total * TILE * (format == FMT_F32 ? 4 : format == FMT_I8 ? 1 : 2);
+    __m512 acc[ROW_BLOCK][4];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+    for (int k = 0; k < k_total; k++) {
+        __m512 w0 = load16(w, (size_t)k * TILE, format);
+        __m512 w1 = load16(w, (size_t)k * TILE + 16, format);
+        __m512 w2 = load16(w, (size_t)k * TILE + 32, format);
+        __m512 w3 = load16(w, (size_t)k * TILE + 48, format);
+        for (int r = 0; r < R; r++) {
+            __m512 xb = _mm512_set1_ps(x[(size_t)r * ldx + k]);
+            acc[r][0] = _mm512_fmadd_ps(w0, xb, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(w1, xb, acc[r][1]);
+            acc[r][2] = _mm512_fmadd_ps(w2, xb, acc[r][2]);
+            acc[r][3] = _mm512_fmadd_ps(w3, xb, acc[r][3]);
+        }
+    }
+    (void)rows;
+    for (int c = 0; c < 4; c++) {
+        int column = tile * TILE + c * 16;
+        int valid = lin->n - column;
+        if (valid <= 0) break;
+        __mmask16 mask = tail_mask(valid);
+        __m512 scale = lin->scale ? _mm512_maskz_loadu_ps(mask, lin->scale + column) : _mm512_setzero_ps();
+        __m512 bias = lin->bias ? _mm512_maskz_loadu_ps(mask, lin->bias + column) : _mm512_setzero_ps();
+        for (int r = 0; r < R; r++) {
+            __m512 value = acc[r][c];
+            if (lin->scale) value = _mm512_mul_ps(value, scale);
+            if (lin->bias) value = _mm512_add_ps(value, bias);
+            float *out = y + (size_t)r * ldy + column;
+            if (epilogue == EPI_ADD)
+                value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), value);
+            else if (epilogue == EPI_GELU)
+                value = gelu16(value);
+            else if (epilogue == EPI_SCALE)
+                value = _mm512_mul_ps(value, _mm512_set1_ps(factor));
+            _mm512_mask_storeu_ps(out, mask, value);
+        }
+    }
+}
+
+#define FORMAT_CASES(R)                                                                                  \
+    switch (lin->format) {                                                                               \
+    case FMT_F32: tile_block(lin, tile, x, ldx, R, y, ldy, epilogue, factor, FMT_F32, R); break;        \
+    case FMT_F16: tile_block(lin, tile, x, ldx, R, y, ldy, epilogue, factor, FMT_F16, R); break;        \
+    case FMT_BF16: tile_block(lin, tile, x, ldx, R, y, ldy, epilogue, factor, FMT_BF16, R); break;      \
+    default: tile_block(lin, tile, x, ldx, R, y, ldy, epilogue, factor, FMT_I8, R); break;              \
+    }
+
+static void tile_rows(const Linear *lin, int tile, const float *x, int ldx, int rows, float *y, int ldy,
+                      int epilogue, float factor) {
+    switch (rows) {
+    case 1: FORMAT_CASES(1) break;
+    case 2: FORMAT_CASES(2) break;
+    case 3: FORMAT_CASES(3) break;
+    case 4: FORMAT_CASES(4) break;
+    case 5: FORMAT_CASES(5) break;
+    default: FORMAT_CASES(6) break;
+    }
+}
+
+/* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a parallel region the tiles are shared out */
+static void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
+                        float factor) {
+#pragma omp for schedule(static)
+    for (int tile = 0; tile < lin->n_tiles; tile++) {
+        for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
+            int block = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+            tile_rows(lin, tile, x + (size_t)r0 * ldx, ldx, block, y + (size_t)r0 * ldy, ldy, epilogue, factor);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- layer norm, attention */
+
+static inline float sum16(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+static void layer_norm_rows(int rows, int d, const float *x, const float *w, const float *b, float eps, float *y) {
+#pragma omp for schedule(static)
+    for (int t = 0; t < rows; t++) {
+        const float *row = x + (size_t)t * d;
+        __m512 total = _mm512_setzero_ps();
+        for (int i = 0; i < d; i += 16) total = _mm512_add_ps(total, _mm512_loadu_ps(row + i));
+        __m512 mean = _mm512_set1_ps(sum16(total) / (float)d);
+        __m512 squares = _mm512_setzero_ps();
+        for (int i = 0; i < d; i += 16) {
+            __m512 centered = _mm512_sub_ps(_mm512_loadu_ps(row + i), mean);
+            squares = _mm512_fmadd_ps(centered, centered, squares);
+        }
+        __m512 inv = _mm512_set1_ps(1.0f / sqrtf(sum16(squares) / (float)d + eps));
+        float *out = y + (size_t)t * d;
+        for (int i = 0; i < d; i += 16) {
+            __m512 normed = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + i), mean), inv);
+            _mm512_storeu_ps(out + i, _mm512_fmadd_ps(normed, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
+        }
+    }
+}
+
+/* Scores of Q queries (one row, one head) against the CH key chunks from `chunk` (16 keys each); keys_t holds
+   blocks of 16 keys transposed, [chunk][head_dim][16]. Each score is one chain of fused multiply-adds over
+   head_dim, whichever chunks and queries share the loop (several chains hide the FMA latency). */
+static inline __attribute__((always_inline)) void score_chunks(int chunk, const float *const *query, int head_dim,
+                                                               const void *keys_t, int kv_format, float *scores,
+                                                               int key_stride, int Q, int CH) {
+    __m512 acc[QUERY_BLOCK][4];
+    for (int q = 0; q < Q; q++)
+        for (int c = 0; c < CH; c++) acc[q][c] = _mm512_setzero_ps();
+    for (int i = 0; i < head_dim; i++) {
+        __m512 key[4];
+        for (int c = 0; c < CH; c++)
+            key[c] = load16(keys_t, ((size_t)(chunk + c) * head_dim + i) * 16, kv_format);
+        for (int q = 0; q < Q; q++) {
+            __m512 value = _mm512_set1_ps(query[q][i]);
+            for (int c = 0; c < CH; c++) acc[q][c] = _mm512_fmadd_ps(value, key[c], acc[q][c]);
+        }
+    }
+    for (int q = 0; q < Q; q++)
+        for (int c = 0; c < CH; c++) _mm512_storeu_ps(scores + (size_t)q * key_stride + (chunk + c) * 16, acc[q][c]);
+}
+
+static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query, int head_dim,
+                                                              const void *keys_t, int kv_format, float *scores,
+                                                              int key_stride, int Q) {
+    int chunk = 0;
+    for (; chunk + 4 <= chunks; chunk += 4)
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 4);
+    for (; chunk < chunks; chunk++)
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 1);
+}
+
+/* out[q] = sum_j p[q][j] * values[j] over j < lengths[q], one chain of fused multiply-adds per element in j order */
+static inline __attribute__((always_inline)) void weigh_block(int longest, const int *lengths, const float *scores,
+                                                              int key_stride, const void *values, int kv_format,
+                                                              float *const *out, int Q, int HV) {
+    __m512 acc[QUERY_BLOCK][MAX_HEAD_VECTORS];
+    for (int q = 0; q < Q; q++)
+        for (int v = 0; v < HV; v++) acc[q][v] = _mm512_setzero_ps();
+    for (int j = 0; j < longest; j++) {
+        __m512 value[MAX_HEAD_VECTORS];
+        for (int v = 0; v < HV; v++) value[v] = load16(values, (size_t)j * HV * 16 + v * 16, kv_format);
+        for (int q = 0; q < Q; q++) {
+            if (j >= lengths[q]) continue;
+            __m512 p = _mm512_set1_ps(scores[(size_t)q * key_stride + j]);
+            for (int v = 0; v < HV; v++) acc[q][v] = _mm512_fmadd_ps(p, value[v], acc[q][v]);
+        }
+    }
+    for (int q = 0; q < Q; q++)
+        for (int v = 0; v < HV; v++) _mm512_storeu_ps(out[q] + v * 16, acc[q][v]);
+}
+
+#define SCORE_CASE(Q)                                                                                        \
+    case Q:                                                                                                  \
+        if (kv_format == FMT_F32) score_block(chunks, query, head_dim, keys_t, FMT_F32, scores, key_stride, Q); \
+        else score_block(chunks, query, head_dim, keys_t, FMT_BF16, scores, key_stride, Q);                    \
+        break;
+
+#define WEIGH_FORMATS(Q, HV)                                                                                   \
+    if (kv_format == FMT_F32) weigh_block(longest, lengths, scores, key_stride, values, FMT_F32, out, Q, HV);     \
+    else weigh_block(longest, lengths, scores, key_stride, values, FMT_BF16, out, Q, HV);
+
+#define WEIGH_CASE(Q)                                                                                        \
+    case Q:                                                                                                  \
+        switch (head_dim / 16) {                                                                             \
+        case 1: WEIGH_FORMATS(Q, 1) break;                                                                   \
+        case 2: WEIGH_FORMATS(Q, 2) break;                                                                   \
+        case 3: WEIGH_FORMATS(Q, 3) break;                                                                   \
+        case 4: WEIGH_FORMATS(Q, 4) break;                                                                   \
+        case 5: WEIGH_FORMATS(Q, 5) break;                                                                   \
+        case 6: WEIGH_FORMATS(Q, 6) break;                                                                   \
+        case 7: WEIGH_FORMATS(Q, 7) break;                                                                   \
+        default: WEIGH_FORMATS(Q, 8) break;                                                                  \
+        }                                                                                                    \
+        break;
+
+/* Attention of up to QUERY_BLOCK queries (one row, one head) over keys 0..lengths[q]-1.
+   scores: QUERY_BLOCK * key_stride floats of scratch. */
+static void attend_block(int queries, const float *const *query, const int *lengths, int head_dim,
+                         const void *keys_t, int key_stride, const void *values, int kv_format, float *scores,
+                         float *const *out) {
+    int longest = 0;
+    for (int q = 0; q < queries; q++) longest = lengths[q] > longest ? lengths[q] : longest;
+    int chunks = (longest + 15) / 16;
+    switch (queries) {
+        SCORE_CASE(1)
+        SCORE_CASE(2)
+        SCORE_CASE(3)
+        default:
+        SCORE_CASE(4)
+    }
+    for (int q = 0; q < queries; q++) {
+        float *row = scores + (size_t)q * key_stride;
+        int length = lengths[q], own_chunks = (length + 15) / 16;
+        __m512 best = _mm512_set1_ps(-INFINITY);
+        for (int chunk = 0; chunk < own_chunks; chunk++)
+            best = _mm512_mask_max_ps(best, tail_mask(length - chunk * 16), best, _mm512_loadu_ps(row + chunk * 16));
+        __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(best));
+        __m512 total = _mm512_setzero_ps();
+        for (int chunk = 0; chunk < own_chunks; chunk++) {
+            __m512 e = _mm512_maskz_mov_ps(tail_mask(length - chunk * 16),
+                                           exp16(_mm512_sub_ps(_mm512_loadu_ps(row + chunk * 16), top)));
+            _mm512_storeu_ps(row + chunk * 16, e);
+            total = _mm512_add_ps(total, e);
+        }
+        __m512 sum = _mm512_set1_ps(sum16(total));
+        for (int chunk = 0; chunk < own_chunks; chunk++)
+            _mm512_storeu_ps(row + chunk * 16, _mm512_div_ps(_mm512_loadu_ps(row + chunk * 16), sum));
+    }
+    switch (queries) {
+        WEIGH_CASE(1)
+        WEIGH_CASE(2)
+        WEIGH_CASE(3)
+        default:
+        WEIGH_CASE(4)
+    }
+}
+
+static size_t kv_size(int format) { return format == FMT_BF16 ? 2 : 4; }
+
+/* one token group = consecutive tokens of one batch row */
+typedef struct {
+    int begin, end, row;
+} Group;
+
+static void attention(const Model *m, const Cache *c, int layer, int cross, int groups_n, const Group *groups,
+                      const float *q_base, int q_stride, const int *limits, float *out, float *scores_all,
+                      int score_stride) {
+    const int heads = m->heads, head_dim = m->head_dim;
+    const int format = cross ? c->cross_format : c->kv_format;
+    const size_t kvs = kv_size(format);
+#pragma omp for schedule(static)
+    for (int item = 0; item < groups_n * heads; item++) {
+        const Group *g = &groups[item / heads];
+        int head = item % heads;
+        float *scores = scores_all + (size_t)omp_get_thread_num() * QUERY_BLOCK * score_stride;
+        const char *keys, *values;
+        int key_stride;
+        if (cross) {
+            keys = (const char *)c->cross_k[layer] + ((size_t)g->row * heads + head) * head_dim * c->enc_pad * kvs;
+            values = (const char *)c->cross_v[layer] + ((size_t)g->row * heads + head) * c->enc_len * head_dim * kvs;
+            key_stride = c->enc_pad;
+        } else {
+            keys = (const char *)c->self_k[layer] + ((size_t)g->row * heads + head) * head_dim * c->slots * kvs;
+            values = (const char *)c->self_v[layer] + ((size_t)g->row * heads + head) * c->slots * head_dim * kvs;
+            key_stride = c->slots;
+        }
+        for (int t0 = g->begin; t0 < g->end; t0 += QUERY_BLOCK) {
+            int queries = g->end - t0 < QUERY_BLOCK ? g->end - t0 : QUERY_BLOCK;
+            const float *query[QUERY_BLOCK];
+            float *outs[QUERY_BLOCK];
+            int lengths[QUERY_BLOCK];
+            for (int q = 0; q < queries; q++) {
+                query[q] = q_base + (size_t)(t0 + q) * q_stride + head * head_dim;
+                outs[q] = out + (size_t)(t0 + q) * m->d + head * head_dim;
+                lengths[q] = cross ? c->enc_len : limits[t0 + q] + 1;
+            }
+            attend_block(queries, query, lengths, head_dim, keys, key_stride, values, format, scores, outs);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- the decoder pass */
+
+size_t scratch_floats(const Model *m, const Cache *c, int tokens, int threads) {
+    int wide = 3 * m->d > m->ffn ? 3 * m->d : m->ffn;
+    int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
+    return (size_t)tokens * (3 * (size_t)m->d + wide) + (size_t)threads * QUERY_BLOCK * score_stride +
+           3 * (size_t)tokens; /* the token groups */
+}
+
+/* Feed `tokens` tokens (sorted by batch row): token t is ids[t] at position positions[t] of batch row rows[t];
+   its keys/values go to cache slot slots[t] and it attends slots 0..limits[t]. Writes the final layer norm's
+   output [tokens, d] to `hidden`. */
+int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids, const int32_t *rows,
+                 const int32_t *positions, const int32_t *slots, const int32_t *limits, float *hidden,
+                 float *scratch, int threads) {
+    const int d = m->d, heads = m->heads, head_dim = m->head_dim;
+    int wide = 3 * d > m->ffn ? 3 * d : m->ffn;
+    float *h = scratch, *normed = h + (size_t)tokens * d, *attended = normed + (size_t)tokens * d;
+    float *big = attended + (size_t)tokens * d;
+    float *scores = big + (size_t)tokens * wide;
+    int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
+    Group *groups = (Group *)(scores + (size_t)threads * QUERY_BLOCK * score_stride);
+    int groups_n = 0;
+    for (int t = 0; t < tokens; t++) {
+        if (groups_n == 0 || rows[t] != groups[groups_n - 1].row) {
+            groups[groups_n].begin = t;
+            groups[groups_n].row = rows[t];
+            groups_n++;
+        }
+        groups[groups_n - 1].end = t + 1;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(static)
+        for (int t = 0; t < tokens; t++) {
+            const float *token = m->embed + (size_t)ids[t] * d, *position = m->positions + (size_t)positions[t] * d;
+            for (int i = 0; i < d; i += 16)
+                _mm512_storeu_ps(h + (size_t)t * d + i,
+                                 _mm512_add_ps(_mm512_loadu_ps(token + i), _mm512_loadu_ps(position + i)));
+        }
+        for (int l = 0; l < m->n_layers; l++) {
+            const Layer *layer = &m->layers[l];
+            layer_norm_rows(tokens, d, h, layer->ln1_w, layer->ln1_b, m->eps, normed);
+            linear_rows(&layer->qkv, tokens, normed, d, big, 3 * d, EPI_STORE, 0.0f);
+#pragma omp for schedule(static)
+            for (int t = 0; t < tokens; t++) {
+                float *q = big + (size_t)t * 3 * d, *k = q + d, *v = q + 2 * d;
+                for (int i = 0; i < d; i++) q[i] *= m->scaling;
+                for (int head = 0; head < heads; head++) {
+                    size_t base = (size_t)rows[t] * heads + head;
+                    for (int i = 0; i < head_dim; i++) {
+                        store1(c->self_k[l],
+                               base * head_dim * c->slots + ((size_t)(slots[t] / 16) * head_dim + i) * 16 + slots[t] % 16,
+                               c->kv_format, k[head * head_dim + i]);
+                        store1(c->self_v[l], (base * c->slots + slots[t]) * head_dim + i, c->kv_format,
+                               v[head * head_dim + i]);
+                    }
+                }
+            }
+            attention(m, c, l, 0, groups_n, groups, big, 3 * d, limits, attended, scores, score_stride);
+            linear_rows(&layer->self_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
+            layer_norm_rows(tokens, d, h, layer->ln2_w, layer->ln2_b, m->eps, normed);
+            linear_rows(&layer->cross_q, tokens, normed, d, big, d, EPI_SCALE, m->scaling);
+            attention(m, c, l, 1, groups_n, groups, big, d, limits, attended, scores, score_stride);
+            linear_rows(&layer->cross_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
+            layer_norm_rows(tokens, d, h, layer->ln3_w, layer->ln3_b, m->eps, normed);
+            linear_rows(&layer->fc1, tokens, normed, d, big, m->ffn, EPI_GELU, 0.0f);
+            linear_rows(&layer->fc2, tokens, big, m->ffn, h, d, EPI_ADD, 0.0f);
+        }
+        layer_norm_rows(tokens, d, h, m->ln_w, m->ln_b, m->eps, hidden);
+    }
+    return 0;
+}
+
+/* y = x @ W^T (+ bias) for `rows` rows */
+void linear_forward(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads) {
+#pragma omp parallel num_threads(threads)
+    linear_rows(lin, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
+}
+
+/* One column of the packed product, by the same fused multiply-adds in the same order as linear_rows. */
+static float column_dot(const Linear *lin, int column, const float *x) {
+    int tile = column / TILE, lane = column % TILE;
+    size_t element = lin->format == FMT_F32 ? 4 : lin->format == FMT_I8 ? 1 : 2;
+    const char *w = (const char *)lin->packed + (size_t)tile * lin->k * TILE * element;
+    float acc = 0.0f;
+    for (int k = 0; k < lin->k; k++) acc = fmaf(load1(w, (size_t)k * TILE + lane, lin->format), x[k], acc);
+    return acc;
+}
+
+/* Greedy choice per row: argmax over columns of exact = x @ W^T (as linear_forward computes it), without
+   computing it everywhere. approx (e.g. int8) scores every column, and |exact_v - approx_v| <= error[v] * ||x||
+   for every column v; so with b the approximate best, v can win only if approx_v + error[v] ||x|| >=
+   approx_b - error[b] ||x||, and exactly those columns are scored by `exact`. suppressed: [rows][n] bytes,
+   nonzero = never chosen (or NULL). Ties go to the lowest column, as torch.argmax. Returns the number of exact
+   scores taken. */
+long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
+                      const uint8_t *suppressed, const float *error, float *scratch, int64_t *out, int threads) {
+    const int n = exact->n;
+    const int stride = approx->n_tiles * TILE;
+    long rescored = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        linear_rows(approx, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
+#pragma omp for schedule(static) reduction(+ : rescored)
+        for (int r = 0; r < rows; r++) {
+            const float *row = x + (size_t)r * ldx;
+            float *scores = scratch + (size_t)r * stride;
+            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+            double norm = 0.0;
+            for (int k = 0; k < exact->k; k++) norm += (double)row[k] * row[k];
+            /* rounded up so that float arithmetic below never narrows the bound */
+            float reach = (float)(sqrt(norm) * (1.0 + 1e-5)) * (1.0f + 1e-5f);
+            if (blocked)
+                for (int v = 0; v < n; v++)
+                    if (blocked[v]) scores[v] = -INFINITY;
+            int best = 0;
+            for (int v = 1; v < n; v++)
+                if (scores[v] > scores[best]) best = v;
+            float floor_value = scores[best] - error[best] * reach;
+            floor_value -= fabsf(floor_value) * 1e-6f + 1e-30f;
+            int64_t choice = best;
+            float choice_score = -INFINITY;
+            int found = 0;
+            __m512 limit = _mm512_set1_ps(floor_value), spread = _mm512_set1_ps(reach);
+            for (int v0 = 0; v0 < n; v0 += 16) {
+                __mmask16 valid = tail_mask(n - v0);
+                __m512 top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, error + v0), spread,
+                                             _mm512_maskz_loadu_ps(valid, scores + v0));
+                __mmask16 hits = _mm512_mask_cmp_ps_mask(valid, top, limit, _CMP_GE_OQ);
+                while (hits) {
+                    int v = v0 + __builtin_ctz(hits);
+                    hits &= hits - 1;
+                    if (scores[v] == -INFINITY) continue; /* suppressed */
+                    float score = column_dot(exact, v, row);
+                    rescored++;
+                    if (!found || score > choice_score) {
+                        choice = v;
+                        choice_score = score;
+                        found = 1;
+                    }
+                }
+            }
+            out[r] = choice;
+        }
+    }
+    return rescored;
+}
+
+/* argmax per row of x @ W^T (+ bias) with `suppressed` [rows][n] excluded (NULL: none); ties to the lowest
+   column. scratch: rows * n_tiles * 64 floats. */
+void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uint8_t *suppressed, float *scratch,
+                 int64_t *out, int threads) {
+    const int n = lin->n, stride = lin->n_tiles * TILE;
+#pragma omp parallel num_threads(threads)
+    {
+        linear_rows(lin, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const float *scores = scratch + (size_t)r * stride;
+            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+            int best = -1;
+            for (int v = 0; v < n; v++) {
+                if (blocked && blocked[v]) continue;
+                if (best < 0 || scores[v] > scores[best]) best = v;
+            }
+            out[r] = best < 0 ? 0 : best;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- encoder self-attention in bfloat16 */
+
+#define ENC_QUERIES 4
+#define ENC_KEYS 32 /* keys per block: two vectors of scores per query */
+
+static inline __m512bh as_bh(__m512i bits) { return (__m512bh)bits; }
+
+/* Whisper's encoder self-attention (every position sees every other) of one head, bfloat16 in and out, with
+   bfloat16 dot products accumulated in float32 and an online softmax in float32 (flash attention):
+   qkv: [length][3 * width] (q, k, v of every head side by side, as one fused projection writes them);
+   out: [length][width]. keys: scratch of (length rounded up to ENC_KEYS) * head_dim bf16 values, values the
+   same, for this head's packed keys and values. */
+static void encoder_attention_head(const uint16_t *qkv, int length, int width, int head, int head_dim,
+                                   float scaling, uint16_t *out, uint16_t *keys, uint16_t *values) {
+    const int stride = 3 * width, pairs = head_dim / 2, blocks = (length + ENC_KEYS - 1) / ENC_KEYS;
+    const int padded = blocks * ENC_KEYS;
+    /* keys: [block of 16 keys][dim pair][16][2]; values: [key pair][head_dim][2] */
+    for (int j = 0; j < padded; j++) {
+        const uint16_t *key = qkv + (size_t)j * stride + width + head * head_dim;
+        const uint16_t *value = qkv + (size_t)j * stride + 2 * width + head * head_dim;
+        for (int p = 0; p < pairs; p++)
+            for (int e = 0; e < 2; e++)
+                keys[(((size_t)(j / 16) * pairs + p) * 16 + j % 16) * 2 + e] = j < length ? key[2 * p + e] : 0;
+        for (int i = 0; i < head_dim; i++)
+            values[((size_t)(j / 2) * head_dim + i) * 2 + j % 2] = j < length ? value[i] : 0;
+    }
+    const int vectors = head_dim / 16;
+    for (int q0 = 0; q0 < length; q0 += ENC_QUERIES) {
+        const int queries = length - q0 < ENC_QUERIES ? length - q0 : ENC_QUERIES;
+        uint32_t query_pairs[ENC_QUERIES][64];
+        for (int q = 0; q < ENC_QUERIES; q++)
+            for (int p = 0; p < pairs; p++) {
+                const uint16_t *source = qkv + (size_t)(q0 + (q < queries ? q : 0)) * stride + head * head_dim + 2 * p;
+                uint32_t both = 0;
+                for (int e = 0; e < 2; e++) {
+                    uint32_t bits = (uint32_t)source[e] << 16;
+                    float value;
+                    memcpy(&value, &bits, 4);
+                    both |= (uint32_t)to_bf16(value * scaling) << (16 * e);
+                }
+                query_pairs[q][p] = both;
+            }
+        float top[ENC_QUERIES], total[ENC_QUERIES];
+        __m512 acc[ENC_QUERIES][MAX_HEAD_VECTORS / 2];
+        for (int q = 0; q < ENC_QUERIES; q++) {
+            top[q] = -INFINITY;
+            total[q] = 0.0f;
+            for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_setzero_ps();
+        }
+        for (int block = 0; block < blocks; block++) {
+            __m512 score[ENC_QUERIES][2];
+            for (int q = 0; q < ENC_QUERIES; q++) score[q][0] = score[q][1] = _mm512_setzero_ps();
+            for (int p = 0; p < pairs; p++) {
+                __m512i k0 = _mm512_loadu_si512(keys + (((size_t)(2 * block) * pairs + p) * 16) * 2);
+                __m512i k1 = _mm512_loadu_si512(keys + (((size_t)(2 * block + 1) * pairs + p) * 16) * 2);
+                for (int q = 0; q < ENC_QUERIES; q++) {
+                    __m512i qp = _mm512_set1_epi32((int)query_pairs[q][p]);
+                    score[q][0] = _mm512_dpbf16_ps(score[q][0], as_bh(k0), as_bh(qp));
+                    score[q][1] = _mm512_dpbf16_ps(score[q][1], as_bh(k1), as_bh(qp));
+                }
+            }
+            const int valid = length - block * ENC_KEYS;
+            uint32_t weights[ENC_QUERIES][ENC_KEYS / 2];
+            for (int q = 0; q < ENC_QUERIES; q++) {
+                __m512 s0 = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), tail_mask(valid), score[q][0]);
+                __m512 s1 = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), tail_mask(valid - 16), score[q][1]);
+                float best = _mm512_reduce_max_ps(_mm512_max_ps(s0, s1));
+                float new_top = best > top[q] ? best : top[q];
+                float rescale = expf(top[q] - new_top);
+                __m512 shift = _mm512_set1_ps(new_top);
+                __m512 e0 = _mm512_maskz_mov_ps(tail_mask(valid), exp16(_mm512_sub_ps(s0, shift)));
+                __m512 e1 = _mm512_maskz_mov_ps(tail_mask(valid - 16), exp16(_mm512_sub_ps(s1, shift)));
+                total[q] = total[q] * rescale + _mm512_reduce_add_ps(_mm512_add_ps(e0, e1));
+                top[q] = new_top;
+                __m512 factor = _mm512_set1_ps(rescale);
+                for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_mul_ps(acc[q][v], factor);
+                _mm256_storeu_si256((__m256i *)&weights[q][0], (__m256i)_mm512_cvtneps_pbh(e0));
+                _mm256_storeu_si256((__m256i *)&weights[q][8], (__m256i)_mm512_cvtneps_pbh(e1));
+            }
+            for (int pair = 0; pair < ENC_KEYS / 2; pair++) {
+                const uint16_t *value = values + ((size_t)(block * ENC_KEYS / 2 + pair) * head_dim) * 2;
+                __m512i vv[MAX_HEAD_VECTORS / 2];
+                for (int v = 0; v < vectors; v++) vv[v] = _mm512_loadu_si512(value + (size_t)v * 32);
+                for (int q = 0; q < ENC_QUERIES; q++) {
+                    __m512i weight = _mm512_set1_epi32((int)weights[q][pair]);
+                    for (int v = 0; v < vectors; v++)
+                        acc[q][v] = _mm512_dpbf16_ps(acc[q][v], as_bh(vv[v]), as_bh(weight));
+                }
+            }
+        }
+        for (int q = 0; q < queries; q++) {
+            __m512 inverse = _mm512_set1_ps(1.0f / total[q]);
+            uint16_t *row = out + (size_t)(q0 + q) * width + head * head_dim;
+            for (int v = 0; v < vectors; v++)
+                _mm256_storeu_si256((__m256i *)(row + v * 16),
+                                    (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(acc[q][v], inverse)));
+        }
+    }
+}
+
+/* All heads, in parallel; scratch: threads * 2 * (length rounded up to 32) * head_dim bf16 values. Returns 0,
+   or -1 when the head size is not a multiple of 32 up to 128. */
+int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_dim, float scaling, uint16_t *out,
+                           uint16_t *scratch, int threads) {
+    if (head_dim % 32 || head_dim > 128) return -1;
+    const int width = heads * head_dim;
+    const size_t per_thread = (size_t)2 * ((length + ENC_KEYS - 1) / ENC_KEYS) * ENC_KEYS * head_dim;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int head = 0; head < heads; head++) {
+        uint16_t *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
+        encoder_attention_head(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2);
+    }
+    return 0;
+}

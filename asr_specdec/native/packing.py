@@ -1,0 +1,176 @@
+"""Weights in the layouts decoder_kernels.c reads: [ceil(n / 64)][k][64] tiles of one storage format.
+
+Storage formats: float32, float16, bfloat16 and int8 (symmetric, one float32 scale per output column). A
+float32 matrix whose every value is a float16 (Whisper checkpoints shipped as float16 are) is stored as
+float16: the kernels widen it back exactly, so the arithmetic is float32's at half the memory traffic.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import Linear
+
+TILE = 64
+FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3}
+STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8}
+
+
+def lossless_float16(weight: torch.Tensor) -> bool:
+    """Whether every value of `weight` is exactly a float16 value (an overflow to inf, or a NaN, compares
+    unequal)."""
+    return torch.equal(weight.to(torch.float16).to(weight.dtype), weight)
+
+
+def quantize_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(int8 values [n, k], float32 scale [n]): weight[i] ~ values[i] * scale[i], scale = max |weight[i]| / 127."""
+    weight = weight.float()
+    scale = weight.abs().amax(dim=1) / 127.0
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    values = torch.round(weight / scale[:, None]).clamp_(-127, 127).to(torch.int8)
+    return values, scale
+
+
+@dataclass
+class PackedLinear:
+    """One linear layer packed for the kernels; `struct` points into the tensors this object keeps alive."""
+
+    format: str
+    n: int
+    k: int
+    packed: torch.Tensor
+    scale: torch.Tensor | None
+    bias: torch.Tensor | None
+    struct: Linear
+
+    def dequantized(self) -> torch.Tensor:
+        """The weight [n, k] as the kernels see it, in float32."""
+        tiles = self.packed.float().reshape(-1, self.k, TILE).permute(0, 2, 1).reshape(-1, self.k)[: self.n]
+        return tiles * self.scale[:, None] if self.scale is not None else tiles
+
+
+def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -> PackedLinear:
+    """Pack `weight` [n, k] (and `bias` [n]) in `storage` ("float32" keeps float32's values exactly)."""
+    weight = weight.detach().float()
+    n, k = weight.shape
+    if storage == "float32" and lossless_float16(weight):
+        storage = "float16"
+    scale = None
+    if storage == "int8":
+        values, scale = quantize_int8(weight)
+    else:
+        values = weight.to(STORAGE[FORMATS[storage]])
+    tiles = math.ceil(n / TILE)
+    padded = torch.zeros(tiles * TILE, k, dtype=values.dtype)
+    padded[:n] = values
+    packed = padded.reshape(tiles, TILE, k).permute(0, 2, 1).contiguous()
+    bias = bias.detach().float().contiguous() if bias is not None else None
+    return packed_linear(n, packed, scale, bias)
+
+
+def packed_linear(n: int, packed: torch.Tensor, scale: torch.Tensor | None, bias: torch.Tensor | None) -> PackedLinear:
+    """A PackedLinear around tensors already in the packed layout."""
+    storage = next(name for name, code in FORMATS.items() if STORAGE[code] == packed.dtype)
+    tiles, k, _ = packed.shape
+    struct = Linear(FORMATS[storage], n, k, tiles, packed.data_ptr(), scale.data_ptr() if scale is not None else None,
+                    bias.data_ptr() if bias is not None else None)
+    return PackedLinear(storage, n, k, packed, scale, bias, struct)
+
+
+class PackStore:
+    """The packed weights of one model in one storage format, kept on disk between runs, so that a start-up
+    reads them instead of converting the model again. `key` names the model's exact weights (None: no disk).
+    Tensors are read from the file when first asked for, so a user of a few of them reads only those."""
+
+    def __init__(self, key: str | None, storage: str):
+        self.path = None
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.names: set[str] = set()
+        self.added = False
+        self._file = None
+        if key is not None:
+            from ..weights.cache import cache_root
+
+            self.path = cache_root() / "packed" / f"{key}-{storage}.safetensors"
+            if self.path.is_file():
+                from safetensors import safe_open
+
+                try:
+                    self._file = safe_open(str(self.path), framework="pt")
+                    self.names = set(self._file.keys())
+                except Exception:  # a damaged file is rebuilt
+                    self._file, self.names = None, set()
+
+    def _get(self, name: str) -> torch.Tensor | None:
+        if name not in self.tensors and name in self.names:
+            self.tensors[name] = self._file.get_tensor(name)
+        return self.tensors.get(name)
+
+    def linear(self, name: str, build) -> PackedLinear:
+        """The pack stored as `name`, or `build()` (a PackedLinear) stored under it."""
+        if f"{name}.packed" in self.tensors or f"{name}.packed" in self.names:
+            get = self._get
+            return packed_linear(int(get(f"{name}.n")), get(f"{name}.packed"), get(f"{name}.scale"),
+                                 get(f"{name}.bias"))
+        packed = build()
+        self.tensors.update({f"{name}.packed": packed.packed, f"{name}.n": torch.tensor(packed.n)})
+        for part in ("scale", "bias"):
+            if getattr(packed, part) is not None:
+                self.tensors[f"{name}.{part}"] = getattr(packed, part)
+        self.added = True
+        return packed
+
+    def tensor(self, name: str, build) -> torch.Tensor:
+        if self._get(name) is None:
+            self.tensors[name] = build()
+            self.added = True
+        return self.tensors[name]
+
+    def save(self) -> None:
+        """Write the store if anything was added (atomically: a reader sees the old file or the new one); what
+        the file held and nobody asked for is kept."""
+        if self.path is None or not self.added:
+            return
+        import os
+        import tempfile
+
+        from safetensors.torch import save_file
+
+        for name in self.names:
+            self._get(name)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, staged = tempfile.mkstemp(dir=self.path.parent, prefix=".staging-")
+        os.close(handle)
+        try:
+            save_file({name: tensor.contiguous() for name, tensor in self.tensors.items()}, staged)
+            os.replace(staged, self.path)
+        except OSError:
+            Path(staged).unlink(missing_ok=True)  # a read-only cache only costs the next start-up its time
+        self.names |= set(self.tensors)
+        self.added = False
+
+
+def argmax_error(exact: PackedLinear, approx: PackedLinear) -> torch.Tensor:
+    """e [n] with |x.W_v - x.W~_v| <= e[v] * ||x|| for every row v and any x, where W_v is what `exact` computes
+    (float32 sums of k products) and W~_v what `approx` computes: the rows' difference (Cauchy-Schwarz) plus
+    the float32 rounding of both sums (at most k+2 roundings each, relative 2^-24). Computed in float32 and
+    rounded up generously (float32 norms of k terms are within k * 2^-24 of the truth)."""
+    exact_rows, approx_rows = exact.dequantized(), approx.dequantized()
+    difference = (exact_rows - approx_rows).norm(dim=1)
+    rounding = (exact.k + 2) * 2.0 ** -24 / (1 - (exact.k + 2) * 2.0 ** -24)
+    norms = exact_rows.norm(dim=1) + approx_rows.norm(dim=1)
+    slack = 1 + 4 * exact.k * 2.0 ** -24 + 1e-4
+    return ((difference + rounding * norms) * slack).contiguous()
+
+
+def as_pointer(tensor: torch.Tensor | None) -> int | None:
+    return tensor.data_ptr() if tensor is not None else None
+
+
+def pointer_array(tensors: list[torch.Tensor]):
+    return (ctypes.c_void_p * len(tensors))(*[tensor.data_ptr() for tensor in tensors])

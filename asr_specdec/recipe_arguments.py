@@ -1,0 +1,108 @@
+"""Command-line options of Whisper's transcription recipe (word timestamps, fallback, no-speech, prompts, VAD),
+shared by the transcribe command and the evaluation, and their translation to SpeculativeWhisper's arguments."""
+
+from __future__ import annotations
+
+import argparse
+
+from .errors import SpecdecError
+
+WORD_CUES = ("segment", "each", "highlight")
+
+
+def _temperatures(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(value) for value in text.split(",") if value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of numbers") from None
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one temperature")
+    return values
+
+
+def _threshold(text: str) -> float | None:
+    """A number, or 'off' (None) to switch a test off."""
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is neither a number nor 'off'") from None
+
+
+def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True) -> None:
+    group = parser.add_argument_group("transcription recipe (openai-whisper / faster-whisper)")
+    group.add_argument("--word-timestamps", action="store_true",
+                       help="time every word (DTW over the alignment heads' cross-attention); segments start and end "
+                            "with their words; JSON gets segments[i].words")
+    if subtitles:
+        group.add_argument("--word-cues", choices=WORD_CUES, default="segment",
+                           help="srt/vtt cues: one per segment (default), one per word ('each'), or one per word "
+                                "showing its segment with the word underlined ('highlight'); word cues imply "
+                                "--word-timestamps")
+    group.add_argument("--temperature-fallback", action="store_true",
+                       help="retry a window that fails (too repetitive or unlikely) by sampling at 0.2, 0.4, ... 1.0, "
+                            "as openai-whisper and faster-whisper do (off by default: greedy output is exact and "
+                            "deterministic)")
+    group.add_argument("--temperatures", type=_temperatures, default=None, metavar="T0,T1,...",
+                       help="the fallback ladder itself (e.g. 0,0.2,0.4); implies --temperature-fallback")
+    group.add_argument("--compression-ratio-threshold", type=_threshold, default=2.4, metavar="R",
+                       help="fallback when a window's gzip compression ratio is above R (default 2.4; 'off')")
+    group.add_argument("--logprob-threshold", type=_threshold, default=-1.0, metavar="L",
+                       help="fallback when a window's average log-probability is below L (default -1.0; 'off')")
+    group.add_argument("--no-speech-threshold", type=_threshold, default=0.6, metavar="P",
+                       help="skip a window whose no-speech probability is above P and whose log-probability is "
+                            "below --logprob-threshold (default 0.6; 'off' transcribes every window)")
+    group.add_argument("--silence-threshold", type=_threshold, default=0.8, metavar="P",
+                       help="skip a window whose no-speech probability is above P whatever its text (default 0.8; "
+                            "'off' keeps openai's rule alone, which lets Whisper's 'you' on silence through)")
+    group.add_argument("--best-of", type=int, default=5, help="candidates sampled per fallback retry (default 5)")
+    group.add_argument("--initial-prompt", help="text the first window is conditioned on (spellings, style); "
+                                                "over 223 tokens only its end is kept")
+    group.add_argument("--prefix", help="text the first window's transcript is made to begin with")
+    group.add_argument("--hotwords", help="hint words put in every window's prompt (ignored with --prefix)")
+    group.add_argument("--vad", action="store_true",
+                       help="Silero VAD: decode only speech, packed into windows of up to 30 s decoded as rows of "
+                            "one batch; times map back to the file")
+    group.add_argument("--vad-threshold", type=float, default=0.5, help="speech probability threshold (0.5)")
+    group.add_argument("--vad-min-silence-ms", type=int, default=2000,
+                       help="a silence must last this long to split speech (2000)")
+    group.add_argument("--vad-speech-pad-ms", type=int, default=400, help="padding around each speech region (400)")
+    group.add_argument("--vad-batch-size", type=int, default=8, help="speech windows decoded together (8)")
+
+
+def check_recipe_arguments(args) -> None:
+    """One-line errors for values argparse cannot check on its own."""
+    if args.best_of < 1:
+        raise SpecdecError("--best-of must be at least 1")
+    if args.vad_batch_size < 1:
+        raise SpecdecError("--vad-batch-size must be at least 1")
+    if not 0 < args.vad_threshold < 1:
+        raise SpecdecError("--vad-threshold must be between 0 and 1")
+    if args.vad_min_silence_ms < 0 or args.vad_speech_pad_ms < 0:
+        raise SpecdecError("--vad-min-silence-ms and --vad-speech-pad-ms must not be negative")
+
+
+def recipe_options(args) -> dict:
+    """SpeculativeWhisper keyword arguments for the recipe options on the command line."""
+    word_cues = getattr(args, "word_cues", "segment")
+    options = {
+        "word_timestamps": args.word_timestamps or word_cues != "segment",
+        "compression_ratio_threshold": args.compression_ratio_threshold,
+        "logprob_threshold": args.logprob_threshold,
+        "no_speech_threshold": args.no_speech_threshold,
+        "silence_threshold": args.silence_threshold,
+        "best_of": args.best_of,
+        "initial_prompt": args.initial_prompt,
+        "prefix": args.prefix,
+        "hotwords": args.hotwords,
+        "vad_filter": args.vad,
+        "vad_options": {"threshold": args.vad_threshold, "min_silence_duration_ms": args.vad_min_silence_ms,
+                        "speech_pad_ms": args.vad_speech_pad_ms},
+        "vad_batch_size": args.vad_batch_size,
+    }
+    if args.temperatures is not None:
+        options["temperatures"] = args.temperatures
+    elif args.temperature_fallback:
+        options["temperature_fallback"] = True
+    return options

@@ -1,0 +1,146 @@
+"""openai-whisper's decoding recipe for a window: temperature fallback and the no-speech judgement.
+
+A window is first decoded at the ladder's first temperature (0: greedy, speculative and exact). If its text is
+too repetitive (gzip compression ratio above `compression_ratio_threshold`) or its average log-probability is
+below `logprob_threshold`, it is decoded again at the next temperature, sampled and speculative (rejection
+sampling keeps the main model's distribution; the drafter samples at the same temperature), `best_of`
+candidates at once as rows of one decode call, the likeliest kept; and so on up the ladder. A window whose
+no-speech probability is above `no_speech_threshold` while its log-probability is low is silence: no retry,
+and the caller skips it. Every retry is more `WindowPipeline.decode` calls; nothing here changes shared state.
+
+openai's no-speech rule keeps a window whose text is likely enough, however sure the model is that nobody
+speaks, and that is exactly how Whisper's "you" on digital silence gets through (no-speech 0.93, average
+log-probability -0.45 with base). So a window is also silence when its no-speech probability is above
+`silence_threshold` (0.8), whatever its text: on the shared speech clips no window went above 0.14.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, replace
+
+import torch
+
+from ..core.logits import Sampling
+from ..core.stats import DecodeStats
+from ..errors import SpecdecError
+from .pipeline import DecodedWindow, Window, WindowDecoder, WindowPipeline
+
+DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The thresholds and ladder of openai's transcribe (None switches a test off)."""
+
+    temperatures: tuple[float, ...] = (0.0,)  # one entry: no fallback
+    compression_ratio_threshold: float | None = 2.4
+    logprob_threshold: float | None = -1.0
+    no_speech_threshold: float | None = 0.6
+    silence_threshold: float | None = 0.8  # above it a window is silent whatever its log-probability
+    best_of: int = 5
+    prompt_reset_on_temperature: float = 0.5
+
+    def __post_init__(self):
+        if not self.temperatures or any(not 0 <= value <= 2 for value in self.temperatures):
+            raise SpecdecError(f"temperatures must be a non-empty list of values in [0, 2], not {self.temperatures}")
+        if self.best_of < 1:
+            raise SpecdecError(f"best_of must be at least 1, not {self.best_of}")
+        for name in ("no_speech_threshold", "silence_threshold"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise SpecdecError(f"{name} must be in [0, 1], not {value}")
+
+    @property
+    def scores_windows(self) -> bool:
+        """Whether windows need their scores (a retry or a skip may depend on them)."""
+        return len(self.temperatures) > 1 or self.no_speech_threshold is not None
+
+
+@dataclass
+class WindowResult:
+    decoded: DecodedWindow
+    temperature: float
+    compression_ratio: float
+    silent: bool  # judged to hold no speech: the caller skips it
+
+    @property
+    def avg_logprob(self) -> float | None:
+        score = self.decoded.extras.score if self.decoded.extras else None
+        return score.avg_logprob if score else None
+
+    @property
+    def no_speech_prob(self) -> float | None:
+        score = self.decoded.extras.score if self.decoded.extras else None
+        return score.no_speech_prob if score else None
+
+
+def compression_ratio(text: str) -> float:
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe: Recipe,
+                         generator: torch.Generator | None, stats: DecodeStats,
+                         decode: WindowDecoder | None = None) -> list[WindowResult]:
+    """Decode `windows` (rows of one call) with `decode` (default: the pipeline's), retrying the ones that fail up
+    the temperature ladder; every decode call's telemetry is added to `stats`."""
+    if recipe.scores_windows:
+        windows = [replace(window, score=True) for window in windows]
+    tried: list[list[WindowResult]] = [[] for _ in windows]
+    final: list[WindowResult | None] = [None] * len(windows)
+    pending = list(range(len(windows)))
+    for temperature in recipe.temperatures:
+        if not pending:
+            break
+        rows = []
+        for index in pending:
+            window = windows[index]
+            if temperature > 0:
+                sampled = replace(window, sampling=Sampling(True, temperature))
+                rows += [(index, sampled)] * recipe.best_of
+            else:
+                rows.append((index, window))
+        decoded = (decode or pipeline.decode)([window for _, window in rows], generator, None)
+        candidates: dict[int, list[WindowResult]] = {}
+        for (index, _), row in zip(rows, decoded):
+            stats.add(row.stats)
+            ratio = compression_ratio(pipeline.text(row.tokens))
+            candidates.setdefault(index, []).append(WindowResult(row, temperature, ratio, False))
+        still_pending = []
+        for index in pending:
+            best = max(candidates[index], key=lambda result: result.avg_logprob or 0.0)
+            tried[index].append(best)
+            if _needs_fallback(best, recipe):
+                still_pending.append(index)
+            else:
+                final[index] = best
+        pending = still_pending
+    for index in pending:  # every temperature failed: the likeliest of the not-too-repetitive tries
+        threshold = recipe.compression_ratio_threshold
+        readable = [result for result in tried[index] if threshold is None or result.compression_ratio <= threshold]
+        best = max(readable or tried[index], key=lambda result: result.avg_logprob or 0.0)
+        final[index] = replace(best, temperature=recipe.temperatures[-1])
+    return [replace(result, silent=_is_silent(result, recipe)) for result in final]
+
+
+def _needs_fallback(result: WindowResult, recipe: Recipe) -> bool:
+    if _is_silent(result, recipe):
+        return False
+    too_repetitive = (recipe.compression_ratio_threshold is not None
+                      and result.compression_ratio > recipe.compression_ratio_threshold)
+    too_unlikely = (recipe.logprob_threshold is not None and result.avg_logprob is not None
+                    and result.avg_logprob < recipe.logprob_threshold)
+    return too_repetitive or too_unlikely
+
+
+def _is_silent(result: WindowResult, recipe: Recipe) -> bool:
+    """openai's rule (no-speech probability above the threshold, unless the text is likely enough anyway), and
+    no-speech probability above the silence threshold."""
+    if recipe.no_speech_threshold is None or result.no_speech_prob is None:
+        return False
+    if recipe.silence_threshold is not None and result.no_speech_prob > recipe.silence_threshold:
+        return True
+    if recipe.logprob_threshold is not None and result.avg_logprob > recipe.logprob_threshold:
+        return False
+    return result.no_speech_prob > recipe.no_speech_threshold

@@ -1,0 +1,179 @@
+"""Whisper without importing transformers' modeling code: the same module tree and parameter names as
+`WhisperForConditionalGeneration` (so every part of this package, drafters included, reads it the same way),
+loaded straight from a transformers directory's config.json and model.safetensors.
+
+Why: importing transformers' Whisper model costs seconds at start-up (it pulls in torch's compiler and
+distributed packages), more than decoding a short file. The encoder's forward pass repeats transformers' own
+operations one for one, so its float32 output is the same; the decoder is only ever run by decoder.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import ModelError
+
+
+def _embedding(count: int, width: int) -> nn.Embedding:
+    # given weights skip the random initialisation (whose meta-device path would import torch's compiler)
+    return nn.Embedding(count, width, _weight=torch.empty(count, width))
+
+
+class Settings:
+    """A config.json or generation_config.json as attributes (absent keys read as None)."""
+
+    def __init__(self, values: dict):
+        self.__dict__.update(values)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+class Attention(nn.Module):
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.num_heads, self.head_dim = heads, width // heads
+        self.scaling = self.head_dim ** -0.5
+        self.k_proj = nn.Linear(width, width, bias=False)
+        self.v_proj = nn.Linear(width, width)
+        self.q_proj = nn.Linear(width, width)
+        self.out_proj = nn.Linear(width, width)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Self-attention over the whole sequence, as transformers' SDPA path computes it."""
+        batch, length, _ = hidden.shape
+        shape = (batch, length, -1, self.head_dim)
+        query = (self.q_proj(hidden) * self.scaling).view(shape).transpose(1, 2).contiguous()
+        key = self.k_proj(hidden).view(shape).transpose(1, 2).contiguous()
+        value = self.v_proj(hidden).view(shape).transpose(1, 2).contiguous()
+        attended = F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, scale=1.0,
+                                                  is_causal=False)
+        return self.out_proj(attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous())
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, width: int, heads: int, ffn: int):
+        super().__init__()
+        self.self_attn = Attention(width, heads)
+        self.self_attn_layer_norm = nn.LayerNorm(width)
+        self.activation_fn = F.gelu
+        self.fc1, self.fc2 = nn.Linear(width, ffn), nn.Linear(ffn, width)
+        self.final_layer_norm = nn.LayerNorm(width)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        hidden = hidden + self.self_attn(self.self_attn_layer_norm(hidden))
+        hidden = hidden + self.fc2(self.activation_fn(self.fc1(self.final_layer_norm(hidden))))
+        if hidden.dtype == torch.float16:  # as transformers: keep float16 activations finite
+            limit = torch.finfo(hidden.dtype).max - 1000
+            hidden = torch.clamp(hidden, min=-limit, max=limit)
+        return hidden
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, width: int, heads: int, ffn: int):
+        super().__init__()
+        self.self_attn, self.encoder_attn = Attention(width, heads), Attention(width, heads)
+        self.self_attn_layer_norm = nn.LayerNorm(width)
+        self.encoder_attn_layer_norm = nn.LayerNorm(width)
+        self.activation_fn = F.gelu
+        self.fc1, self.fc2 = nn.Linear(width, ffn), nn.Linear(ffn, width)
+        self.final_layer_norm = nn.LayerNorm(width)
+
+
+@dataclass
+class EncoderOutput:
+    last_hidden_state: torch.Tensor
+
+
+class Encoder(nn.Module):
+    def __init__(self, config: Settings):
+        super().__init__()
+        width = config.d_model
+        self.conv1 = nn.Conv1d(config.num_mel_bins, width, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv1d(width, width, kernel_size=3, stride=2, padding=1)
+        self.embed_positions = _embedding(config.max_source_positions, width)
+        self.layers = nn.ModuleList([EncoderLayer(width, config.encoder_attention_heads, config.encoder_ffn_dim)
+                                     for _ in range(config.encoder_layers)])
+        self.layer_norm = nn.LayerNorm(width)
+
+    def forward(self, input_features: torch.Tensor) -> EncoderOutput:
+        expected = self.conv1.stride[0] * self.conv2.stride[0] * self.embed_positions.num_embeddings
+        if input_features.shape[-1] != expected:
+            raise ValueError(f"Whisper expects {expected} feature frames, got {input_features.shape[-1]}")
+        hidden = F.gelu(self.conv1(input_features))
+        hidden = F.gelu(self.conv2(hidden)).permute(0, 2, 1)
+        hidden = hidden + self.embed_positions.weight
+        for layer in self.layers:
+            hidden = layer(hidden)
+        return EncoderOutput(self.layer_norm(hidden))
+
+
+class Decoder(nn.Module):
+    def __init__(self, config: Settings):
+        super().__init__()
+        width = config.d_model
+        self.embed_tokens = _embedding(config.vocab_size, width)
+        self.embed_positions = _embedding(config.max_target_positions, width)
+        self.layers = nn.ModuleList([DecoderLayer(width, config.decoder_attention_heads, config.decoder_ffn_dim)
+                                     for _ in range(config.decoder_layers)])
+        self.layer_norm = nn.LayerNorm(width)
+
+
+class LeanWhisper(nn.Module):
+    """model.encoder, model.decoder and proj_out (tied to the token embedding), as in transformers."""
+
+    def __init__(self, config: Settings, generation_config: Settings):
+        super().__init__()
+        self.config, self.generation_config = config, generation_config
+        self.model = nn.Module()
+        self.model.encoder = Encoder(config)
+        self.model.decoder = Decoder(config)
+        self.proj_out = nn.Linear(config.d_model, config.vocab_size, bias=False)
+
+
+def lean_loadable(directory: Path) -> bool:
+    """Whether `directory` holds an encoder-decoder Whisper this module can load (safetensors weights)."""
+    config = directory / "config.json"
+    if not (config.is_file() and (directory / "model.safetensors").is_file()):
+        return False
+    values = json.loads(config.read_text())
+    return (values.get("model_type") == "whisper" and "WhisperForConditionalGeneration" in (values.get("architectures")
+                                                                                            or [])
+            and values.get("activation_function", "gelu") == "gelu" and not values.get("scale_embedding"))
+
+
+def load_lean_whisper(directory: str | Path, device: str = "cpu", dtype: torch.dtype = torch.float32) -> LeanWhisper:
+    from safetensors.torch import load_file
+
+    directory = Path(directory)
+    config = Settings(json.loads((directory / "config.json").read_text()))
+    config._name_or_path = str(directory)
+    generation = directory / "generation_config.json"
+    generation_config = Settings(json.loads(generation.read_text()) if generation.is_file() else {})
+    with torch.device("meta"):
+        model = LeanWhisper(config, generation_config)
+    weights = load_file(directory / "model.safetensors", device=str(device))
+    weights = {name.removeprefix("model.") if name.startswith("model.proj_out") else name: tensor
+               for name, tensor in weights.items()}
+    weights.setdefault("proj_out.weight", weights.get("model.decoder.embed_tokens.weight"))
+    parameters = {name for name, _ in model.named_parameters()}
+    missing = [name for name in parameters if weights.get(name) is None]
+    if missing:
+        raise ModelError(f"{directory}: model.safetensors lacks {missing[0]} (and {len(missing) - 1} more)")
+    model.load_state_dict({name: tensor.to(dtype) for name, tensor in weights.items() if name in parameters},
+                          assign=True, strict=False)
+    model.proj_out.weight = model.model.decoder.embed_tokens.weight
+    # names these exact weights, so that converted copies of them (packed decoder weights) can be kept on disk
+    status = (directory / "model.safetensors").stat()
+    identity = f"{directory.resolve()}|{status.st_size}|{status.st_mtime_ns}|{dtype}"
+    model.weights_key = hashlib.sha256(identity.encode()).hexdigest()[:24]
+    return model.eval()

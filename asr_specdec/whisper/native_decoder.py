@@ -1,0 +1,180 @@
+"""The Whisper decoder on the native kernels (asr_specdec/native): its weights packed once in one storage
+format, a pass over any set of tokens in one call, the vocabulary projection and the certified greedy choice.
+
+Every token's numbers are computed the same way whatever else is in the pass (see decoder_kernels.c), so a
+verification pass over a draft gives each position exactly the logits a one-token step would: speculative
+output equals plain output bit for bit at every weight format, batches included.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..native import Cache, Layer, Model
+from ..native.packing import PackedLinear, PackStore, argmax_error, as_pointer, pack_linear, pointer_array
+
+KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2}
+_SHARED_PACKS: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def shared_pack(owner: torch.Tensor, tag: str, storage: str, build, store: PackStore, name: str) -> PackedLinear:
+    """One packed copy per (weight, what, storage) in the process: the main model and a drafter sharing weights
+    (early exit, the int8 vocabulary of the certified argmax and of the int8 drafter) share the packs. Else
+    the copy `store` keeps on disk as `name`, else `build()` -> (weight, bias) packed now."""
+    entry = _SHARED_PACKS.get(id(owner))
+    if entry is None or entry[0]() is not owner:
+        key = id(owner)
+        entry = _SHARED_PACKS[key] = (weakref.ref(owner, lambda _: _SHARED_PACKS.pop(key, None)), {})
+    per_owner = entry[1]
+    if (tag, storage) not in per_owner:
+        per_owner[(tag, storage)] = store.linear(name, lambda: pack_linear(*build(), storage))
+    return per_owner[(tag, storage)]
+
+
+def supported(decoder: nn.Module) -> str | None:
+    """None when the kernels can run this decoder, else why not."""
+    first = decoder.layers[0]
+    width, heads = decoder.embed_tokens.weight.shape[1], first.self_attn.num_heads
+    head_dim, ffn = width // heads, first.fc1.out_features
+    if decoder.embed_tokens.weight.device.type != "cpu":
+        return "the model is not on the CPU"
+    if width % 16 or head_dim % 16 or head_dim > 128 or ffn % 16:
+        return f"width {width}, head size {head_dim} and feed-forward size {ffn} must be multiples of 16"
+    return None
+
+
+class NativeDecoder:
+    """`weights_key` names the model's exact weights (lean_model.py sets it): packs are then kept on disk."""
+
+    def __init__(self, library, decoder: nn.Module, proj_out: nn.Module, layers: list, storage: str,
+                 weights_key: str | None = None):
+        self.library, self.storage = library, storage
+        self._store = PackStore(weights_key, storage)
+        first = layers[0]
+        self.width = decoder.embed_tokens.weight.shape[1]
+        self.heads, self.head_dim = first.self_attn.num_heads, first.self_attn.head_dim
+        self._keep: list = []
+        structs = (Layer * len(layers))()
+        for index, layer in enumerate(layers):
+            structs[index] = self._layer(index, layer, storage)
+        self._layers = structs
+        self.embed = self._float(decoder.embed_tokens.weight)
+        self.positions = self._float(decoder.embed_positions.weight)
+        norm = decoder.layer_norm
+        self.model = Model(self.width, self.heads, self.head_dim, first.fc1.out_features, len(layers),
+                           float(first.self_attn.scaling), float(norm.eps), self.embed.data_ptr(),
+                           self.positions.data_ptr(), self._float(norm.weight).data_ptr(),
+                           self._float(norm.bias).data_ptr(), structs)
+        vocabulary = proj_out.weight
+        self.vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store, "vocabulary")
+        self.vocab_size = self.vocab.n
+        self.approx = None
+        if storage != "int8":  # the int8 copy screens the vocabulary, the exact pack settles the candidates
+            self._approx_store = PackStore(weights_key, "int8")  # kept: its tensors may map its file
+            self.approx = shared_pack(vocabulary, "linear", "int8", lambda: (vocabulary, None), self._approx_store,
+                                      "vocabulary")
+            self._approx_store.save()
+            self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self.vocab, self.approx))
+        self._store.save()
+        self._scratch = torch.empty(0)
+
+    def _float(self, tensor: torch.Tensor) -> torch.Tensor:
+        tensor = tensor.detach()
+        if tensor.dtype != torch.float32 or not tensor.is_contiguous():
+            tensor = tensor.float().contiguous()
+        self._keep.append(tensor)
+        return tensor
+
+    def _pack(self, linear: nn.Linear, storage: str, name: str) -> PackedLinear:
+        packed = shared_pack(linear.weight, "linear", storage, lambda: (linear.weight, linear.bias), self._store, name)
+        self._keep.append(packed)
+        return packed
+
+    def _fused_qkv(self, attention, storage: str, name: str) -> PackedLinear:
+        """q, k and v projections as one [3 * width, width] layer (k has no bias)."""
+        def build():
+            weight = torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight])
+            bias = torch.cat([attention.q_proj.bias, torch.zeros_like(attention.q_proj.bias), attention.v_proj.bias])
+            return weight, bias
+
+        packed = shared_pack(attention.q_proj.weight, "qkv", storage, build, self._store, name)
+        self._keep.append(packed)
+        return packed
+
+    def _layer(self, index: int, layer, storage: str) -> Layer:
+        attention = layer.self_attn
+        prefix = f"layers.{index}"
+        norms = [self._float(tensor) for norm in (layer.self_attn_layer_norm, layer.encoder_attn_layer_norm,
+                                                  layer.final_layer_norm) for tensor in (norm.weight, norm.bias)]
+        qkv = self._fused_qkv(attention, storage, f"{prefix}.qkv")
+        return Layer(norms[0].data_ptr(), norms[1].data_ptr(), qkv.struct,
+                     self._pack(attention.out_proj, storage, f"{prefix}.self_out").struct, norms[2].data_ptr(),
+                     norms[3].data_ptr(), self._pack(layer.encoder_attn.q_proj, storage, f"{prefix}.cross_q").struct,
+                     self._pack(layer.encoder_attn.out_proj, storage, f"{prefix}.cross_out").struct,
+                     norms[4].data_ptr(), norms[5].data_ptr(), self._pack(layer.fc1, storage, f"{prefix}.fc1").struct,
+                     self._pack(layer.fc2, storage, f"{prefix}.fc2").struct)
+
+    def cache_view(self, cache) -> Cache:
+        """The kernels' view of `cache` (rebuilt after `keep` replaces its tensors)."""
+        view = getattr(cache, "_native_view", None)
+        if view is None:
+            layers = len(self._layers)
+            tensors = [cache.self_keys[:layers], cache.self_values[:layers], cache.cross_keys[:layers],
+                       cache.cross_values[:layers]]
+            arrays = [pointer_array(group) for group in tensors]
+            view = Cache(KV_FORMATS[cache.self_keys[0].dtype], KV_FORMATS[cache.cross_keys[0].dtype], cache.slots,
+                         cache.encoder_length,
+                         cache.cross_keys[0].shape[2] * cache.cross_keys[0].shape[4], *arrays)
+            view._arrays = arrays  # keep the pointer arrays alive with the view
+            cache._native_view = view
+        return view
+
+    def hidden(self, cache, ids: list[int], rows: list[int], positions: list[int], slots: list[int],
+               limits: list[int]) -> torch.Tensor:
+        """Final hidden states [tokens, width] of tokens sorted by batch row (see decoder_pass)."""
+        count = len(ids)
+        view = self.cache_view(cache)
+        threads = torch.get_num_threads()
+        needed = self.library.scratch_floats(ctypes.byref(self.model), ctypes.byref(view), count, threads)
+        if self._scratch.numel() < needed:
+            self._scratch = torch.empty(needed)
+        table = np.array([ids, rows, positions, slots, limits], dtype=np.int32)
+        hidden = torch.empty(count, self.width)
+        pointer = table.ctypes.data
+        status = self.library.decoder_pass(ctypes.byref(self.model), ctypes.byref(view), count, pointer,
+                                           pointer + 4 * count, pointer + 8 * count, pointer + 12 * count,
+                                           pointer + 16 * count, hidden.data_ptr(), self._scratch.data_ptr(), threads)
+        if status != 0:
+            raise RuntimeError(f"native decoder pass failed ({status})")
+        return hidden
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden [rows, width] @ vocabulary^T as [rows, vocab]."""
+        hidden = hidden.float().contiguous()
+        logits = torch.empty(hidden.shape[0], self.vocab_size)
+        self.library.linear_forward(ctypes.byref(self.vocab.struct), hidden.shape[0], hidden.data_ptr(), self.width,
+                                    logits.data_ptr(), self.vocab_size, torch.get_num_threads())
+        return logits
+
+    def greedy(self, hidden: torch.Tensor, suppressed: torch.Tensor | None) -> torch.Tensor:
+        """argmax of logits(hidden) per row with `suppressed` [rows, vocab] excluded, the same token that the
+        full logits give, without computing them all."""
+        hidden = hidden.float().contiguous()
+        rows = hidden.shape[0]
+        mask = suppressed.contiguous().view(torch.uint8) if suppressed is not None else None
+        choices = torch.empty(rows, dtype=torch.int64)
+        if self.approx is None:  # int8 weights: the product is cheap, take it whole
+            scores = torch.empty(rows, self.vocab.struct.n_tiles * 64)
+            self.library.argmax_rows(ctypes.byref(self.vocab.struct), rows, hidden.data_ptr(), self.width,
+                                     as_pointer(mask), scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
+            return choices
+        scores = torch.empty(rows, self.approx.struct.n_tiles * 64)
+        self.library.certified_argmax(ctypes.byref(self.approx.struct), ctypes.byref(self.vocab.struct), rows,
+                                      hidden.data_ptr(), self.width, as_pointer(mask), self.error.data_ptr(),
+                                      scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
+        return choices

@@ -1,0 +1,103 @@
+"""The transcription recipe's options (word timestamps, fallback, no-speech, prompts, VAD) in one frozen value,
+and the prompt tokens they make. One value per call: nothing is stored on a shared object."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, fields, replace
+
+from ..errors import SpecdecError
+from .fallback import DEFAULT_TEMPERATURES, Recipe
+from .vad import VadOptions
+from .words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
+
+
+class PromptTruncated(UserWarning):
+    """A prompt longer than Whisper's prompt limit was cut to its last tokens, as openai does."""
+
+
+@dataclass(frozen=True)
+class TranscribeOptions:
+    word_timestamps: bool = False
+    vad_filter: bool = False
+    vad_options: VadOptions = field(default_factory=VadOptions)
+    vad_batch_size: int = 8  # speech windows decoded together as rows of one batch
+    initial_prompt: str | None = None  # text the first window is conditioned on (<|startofprev|>)
+    prefix: str | None = None  # text the first window's transcript is made to begin with
+    hotwords: str | None = None  # hint words put in every window's prompt (faster-whisper), unless a prefix is given
+    recipe: Recipe = field(default_factory=Recipe)
+    prepend_punctuations: str = PREPEND_PUNCTUATIONS
+    append_punctuations: str = APPEND_PUNCTUATIONS
+
+    def __post_init__(self):
+        if self.vad_batch_size < 1:
+            raise SpecdecError(f"vad_batch_size must be at least 1, not {self.vad_batch_size}")
+
+    def with_overrides(self, **overrides) -> TranscribeOptions:
+        """A copy with the given options (recipe fields may be given by name; None switches a threshold off)."""
+        recipe_names = {item.name for item in fields(Recipe)}
+        recipe = {key: overrides.pop(key) for key in list(overrides) if key in recipe_names}
+        if "vad_options" in overrides and isinstance(overrides["vad_options"], dict):
+            overrides["vad_options"] = vad_options(overrides["vad_options"])
+        unknown = set(overrides) - {item.name for item in fields(TranscribeOptions)}
+        if unknown:
+            raise SpecdecError(f"unknown transcription option(s): {', '.join(sorted(unknown))}")
+        options = replace(self, **overrides)
+        return replace(options, recipe=replace(options.recipe, **recipe)) if recipe else options
+
+
+def vad_options(values: dict | VadOptions | None) -> VadOptions:
+    if values is None or isinstance(values, VadOptions):
+        return values or VadOptions()
+    known = {item.name for item in fields(VadOptions)}
+    unknown = set(values) - known
+    if unknown:
+        raise SpecdecError(f"unknown VAD option(s) {', '.join(sorted(unknown))}: use {', '.join(sorted(known))}")
+    return VadOptions(**values)
+
+
+def temperature_ladder(temperature, fallback: bool | None) -> tuple[float, ...] | None:
+    """The fallback ladder from openai-style arguments: a list of temperatures, or `fallback=True` for
+    openai's default ladder (0.0, 0.2, ... 1.0); None when neither is given."""
+    if isinstance(temperature, (list, tuple)):
+        return tuple(float(value) for value in temperature)
+    if fallback:
+        return DEFAULT_TEMPERATURES
+    if fallback is False:
+        return (0.0,)
+    return None
+
+
+@dataclass(frozen=True)
+class PromptTokens:
+    initial: list[int]  # conditions the first window (and later ones while conditioning goes on)
+    prefix: list[int]  # the first window's forced start
+    hotwords: list[int]  # in every window's prompt, before the previous text
+
+
+def prompt_tokens(tokenizer, options: TranscribeOptions, limit: int) -> PromptTokens:
+    """Token ids of the option texts. A prompt over `limit` tokens (Whisper's: half its context less one) keeps
+    its last `limit` tokens, as openai does, with a PromptTruncated warning; a prefix or hotwords over it keep
+    their first ones, as faster-whisper does."""
+    def encode(text: str | None) -> list[int]:
+        return tokenizer.encode(" " + text.strip(), add_special_tokens=False) if text and text.strip() else []
+
+    initial, prefix = encode(options.initial_prompt), encode(options.prefix)
+    hotwords = encode(options.hotwords) if not prefix else []
+    if len(initial) > limit:
+        warnings.warn(f"initial prompt of {len(initial)} tokens is over Whisper's limit of {limit}: only its last "
+                      f"{limit} tokens are used (as openai-whisper does)", PromptTruncated, stacklevel=3)
+        initial = initial[-limit:]
+    for name, tokens in (("prefix", prefix), ("hotwords", hotwords)):
+        if len(tokens) > limit:
+            warnings.warn(f"{name} of {len(tokens)} tokens is over Whisper's limit of {limit}: only its first "
+                          f"{limit} tokens are used", PromptTruncated, stacklevel=3)
+    return PromptTokens(initial, prefix[:limit], hotwords[:limit])
+
+
+def window_context(hotwords: list[int], previous: list[int] | None, limit: int) -> list[int] | None:
+    """A window's <|startofprev|> text: the hotwords, then as much of the previous text as fits the limit."""
+    previous = previous or []
+    room = max(0, limit - len(hotwords))
+    context = hotwords + (previous[-room:] if room else [])
+    return context or None

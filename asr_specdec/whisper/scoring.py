@@ -1,0 +1,54 @@
+"""What openai's transcribe judges a window by, read after decoding from one extra main-model pass.
+
+The engine's greedy loop never computes full logits (the certified argmax picks tokens without them), so the
+log-probabilities of the chosen tokens and the no-speech probability come from one more decoder pass over the
+window's final sequence: drafter-independent by construction, and the same numbers for plain and speculative
+decoding of the same tokens.
+
+- `avg_logprob`: the log-probabilities of the generated tokens (end-of-text included) under the main model
+  with the decoding rules applied, at temperature 1, summed and divided by the number of text tokens + 1, as
+  openai's decoder accumulates them.
+- `no_speech_prob`: the probability of <|nospeech|> right after <|startoftranscript|>, from the raw logits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..core.logits import LogitRules
+from .decoder import WhisperDecoderRunner
+
+
+@dataclass(frozen=True)
+class WindowScore:
+    sum_logprob: float
+    avg_logprob: float
+    no_speech_prob: float
+    text_logprob: float = 0.0  # mean log-probability of the text tokens alone (no timestamps, no end-of-text)
+
+
+def score_window(runner: WhisperDecoderRunner, encoder_output: torch.Tensor, cross_states: tuple[list, list],
+                 prompt: list[int], generated: list[int], rules: LogitRules, start_of_transcript_index: int,
+                 no_speech: int, end_of_text: int) -> WindowScore:
+    """Score one row: `prompt` (as fed to the engine, forced prefix included), `generated` (what the engine added),
+    the row's own encoder output [1, frames, width] and cross-attention states."""
+    sequence = prompt + generated
+    cache = runner.new_cache(encoder_output, cross_states=cross_states, max_positions=len(sequence))
+    ids = torch.tensor([sequence], device=runner.device)
+    hidden = runner.hidden_states(cache, ids, 0)[0]
+    begin = len(prompt)
+    rows = [start_of_transcript_index, *range(begin - 1, len(sequence) - 1)]
+    logits = runner.vocabulary_logits(hidden[rows][None])[0].float()
+    no_speech_prob = float(logits[0].softmax(dim=-1)[no_speech])
+    if not generated:
+        return WindowScore(0.0, 0.0, no_speech_prob)
+    scores = rules.apply(logits[1:], begin, sequence)
+    log_probs = torch.log_softmax(scores.float(), dim=-1)
+    chosen = log_probs[torch.arange(len(generated)), torch.tensor(generated)]
+    sum_logprob = float(chosen.sum())
+    text_tokens = len(generated) - (1 if generated[-1] == end_of_text else 0)
+    is_text = torch.tensor([token < end_of_text for token in generated])
+    text_logprob = float(chosen[is_text].mean()) if bool(is_text.any()) else 0.0
+    return WindowScore(sum_logprob, sum_logprob / (text_tokens + 1), no_speech_prob, text_logprob)

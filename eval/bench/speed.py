@@ -1,0 +1,349 @@
+"""Speed on the same weights: ours at each compute type, plain and speculative, against faster-whisper (float32
+and int8) and transformers' generate(), interleaved in one run on the shared clips and on the 64-s long file;
+batches of 8; the decoder's per-pass costs; and the cold-start wall time of each command line.
+
+    python -m eval.bench.speed [--main base] [--threads 2] [--repeats 3] [--compute-types ...] [--skip cold,long]
+
+Every system gets the same 16-kHz samples in memory and is timed from samples to tokens (features included),
+after a warm-up; each clip's time is the minimum over the repeats, the systems taking turns clip by clip.
+faster-whisper runs the same CTranslate2 weights (the offline pack), beam 1, no VAD, the same threads. Ratios
+compare times from this one run. "text = float32" counts clips whose text equals our float32 plain text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..paths import SHARED_AUDIO
+from .drafters import manifest_clips
+from .longform import joined_clips
+
+LANGUAGE = "en"
+DEFAULT_COMPUTE_TYPES = "float32,bfloat16:float32,bfloat16,int8"
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
+
+
+@dataclass
+class Tally:
+    seconds: list = field(default_factory=list)  # per clip: the minimum over repeats
+    texts: list = field(default_factory=list)
+    tokens: list = field(default_factory=list)
+    drafted: int = 0
+    accepted: int = 0
+    error: str = ""
+
+
+def best_of(function, repeats: int):
+    """(minimum seconds, result of the last call) of `function()` over `repeats` calls."""
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+# ---------------------------------------------------------------------------------------------------- systems
+
+def our_systems(main: str, compute_types: list[str]) -> dict:
+    from asr_specdec.weights.whisper_models import resolve_model_dir
+    from asr_specdec.whisper import SpeculativeWhisper
+    from asr_specdec.whisper.lean_model import load_lean_whisper
+    from asr_specdec.whisper.lean_processor import load_lean_processor
+
+    location = resolve_model_dir(main)
+    loaded = (load_lean_whisper(location), load_lean_processor(location))
+    systems = {}
+    for compute in compute_types:
+        for mode in ("off", "quantized-self"):
+            whisper = SpeculativeWhisper(loaded, mode=mode, language=LANGUAGE, compute_type=compute)
+            systems[f"ours {compute}, {'plain' if mode == 'off' else mode}"] = whisper
+    return systems
+
+
+def faster_whisper_systems(main: str, threads: int, scratch: Path) -> tuple[dict, str]:
+    from asr_specdec.weights.packs import assemble_pack
+
+    try:
+        from faster_whisper import WhisperModel
+    except ImportError:
+        return {}, "faster-whisper is not installed (pip install 'asr-specdec[bench]')"
+    ct2_dir = scratch / "ct2"
+    ct2_dir.mkdir()
+    assemble_pack(main, ct2_dir)
+    return {f"faster-whisper {kind}": WhisperModel(str(ct2_dir), device="cpu", compute_type=kind,
+                                                   cpu_threads=threads, num_workers=1)
+            for kind in ("float32", "int8")}, str(ct2_dir)
+
+
+def faster_whisper_text(model, samples: np.ndarray, timestamps: bool) -> tuple[str, list[int]]:
+    # beam 1, greedy at temperature 0 only, no VAD, no previous-text prompt, nothing dropped as silence
+    segments, _ = model.transcribe(samples, beam_size=1, temperature=0, vad_filter=False, language=LANGUAGE,
+                                   condition_on_previous_text=False, without_timestamps=not timestamps,
+                                   no_speech_threshold=None)
+    segments = list(segments)
+    return "".join(segment.text for segment in segments).strip(), [t for s in segments for t in s.tokens]
+
+
+def transformers_system(main: str):
+    from asr_specdec.weights.whisper_models import load_whisper
+
+    return load_whisper(main)
+
+
+def transformers_text(loaded, samples: np.ndarray, long: bool) -> tuple[str, list[int]]:
+    options = {"language": LANGUAGE, "task": "transcribe"}
+    if long:
+        inputs = loaded.processor(samples, sampling_rate=16000, return_tensors="pt", truncation=False,
+                                  padding="longest", return_attention_mask=True)
+        options.update(attention_mask=inputs.attention_mask, return_timestamps=True)
+    else:
+        inputs = loaded.processor(samples, sampling_rate=16000, return_tensors="pt")
+    with torch.inference_mode():
+        ids = loaded.model.generate(inputs.input_features, **options)[0].tolist()
+    return loaded.processor.tokenizer.decode(ids, skip_special_tokens=True).strip(), ids
+
+
+# ---------------------------------------------------------------------------------------------------- sections
+
+def step_costs(main: str, repeats: int) -> list[str]:
+    """Per-pass costs of the decoder (base: a 30-token prefix, then one more token) and of the encoder."""
+    from asr_specdec.weights.whisper_models import resolve_model_dir
+    from asr_specdec.whisper.compute import EncoderRunner
+    from asr_specdec.whisper.decoder import WhisperDecoderRunner
+    from asr_specdec.whisper.lean_model import load_lean_whisper
+
+    model = load_lean_whisper(resolve_model_dir(main))
+    features = torch.randn(1, model.config.num_mel_bins, 3000)
+    rows = ["| pass | ms |", "|---|---|"]
+    with torch.inference_mode():
+        for precision in ("float32", "bfloat16", "int8"):
+            encoder = EncoderRunner(model.model.encoder, precision)
+            encoder(features)
+            seconds, encoded = best_of(lambda encoder=encoder: encoder(features), max(2, repeats))
+            rows.append(f"| encoder, one 30-s window, {precision} | {seconds * 1e3:.0f} |")
+        encoded = encoded.float()
+        prefix = list(range(220, 250))
+        for weights, cross in (("float32", None), ("float32", torch.bfloat16), ("bfloat16", None), ("int8", None)):
+            runner = WhisperDecoderRunner(model, weights=weights, cross_dtype=cross)
+            if runner.native is None:
+                rows.append(f"| decoder {weights}: native kernels unavailable | |")
+                break
+            cache = runner.new_cache(encoded)
+            runner.feed_rows(cache, [prefix], [0])
+            label = f"{weights} weights, {'bfloat16' if cross else runner.cross_dtype} cross keys/values".replace(
+                "torch.", "")
+
+            def one(runner=runner, cache=cache):
+                hidden = runner.feed_rows(cache, [[300]], [30])[0]
+                return runner.greedy_choices(hidden, None)
+
+            def nine(runner=runner, cache=cache):
+                hidden = runner.feed_rows(cache, [[300] * 9], [30])[0]
+                return runner.greedy_choices(hidden, None)
+
+            one_token = best_of(one, 20 * repeats)[0]
+            nine_tokens = best_of(nine, 10 * repeats)[0]
+            rows.append(f"| decoder token + greedy choice, {label} | {one_token * 1e3:.2f} |")
+            rows.append(f"| verification over 9 tokens, {label} | {nine_tokens * 1e3:.2f} "
+                        f"({nine_tokens / one_token:.2f}x one token) |")
+    return rows
+
+
+def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int) -> tuple[list[str], dict]:
+    from asr_specdec.whisper.audio import load_audio
+
+    audio = [load_audio(clip) for clip in clips]
+    tallies = {name: Tally() for name in [*systems, *fw, *(["transformers generate()"] if hf else [])]}
+    runs = {name: (lambda samples, whisper=whisper: _ours(whisper, samples)) for name, whisper in systems.items()}
+    runs.update({name: (lambda samples, model=model: (*faster_whisper_text(model, samples, False), 0, 0))
+                 for name, model in fw.items()})
+    if hf:
+        runs["transformers generate()"] = lambda samples: (*transformers_text(hf, samples, False), 0, 0)
+    for run in runs.values():  # warm-up
+        run(audio[0])
+    for samples in audio:
+        for name, run in runs.items():
+            seconds, (text, tokens, drafted, accepted) = best_of(lambda run=run, samples=samples: run(samples),
+                                                                 repeats)
+            tally = tallies[name]
+            tally.seconds.append(seconds)
+            tally.texts.append(text)
+            tally.tokens.append(tokens)
+            tally.drafted += drafted
+            tally.accepted += accepted
+    return table(tallies, clips), tallies
+
+
+def _ours(whisper, samples):
+    result = whisper.transcribe(samples)
+    return result.text, result.tokens, result.stats.drafted_tokens, result.stats.accepted_tokens
+
+
+def table(tallies: dict, clips: list[Path]) -> list[str]:
+    import json
+
+    from ..metrics import wer
+
+    manifest = {json.loads(line)["audio"]: json.loads(line)["reference"]
+                for line in (clips[0].parent / "manifest.jsonl").read_text().splitlines() if line.strip()}
+    scored = [index for index, clip in enumerate(clips) if manifest.get(clip.name)]
+    references = [manifest[clips[index].name] for index in scored]
+    reference_name = next((name for name in tallies if name.startswith("ours float32, plain")), None)
+    fw_int8, fw_fp32 = tallies.get("faster-whisper int8"), tallies.get("faster-whisper float32")
+    lines = ["| system | total s | per clip ms (median) | vs faster-whisper int8 | vs faster-whisper float32 | "
+             "WER | text = float32 | acceptance |", "|---|---|---|---|---|---|---|---|"]
+    for name, tally in tallies.items():
+        total = sum(tally.seconds)
+        ratio_int8 = f"{sum(fw_int8.seconds) / total:.2f}x" if fw_int8 else ""
+        ratio_fp32 = f"{sum(fw_fp32.seconds) / total:.2f}x" if fw_fp32 else ""
+        error_rate = wer(references, [tally.texts[index] for index in scored]) if scored else 0.0
+        same = ""
+        if reference_name:
+            reference = tallies[reference_name].texts
+            same = f"{sum(a == b for a, b in zip(tally.texts, reference))}/{len(reference)}"
+        acceptance = f"{tally.accepted / tally.drafted:.0%}" if tally.drafted else ""
+        lines.append(f"| {name} | {total:.2f} | {np.median(tally.seconds) * 1e3:.0f} | {ratio_int8} | {ratio_fp32} | "
+                     f"{error_rate:.2%} | {same} | {acceptance} |")
+    return lines
+
+
+def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int) -> list[str]:
+    runs = {name: (lambda whisper=whisper: _ours(whisper, audio)) for name, whisper in systems.items()}
+    runs.update({name: (lambda model=model: (*faster_whisper_text(model, audio, True), 0, 0))
+                 for name, model in fw.items()})
+    if hf:
+        runs["transformers generate(return_timestamps=True)"] = lambda: (*transformers_text(hf, audio, True), 0, 0)
+    seconds = {name: float("inf") for name in runs}
+    results = {}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            taken, results[name] = best_of(run, 1)
+            seconds[name] = min(seconds[name], taken)
+    lines = [f"{len(audio) / 16000:.1f} s of audio, sequential 30-s windows with timestamps",
+             "| system | seconds | vs our plain at its compute type | vs faster-whisper int8 | text = our plain |",
+             "|---|---|---|---|---|"]
+    for name, taken in seconds.items():
+        plain_name = name.replace("quantized-self", "plain")
+        ours = plain_name in seconds and name.startswith("ours")
+        versus_plain = f"{seconds[plain_name] / taken:.2f}x" if ours else ""
+        versus_fw = f"{seconds['faster-whisper int8'] / taken:.2f}x" if "faster-whisper int8" in seconds else ""
+        same = "yes" if plain_name in results and results[plain_name][0] == results[name][0] else ""
+        lines.append(f"| {name} | {taken:.2f} | {versus_plain} | {versus_fw} | {same} |")
+    return lines
+
+
+def batches(main: str, compute: str, clips: list[Path], repeats: int, batch_size: int = 8) -> list[str]:
+    from asr_specdec.whisper import SpeculativeWhisper
+    from asr_specdec.whisper.audio import load_audio
+
+    audio = [load_audio(clip) for clip in clips]
+    systems = {mode: SpeculativeWhisper(main, mode=mode, language=LANGUAGE, compute_type=compute)
+               for mode in ("off", "quantized-self")}
+    for whisper in systems.values():
+        whisper.transcribe_batch(audio[:2], batch_size=2)
+    seconds, tokens = {name: float("inf") for name in systems}, {}
+    for _ in range(repeats):
+        for name, whisper in systems.items():
+            taken, results = best_of(lambda whisper=whisper: whisper.transcribe_batch(audio, batch_size=batch_size), 1)
+            seconds[name] = min(seconds[name], taken)
+            tokens[name] = [result.tokens for result in results]
+    return [f"batches of {batch_size}, {len(audio)} clips, compute type {systems['off'].compute_type}: "
+            f"plain {seconds['off']:.2f} s, speculative {seconds['quantized-self']:.2f} s, "
+            f"speedup {seconds['off'] / seconds['quantized-self']:.2f}x, identical: "
+            f"{'yes' if tokens['off'] == tokens['quantized-self'] else 'NO'}"]
+
+
+def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
+    """Wall time of a fresh process transcribing samples/message.wav, each command run `repeats` times."""
+    here = Path(__file__).resolve().parents[2]
+    ours = [sys.executable, "-m", "asr_specdec.transcribe", str(SAMPLE)]
+    commands = {
+        "python -m asr_specdec.transcribe samples/message.wav": ours,
+        "python -m asr_specdec.transcribe samples/message.wav --mode off": [*ours, "--mode", "off"],
+        "python -m asr_specdec.transcribe samples/message.wav --compute-type float32": [*ours, "--compute-type",
+                                                                                       "float32"],
+    }
+    if ct2_dir:
+        for kind in ("float32", "int8"):
+            commands[f"faster-whisper {kind} (python -c: load, transcribe)"] = [sys.executable, "-c", (
+                "from faster_whisper import WhisperModel\n"
+                f"model = WhisperModel({ct2_dir!r}, device='cpu', compute_type={kind!r}, cpu_threads={threads})\n"
+                f"segments, _ = model.transcribe({str(SAMPLE)!r}, beam_size=1, vad_filter=False, language='en')\n"
+                "print(''.join(segment.text for segment in segments).strip())")]
+    commands["transformers (python -c: load, generate)"] = [sys.executable, "-c", (
+        "import torch\n"
+        f"torch.set_num_threads({threads})\n"
+        "from transformers import WhisperForConditionalGeneration, WhisperProcessor\n"
+        "from asr_specdec.weights.whisper_models import resolve_model_dir\n"
+        "from asr_specdec.whisper.audio import load_audio\n"
+        "location = resolve_model_dir('base')\n"
+        "model = WhisperForConditionalGeneration.from_pretrained(location).eval()\n"
+        "processor = WhisperProcessor.from_pretrained(location)\n"
+        f"features = processor(load_audio({str(SAMPLE)!r}), sampling_rate=16000, return_tensors='pt').input_features\n"
+        "ids = model.generate(features, language='en', task='transcribe')\n"
+        "print(processor.batch_decode(ids, skip_special_tokens=True)[0].strip())")]
+    lines = ["| command | wall s (best) | output |", "|---|---|---|"]
+    environment = {**__import__("os").environ, "OMP_NUM_THREADS": str(threads)}
+    for name, command in commands.items():
+        best, output = float("inf"), ""
+        for _ in range(repeats):
+            started = time.perf_counter()
+            process = subprocess.run(command, capture_output=True, text=True, cwd=here, env=environment, timeout=600)
+            best = min(best, time.perf_counter() - started)
+            output = process.stdout.strip().splitlines()[-1] if process.returncode == 0 and process.stdout.strip() \
+                else f"failed: {process.stderr.strip().splitlines()[-1:]}"
+        lines.append(f"| {name} | {best:.2f} | {output} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--main", default="base")
+    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
+    parser.add_argument("--limit", type=int, default=0, help="first N clips only")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compute-types", default=DEFAULT_COMPUTE_TYPES)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--skip", default="", help="comma-separated sections to skip: steps, short, long, batch, cold")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    skip = set(filter(None, args.skip.split(",")))
+    compute_types = args.compute_types.split(",")
+    clips = manifest_clips(Path(args.audio))[: args.limit or None]
+    print(f"# speed, {args.main}, {args.threads} threads, torch {torch.__version__}, best of {args.repeats}\n")
+    if "steps" not in skip:
+        print("## decoder and encoder passes\n\n" + "\n".join(step_costs(args.main, args.repeats)) + "\n", flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        ours = our_systems(args.main, compute_types)
+        fw, ct2_dir = faster_whisper_systems(args.main, args.threads, Path(scratch))
+        if not fw:
+            print(f"(faster-whisper skipped: {ct2_dir})")
+            ct2_dir = None
+        hf = transformers_system(args.main)
+        if "short" not in skip:
+            lines, _ = short_clips(ours, fw, hf, clips, args.repeats)
+            print(f"## {len(clips)} shared clips, one at a time\n\n" + "\n".join(lines) + "\n", flush=True)
+        if "long" not in skip:
+            audio = joined_clips(Path(args.audio))
+            lines = long_file(ours, fw, hf, audio, max(1, args.repeats - 1))
+            print("## the long file\n\n" + "\n".join(lines) + "\n", flush=True)
+        if "batch" not in skip:
+            print("## batches\n\n" + "\n".join(batches(args.main, "auto", clips, args.repeats)) + "\n", flush=True)
+        if "cold" not in skip:
+            print("## cold start (fresh process, warm disk cache)\n\n"
+                  + "\n".join(cold_starts(ct2_dir, args.threads, args.repeats)) + "\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

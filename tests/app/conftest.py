@@ -1,0 +1,39 @@
+"""One tiny.en server and one headless chromium (its microphone plays CLIP) for every end-to-end app test: each
+takes seconds to start."""
+
+from __future__ import annotations
+
+import pytest
+
+from .served import CHROMIUM, CLIP, MAX_SECONDS, MAX_UPLOAD_MB
+
+
+@pytest.fixture(scope="session")
+def server(tiny_en_dir) -> str:  # tiny_en_dir: the pack converted into this session's cache, where "tiny.en" loads from
+    from app.server import free_port, launch, make_settings
+
+    # two requests decode at once, so the concurrency test also runs two decoders on one shared model
+    app = launch(make_settings("tiny.en", max_upload_mb=MAX_UPLOAD_MB, max_seconds=MAX_SECONDS),
+                 port=free_port(), concurrency=2, block=False, quiet=True)
+    yield app.local_url
+    app.close()
+
+
+@pytest.fixture(scope="session")
+def chromium_session(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)")
+    from app.browser import chromium, fake_microphone
+
+    driver = chromium(tmp_path_factory.mktemp("chromium-profile"), extra_flags=fake_microphone(CLIP))
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def browser(chromium_session):
+    """The shared chromium, laid out at desktop width again (a test may have made it a phone)."""
+    from app.browser import set_viewport
+
+    set_viewport(chromium_session, 1400, 1100)
+    return chromium_session

@@ -1,0 +1,44 @@
+"""app/drafter_guide.py and app/languages.py: each drafter explained with its measured speed (slower ones say
+so), languages by name, translation only where the model can."""
+
+from __future__ import annotations
+
+from app.drafter_guide import CPU_SPEEDUPS, EXPLANATIONS, guide_markdown, mode_choices, mode_help
+from app.languages import language_choices, language_name, task_choices
+from asr_specdec.core.modes import MODES
+
+
+def test_every_drafter_is_explained_and_its_cpu_speed_shown():
+    assert set(EXPLANATIONS) == set(CPU_SPEEDUPS) == set(MODES)
+    labels = dict((value, label) for label, value in mode_choices("cpu"))
+    assert labels["quantized-self"] == "quantized-self (1.20x)" and labels["off"] == "off"
+    assert labels["early-exit"] == "early-exit (0.27x, slower)"
+    guide = guide_markdown("cpu")
+    assert "- **off**: plain greedy decoding" in guide and "- **early-exit** (0.27x, slower): " in guide
+    assert all(f"**{mode}** ({CPU_SPEEDUPS[mode]:.2f}x" in guide for mode in MODES if mode != "off")
+    assert all(EXPLANATIONS[mode] in guide for mode in MODES)
+
+
+def test_drafters_measured_slower_than_off_say_so():
+    for mode, speedup in CPU_SPEEDUPS.items():
+        help_line = mode_help(mode, "cpu")
+        assert ("Slower than off" in help_line) == (speedup < 1), help_line
+
+
+def test_on_a_gpu_no_cpu_measurement_is_claimed():
+    assert dict((value, label) for label, value in mode_choices("cuda"))["early-exit"] == "early-exit"
+    assert "Not measured on this device" in mode_help("quantized-self", "cuda")
+    assert "x)" not in guide_markdown("cuda") and "not measured on this device" in guide_markdown("cuda")
+
+
+def test_languages_by_name_and_english_only_models_offer_english_alone():
+    assert language_name("de") == "German" and language_name("haw") == "Hawaiian" and language_name(None) == "unknown"
+    choices = language_choices(("en", "de", "zh"))
+    assert choices == [("Detect automatically", "auto"), ("Chinese (zh)", "zh"), ("English (en)", "en"),
+                       ("German (de)", "de")]
+    assert language_choices(()) == [("English", "en")]
+
+
+def test_translation_needs_a_multilingual_model():
+    assert [value for _, value in task_choices(True)] == ["transcribe", "translate"]
+    assert [value for _, value in task_choices(False)] == ["transcribe"]

@@ -1,0 +1,52 @@
+"""app/messages.py: the library's errors, which name command-line flags, reach the page naming its controls."""
+
+from __future__ import annotations
+
+import re
+
+import gradio as gr
+import pytest
+
+from app.handlers import shown_to_user
+from app.messages import in_app_terms
+from asr_specdec.whisper import SpeculativeWhisper
+from asr_specdec.whisper.drafters import AssistantDrafter, QuantizedSelfDrafter
+
+from ..tiny_whisper import tiny_whisper
+
+FLAG = re.compile(r"(?<![\w-])--[a-z]")
+
+
+def message_shown_for(action) -> str:
+    with pytest.raises(gr.Error) as raised, shown_to_user():
+        action()
+    return raised.value.message
+
+
+def test_an_assistant_with_another_vocabulary_is_refused_naming_the_drafter_control():
+    message = message_shown_for(lambda: AssistantDrafter(tiny_whisper(1, vocab=130), tiny_whisper(0)))
+    assert "needs the same tokenizer" in message and "choose the drafter 'universal'" in message
+    assert not FLAG.search(message), message
+
+
+def test_a_missing_assistant_is_named_by_its_control():
+    class Processor:
+        tokenizer = None
+
+    message = message_shown_for(lambda: SpeculativeWhisper((tiny_whisper(0), Processor()), mode="universal"))
+    assert message == "drafter 'universal' needs an assistant model (the 'Assistant model' setting)"
+
+
+def test_quantized_self_off_the_cpu_names_the_other_drafters():
+    message = message_shown_for(lambda: QuantizedSelfDrafter(tiny_whisper(0).to("meta")))
+    assert "choose the drafter 'assistant' or 'early-exit' on a GPU" in message
+    assert not FLAG.search(message), message
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("use --num-draft-tokens 4", "use the 'Draft tokens per round' setting 4"),
+    ("set --compute-type int8", "set the 'compute type' setting int8"),  # a flag the page does not know yet
+    ("a well-formed --- line; x--y", "a well-formed --- line; x--y"),
+])
+def test_any_flag_becomes_a_setting(message, expected):
+    assert in_app_terms(message) == expected

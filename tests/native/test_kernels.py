@@ -1,0 +1,92 @@
+"""The native kernels: every token's numbers are independent of the other tokens in a pass (so a verification
+pass sees exactly what one-token steps see), the certified greedy choice equals the argmax of the full product,
+packed weights survive the disk cache, and without the kernels everything falls back to PyTorch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from asr_specdec.native import kernels
+from asr_specdec.native.packing import PackStore, pack_linear
+from asr_specdec.whisper.decoder import WhisperDecoderRunner
+
+from ..tiny_whisper import encoder_output, tiny_whisper
+
+pytestmark = pytest.mark.skipif(kernels() is None, reason="native kernels unavailable on this machine")
+MODEL = tiny_whisper(0, layers=3)
+FORMATS = ("float32", "bfloat16", "float16", "int8")
+
+
+@pytest.mark.parametrize("weights", FORMATS)
+def test_a_pass_over_many_tokens_equals_one_token_steps_bit_for_bit(weights):
+    _, encoded = encoder_output(MODEL, 0)
+    _, other = encoder_output(MODEL, 1)
+    runner = WhisperDecoderRunner(MODEL, weights=weights)
+    ids = [101, 110, 4, 9, 30, 2, 77, 12, 5, 60, 61]
+    with torch.inference_mode():
+        together = runner.feed_rows(runner.new_cache(torch.cat([encoded, other])), [ids, ids[:6]], [0, 0])
+        for row, (features, length) in enumerate(((encoded, len(ids)), (other, 6))):
+            cache = runner.new_cache(features)
+            alone = torch.cat([runner.feed_rows(cache, [[token]], [position])[0]
+                               for position, token in enumerate(ids[:length])])
+            assert torch.equal(together[row], alone), (weights, row)
+        logits = runner.vocabulary_logits(together[0][None])[0]
+        assert torch.equal(runner.greedy_choices(together[0], None), logits.argmax(dim=1))
+
+
+@pytest.mark.parametrize("weights", ["float32", "bfloat16"])
+def test_certified_argmax_settles_close_rivals_exactly(weights):
+    # tokens 3 and 7 lead all others by far and each other by 1e-3, far below the int8 screen's resolution
+    generator = torch.Generator().manual_seed(0)
+    model = tiny_whisper(0)
+    with torch.no_grad():
+        embedding = model.model.decoder.embed_tokens.weight  # tied to the output projection
+        embedding.copy_(torch.randn(embedding.shape, generator=generator) * 0.1)
+        hidden = torch.randn(8, embedding.shape[1], generator=generator)
+        direction = hidden[0] / hidden[0].norm() ** 2
+        embedding[3] += 40 * direction
+        embedding[7] = embedding[3] + 1e-3 * direction
+    runner = WhisperDecoderRunner(model, weights=weights)
+    suppressed = torch.zeros(8, embedding.shape[0], dtype=torch.bool)
+    suppressed[1:, 7] = True
+    logits = runner.vocabulary_logits(hidden[None])[0].masked_fill(suppressed, -float("inf"))
+    choices = runner.greedy_choices(hidden, suppressed)
+    assert int(choices[0]) == 7 and int(logits[0].argmax()) == 7
+    assert torch.equal(choices, logits.argmax(dim=1))
+
+
+def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    weight, bias = torch.randn(70, 32), torch.randn(70)
+    for storage in FORMATS:
+        store = PackStore("model-key", storage)
+        built = store.linear("layer", lambda storage=storage: pack_linear(weight, bias, storage))
+        store.save()
+        kept = PackStore("model-key", storage).linear("layer", lambda: pytest.fail("rebuilt"))
+        assert kept.format == built.format and torch.equal(kept.packed, built.packed)
+        assert torch.equal(kept.dequantized(), built.dequantized())
+
+
+def test_without_kernels_the_pytorch_path_decodes_and_reduced_decoders_are_refused():
+    script = (
+        "import torch\n"
+        "from asr_specdec.native import kernels, unavailable_reason\n"
+        "from asr_specdec.errors import ModelError\n"
+        "from asr_specdec.whisper.decoder import WhisperDecoderRunner\n"
+        "from tests.tiny_whisper import tiny_whisper\n"
+        "assert kernels() is None and 'ASR_SPECDEC_NATIVE' in unavailable_reason()\n"
+        "runner = WhisperDecoderRunner(tiny_whisper(0))\n"
+        "assert runner.native is None and runner.weights == 'float32'\n"
+        "try:\n"
+        "    WhisperDecoderRunner(tiny_whisper(0), weights='bfloat16')\n"
+        "except ModelError as error:\n"
+        "    print('refused:', error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            env={**__import__("os").environ, "ASR_SPECDEC_NATIVE": "0"})
+    assert result.returncode == 0, result.stderr
+    assert "refused: decoder weights in bfloat16 need the native CPU kernels" in result.stdout

@@ -1,0 +1,65 @@
+"""The package layout of docs/architecture.md, kept: no import cycles, and each room imports only the rooms it may
+(core and weights nothing of the adapters, the two adapters nothing of each other)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "asr_specdec"
+NO_CYCLES = PACKAGE.parents[1] / "shared" / "tools" / "no-cycles.py"
+# room -> rooms of asr_specdec it must not import
+FORBIDDEN = {
+    "core": {"whisper", "text", "weights", "transcribe", "generate", "convert", "commands"},
+    "weights": {"core", "whisper", "text", "transcribe", "generate", "convert", "commands"},
+    "whisper": {"text", "transcribe", "generate", "convert", "commands"},
+    "text": {"whisper", "transcribe", "generate", "convert", "commands"},
+}
+
+
+def imported_rooms(path: Path) -> set[str]:
+    """The top-level modules of asr_specdec that the file at `path` imports (relative imports resolved)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = parts[:-1]
+    rooms = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = [*base, *(node.module.split(".") if node.module else [])]
+                names = [target] if node.module else [[*target, alias.name] for alias in node.names]
+            else:
+                names = [(node.module or "").split(".")]
+        elif isinstance(node, ast.Import):
+            names = [alias.name.split(".") for alias in node.names]
+        else:
+            continue
+        rooms |= {name[1] for name in names if len(name) > 1 and name[0] == "asr_specdec"}
+    return rooms
+
+
+@pytest.mark.parametrize("room", sorted(FORBIDDEN))
+def test_each_room_imports_only_what_it_may(room):
+    offending = {f"{path.relative_to(PACKAGE.parent)} imports asr_specdec.{imported}"
+                 for path in (PACKAGE / room).rglob("*.py")
+                 for imported in imported_rooms(path) & FORBIDDEN[room]}
+    assert not offending, sorted(offending)
+
+
+def test_the_rule_checker_sees_a_forbidden_import(tmp_path, monkeypatch):
+    fake = tmp_path / "asr_specdec" / "core"
+    fake.mkdir(parents=True)
+    (fake / "leak.py").write_text("from ..whisper.decoder import KVCache\nfrom . import engine\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "asr_specdec")
+    assert imported_rooms(fake / "leak.py") == {"whisper", "core"}
+
+
+@pytest.mark.skipif(not NO_CYCLES.is_file(), reason="the team's shared tools are not beside this checkout")
+def test_no_import_cycles():
+    result = subprocess.run([sys.executable, str(NO_CYCLES), str(PACKAGE)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().endswith("modules") and result.stdout.startswith("0 cycles, 0 core->adapter")

@@ -1,0 +1,105 @@
+"""Exactness at every compute type, on tiny random models through the window pipeline: speculative tokens equal
+plain greedy tokens of the main model at the same compute type, whatever the drafter; batched rows equal the
+rows alone; the same for a model laid out as large-v3 with a decoder-only distil-style assistant."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from asr_specdec.core.draft_length import DraftLength
+from asr_specdec.core.logits import Sampling
+from asr_specdec.core.prompt_lookup import PromptLookupDrafter
+from asr_specdec.errors import ModelError
+from asr_specdec.whisper.compute import ComputeType, parse_compute_type
+from asr_specdec.whisper.decoder import native_decoder_unavailable
+from asr_specdec.whisper.drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter
+from asr_specdec.whisper.pipeline import Window, WindowPipeline
+
+from ..tiny_whisper import distil_assistant, features_for, large_v3_layout, tiny_whisper
+
+MAIN, OTHER = tiny_whisper(0), tiny_whisper(1)
+LARGE = large_v3_layout(2)
+DISTIL = distil_assistant(LARGE, 3)
+NATIVE = native_decoder_unavailable(MAIN) is None
+# reduced-precision decoders run on the native kernels only; the encoder's precision is free everywhere
+COMPUTE_TYPES = (["float32", "bfloat16", "int8", "bfloat16:float32", "float32:int8", "int8:bfloat16"] if NATIVE
+                 else ["float32", "bfloat16:float32", "int8:float32"])
+
+DRAFTERS = {
+    "quantized-self": lambda pipeline: QuantizedSelfDrafter(pipeline.model),
+    "early-exit": lambda pipeline: EarlyExitDrafter(pipeline.model, 1, weights=pipeline.runner.weights),
+    "assistant-other": lambda pipeline: AssistantDrafter(OTHER, pipeline.model, weights=pipeline.runner.weights),
+    "assistant-self": lambda pipeline: AssistantDrafter(pipeline.model, pipeline.model,
+                                                        weights=pipeline.runner.weights),
+    "prompt-lookup": lambda pipeline: PromptLookupDrafter(),
+}
+
+
+def pipeline_for(model, compute: str, drafter=None, draft_tokens: int = 4) -> WindowPipeline:
+    pipeline = WindowPipeline(model, None, None, task="transcribe", sampling=Sampling(),
+                              draft_length=DraftLength(draft_tokens, schedule="fixed"), max_new_tokens=40,
+                              compute=parse_compute_type(compute))
+    pipeline.drafter = drafter(pipeline) if drafter else None
+    return pipeline
+
+
+def decode(pipeline: WindowPipeline, seeds, timestamps: bool = False) -> list[list[int]]:
+    windows = [Window(features_for(pipeline.model, seed), timestamps=timestamps) for seed in seeds]
+    return [row.tokens for row in pipeline.decode(windows)]
+
+
+@pytest.mark.parametrize("compute", COMPUTE_TYPES)
+def test_every_drafter_equals_plain_at_every_compute_type(compute):
+    plain = pipeline_for(MAIN, compute)
+    expected = {seed: decode(plain, [seed])[0] for seed in range(3)}
+    assert any(len(tokens) > 5 for tokens in expected.values())
+    for name, factory in DRAFTERS.items():
+        speculative = pipeline_for(MAIN, compute, factory)
+        for seed, tokens in expected.items():
+            assert decode(speculative, [seed])[0] == tokens, (compute, name, seed)
+
+
+@pytest.mark.parametrize("compute", COMPUTE_TYPES)
+def test_batched_rows_equal_rows_alone_with_timestamps_too(compute):
+    for timestamps in (False, True):
+        plain = pipeline_for(MAIN, compute)
+        alone = [decode(plain, [seed], timestamps)[0] for seed in range(4)]
+        assert decode(plain, range(4), timestamps) == alone
+        speculative = pipeline_for(MAIN, compute, DRAFTERS["quantized-self"])
+        assert decode(speculative, range(4), timestamps) == alone
+
+
+@pytest.mark.parametrize("compute", ["float32", "bfloat16:float32"] + (["bfloat16", "int8"] if NATIVE else []))
+def test_large_v3_layout_with_a_decoder_only_assistant_every_mode(compute):
+    plain = pipeline_for(LARGE, compute)
+    expected = [decode(plain, [seed])[0] for seed in range(2)]
+    modes = {**DRAFTERS, "distil assistant": lambda pipeline: AssistantDrafter(DISTIL, pipeline.model,
+                                                                               weights=pipeline.runner.weights)}
+    modes.pop("assistant-other")
+    for name, factory in modes.items():
+        speculative = pipeline_for(LARGE, compute, factory)
+        assert [decode(speculative, [seed])[0] for seed in range(2)] == expected, (compute, name)
+    assert DISTIL.model.decoder.layers[0].encoder_attn.k_proj.in_features == LARGE.config.d_model
+
+
+def test_compute_types_are_parsed_and_checked():
+    assert parse_compute_type("bfloat16:float32") == ComputeType("bfloat16", "float32")
+    assert parse_compute_type("int8").name == "int8"
+    assert parse_compute_type("auto", "cuda") == ComputeType("float16", "float16")
+    for bad, device in (("float16", "cpu"), ("int8", "cuda"), ("int4", "cpu"), ("a:b:c", "cpu")):
+        with pytest.raises(ModelError):
+            parse_compute_type(bad, device)
+
+
+@pytest.mark.skipif(not NATIVE, reason="native kernels unavailable")
+def test_the_pytorch_path_agrees_with_the_kernels():
+    from asr_specdec.whisper.decoder import WhisperDecoderRunner
+
+    features = features_for(MAIN, 0)
+    with torch.inference_mode():
+        encoded = MAIN.model.encoder(features).last_hidden_state
+        ids = torch.tensor([[101, 110, 4, 9, 30, 2]])
+        logits = [runner.forward(runner.new_cache(encoded), ids, 0)
+                  for runner in (WhisperDecoderRunner(MAIN), WhisperDecoderRunner(MAIN, native=False))]
+    torch.testing.assert_close(logits[0], logits[1], atol=1e-4, rtol=1e-4)

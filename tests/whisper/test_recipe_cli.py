@@ -1,0 +1,69 @@
+"""The recipe from the command line (tiny.en): word timestamps in JSON and as word cues, VAD times on the file's
+timeline, a truncated prompt said in one warning line, bad values in one error line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile
+
+from asr_specdec.transcribe import main
+
+pytestmark = pytest.mark.slow
+
+
+def cli(capsys, *args):
+    code = main(["--main", "tiny.en", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def paused_file(shared_audio, tmp_path_factory):
+    """librivox-0880 ("he was not an ill disposed young man") after 12 s of silence."""
+    speech, rate = soundfile.read(shared_audio / "librivox-0880.wav", dtype="float32")
+    path = tmp_path_factory.mktemp("recipe_cli") / "paused.wav"
+    soundfile.write(path, np.concatenate([np.zeros(12 * rate, np.float32), speech]), rate)
+    return path
+
+
+def test_word_timestamps_in_json_and_as_word_cues(capsys, paused_file):
+    code, out, err = cli(capsys, paused_file, "--word-timestamps", "--format", "json")
+    assert code == 0, err
+    segments = json.loads(out)["segments"]
+    words = [word for segment in segments for word in segment["words"]]
+    assert {"word", "start", "end", "probability"} <= set(words[0])
+    assert 11.5 < segments[0]["start"] == words[0]["start"] < 13 and "young" in "".join(w["word"] for w in words)
+    assert {"avg_logprob", "compression_ratio", "no_speech_prob", "temperature"} <= set(segments[0])
+    code, out, err = cli(capsys, paused_file, "--format", "srt", "--word-cues", "each")
+    assert code == 0, err
+    cues = [block for block in out.strip().split("\n\n") if block]
+    assert len(cues) == len(words) and cues[0].splitlines()[2] == words[0]["word"].strip()
+
+
+def test_vad_times_land_on_the_file(capsys, paused_file):
+    code, out, err = cli(capsys, paused_file, "--vad", "--format", "json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert 11.5 < record["segments"][0]["start"] < 13 and "young" in record["text"]
+
+
+def test_a_long_prompt_is_cut_with_one_warning_line(capsys, paused_file):
+    code, out, err = cli(capsys, paused_file, "--initial-prompt", "It was a quiet evening in the village. " * 40)
+    assert code == 0 and out.strip()
+    warnings = [line for line in err.splitlines() if line.startswith("warning")]
+    assert len(warnings) == 1 and "only its last 223 tokens" in warnings[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--no-speech-threshold", "2"], "no_speech_threshold must be in [0, 1]"),
+    (["--best-of", "0"], "--best-of must be at least 1"),
+    (["--vad-threshold", "1.5"], "--vad-threshold must be between 0 and 1"),
+    (["--vad", "--batch-size", "4"], "--batch-size decodes whole files"),
+])
+def test_bad_values_are_one_line_errors(capsys, paused_file, arguments, message):
+    code, _, err = cli(capsys, paused_file, *arguments)
+    errors = [line for line in err.strip().splitlines() if line.startswith("error")]
+    assert code == 2 and len(errors) == 1 and message in errors[0] and "Traceback" not in err

@@ -1,0 +1,218 @@
+"""Live transcription on a tiny random Whisper (real feature extractor, tokenizer and timestamp tokens): every
+update's tokens are plain greedy's on the same buffer and prompt; the commit policy, buffer cuts and prompts on
+scripted hypotheses; and streams that send nothing, silence, odd chunks, or stop mid-way."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from asr_specdec.core.stats import DecodeStats
+from asr_specdec.errors import AudioError, SpecdecError
+from asr_specdec.whisper import SpeculativeWhisper
+from asr_specdec.whisper.live import play, summarize
+from asr_specdec.whisper.pipeline import DecodedWindow
+from asr_specdec.whisper.streaming import IDLE_SECONDS, StreamingTranscriber
+
+from ..tiny_ct2 import write_tiny_ct2
+
+pytest.importorskip("ctranslate2")
+RATE = 16000
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tmp_path_factory):
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    from asr_specdec.weights.ct2 import convert_ct2_whisper
+
+    source = tmp_path_factory.mktemp("tiny_ct2_stream")
+    write_tiny_ct2(source, quantization="float32", seed=0)
+    out = convert_ct2_whisper(source, tmp_path_factory.mktemp("tiny_hf_stream") / "model")
+    return WhisperForConditionalGeneration.from_pretrained(out).eval(), WhisperProcessor.from_pretrained(out)
+
+
+@pytest.fixture(scope="module")
+def asr(tiny_pair):
+    # a random model talks until the length limit: a lower one keeps these tests quick
+    return SpeculativeWhisper(tiny_pair, mode="quantized-self", max_new_tokens=24)
+
+
+def noise(seconds: float, seed: int = 0, level: float = 0.1) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(int(seconds * RATE)) * level).astype(np.float32)
+
+
+def record_windows(stream: StreamingTranscriber) -> list:
+    """Wrap the stream's pipeline so that every window it decodes (features, prompt) is kept, with its tokens."""
+    seen, decode = [], stream.pipeline.decode
+
+    def recording(windows, generator=None):
+        decoded = decode(windows, generator)
+        seen.append((windows[0], decoded[0].tokens))
+        return decoded
+
+    stream.pipeline.decode = recording
+    return seen
+
+
+def test_every_update_is_plain_greedy_on_its_buffer_and_prompt(asr, tiny_pair):
+    """Buffers cut and prompts carried (short limits force both): each decode equals a plain transcriber's decode
+    of features computed afresh from the stream's own audio at the update's buffer, with the same prompt."""
+    audio = noise(4.0)
+    stream = StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5, compare=True)
+    seen = record_windows(stream)
+    updates = [live.update for live in play(stream, audio, chunk_seconds=1.0, clock="fixed")]
+    plain = SpeculativeWhisper(tiny_pair, mode="off", max_new_tokens=24)
+    decoded = [update for update in updates if update.stats is not None]
+    assert len(decoded) == len(seen) >= 4
+    assert any(update.buffer_start > 0 for update in decoded), "the buffer was never cut"
+    assert any(window.previous for window, _ in seen), "no update was conditioned on committed text"
+    for update, (window, tokens) in zip(decoded, seen):
+        assert update.identical and update.tokens == tokens
+        begin = round(update.buffer_start * RATE)
+        buffer = audio[begin:begin + round(update.buffer_seconds * RATE)]
+        features = plain.pipeline.features(buffer)
+        assert np.array_equal(features.numpy(), window.features.numpy())
+        expected = plain.pipeline.decode([window.__class__(features, None, True, window.previous)])[0].tokens
+        assert tokens == expected
+    drafted = sum(update.drafting.hypothesis_accepted for update in decoded)
+    assert drafted > 0, "nothing was accepted from the previous hypothesis"
+
+
+class Script:
+    """A stand-in for the pipeline's decode: returns the hypotheses given, in order, and records each window and
+    what the hypothesis drafter was told to expect."""
+
+    def __init__(self, stream: StreamingTranscriber, hypotheses: list[list[int]]):
+        self.hypotheses, self.windows, self.expected = list(hypotheses), [], []
+        self.stream = stream
+        stream.pipeline.decode = self
+
+    def __call__(self, windows, generator=None):
+        self.windows.append(windows[0])
+        self.expected.append(list(self.stream.hypothesis_drafter.hypothesis))
+        return [DecodedWindow(self.hypotheses.pop(0), None, None, DecodeStats())]
+
+
+@pytest.fixture
+def words(tiny_pair):
+    tokenizer = tiny_pair[1].tokenizer
+    return lambda text: tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_local_agreement_commits_cuts_at_committed_segments_and_prompts_with_them(asr, words):
+    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    first = [ts, *words(" hello wor"), eot]
+    second = [ts, *words(" hello world"), ts + 50, ts + 50, *words(" this"), eot]
+    third = [ts, *words(" hello world"), ts + 50, ts + 50, *words(" this is"), eot]
+    fourth = [ts, *words(" this is it"), eot]
+    script = Script(stream, [first, second, third, fourth])
+    updates = [stream.feed(noise(0.5, seed)) for seed in range(4)]
+    assert updates[0].committed == "" and updates[0].tentative == "hello wor"
+    # " hello wor" and " hello world this" share " hello wor", but "wor" goes on as "world" in the second
+    assert updates[1].new_committed == "hello" and updates[1].tentative == "world this"
+    assert updates[2].new_committed == "world this" and updates[2].committed == "hello world this"
+    assert [word.text for word in updates[2].words] == ["world", "this"]
+    assert updates[2].words[0].end == pytest.approx(1.0)  # the end of the segment " hello world"
+    # past trim_seconds the buffer was cut where the committed segment " hello world" ends (1.00 s)
+    assert updates[3].buffer_start == pytest.approx(1.0)
+    assert script.windows[3].previous == words(" hello world")
+    assert script.expected[3] == [ts, *words(" this is")]  # the rest of the last hypothesis, 1 s earlier
+    assert updates[3].new_committed == "is" and updates[3].tentative == "it"
+    final = stream.finish()
+    assert final.final and final.committed == "hello world this is it" and final.tentative == ""
+    with pytest.raises(SpecdecError):
+        stream.feed(noise(0.5))
+
+
+def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):
+    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    Script(stream, [[ts, *words(" one"), ts + 30, ts + 30, *words(" two"), eot],
+                    [ts, *words(" uno"), ts + 30, ts + 30, *words(" dos"), eot]])
+    assert stream.feed(noise(1.0)).committed == ""
+    update = stream.feed(noise(0.5))  # 1.5 s > max_buffer_seconds: " uno" is committed and cut away
+    assert update.new_committed == "uno" and update.tentative == "dos"
+    assert stream.buffer_seconds == pytest.approx(0.9)
+
+
+def test_nothing_then_finish_and_empty_chunks(asr):
+    stream = StreamingTranscriber(asr)
+    assert stream.update() is None
+    assert stream.feed(np.zeros(0, dtype=np.float32)) is None and stream.feed(b"") is None
+    final = stream.finish()
+    assert final.final and final.committed == "" and final.tentative == "" and final.decode_seconds == 0
+
+
+def test_a_minute_of_silence_gives_no_text_decodes_nothing_and_holds_little_audio(asr):
+    stream = StreamingTranscriber(asr)
+    Script(stream, [])  # any decode would fail: silence must not reach the model
+    quiet = noise(0.5, level=0.0005)  # a quiet room, -66 dBFS
+    for index in range(120):
+        update = stream.feed(quiet if index % 2 else np.zeros(RATE // 2, dtype=np.float32))
+        assert update.committed == "" and update.tentative == "" and update.decode_seconds == 0
+        assert stream.buffer_seconds <= IDLE_SECONDS + 0.5
+    assert stream.received_seconds == pytest.approx(60.0)
+    assert stream.finish().committed == ""
+
+
+def test_a_stream_dropped_mid_way_frees_itself_and_leaves_the_models_working(asr):
+    audio = noise(2.0, seed=3)
+    before = asr.transcribe(audio).tokens
+    stream = StreamingTranscriber(asr)
+    stream.feed(audio[:RATE])
+    alive = weakref.ref(stream)
+    del stream
+    gc.collect()
+    assert alive() is None
+    assert asr.transcribe(audio).tokens == before
+
+
+def test_chunks_as_pcm_bytes_or_at_another_rate(asr):
+    stream = StreamingTranscriber(asr, min_chunk_seconds=10.0)  # no decode: only the audio path
+    pcm = (noise(1.0) * 32767).astype("<i2").tobytes()
+    stream.feed(pcm[:RATE])
+    stream.feed(pcm[RATE:])
+    assert stream.received_seconds == pytest.approx(1.0)
+    resampled = StreamingTranscriber(asr, min_chunk_seconds=10.0)
+    chunk = noise(0.25, level=0.001)
+    high = np.repeat(chunk, 3)  # 48 kHz
+    for _ in range(4):
+        resampled.feed(high, sample_rate=48000)
+    resampled.finish()
+    assert resampled.received_seconds == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize("chunk, rate, problem", [
+    ("not audio", None, "expected a sample array"),
+    (np.array([0.1, np.nan], dtype=np.float32), None, "NaN"),
+    (b"\x00\x01\x02", None, "even number of bytes"),
+    (np.zeros(10, dtype=np.float32), -5, "positive number"),
+])
+def test_bad_chunks_are_one_line_errors(asr, chunk, rate, problem):
+    stream = StreamingTranscriber(asr)
+    with pytest.raises(AudioError, match=problem):
+        stream.feed(chunk, sample_rate=rate)
+
+
+def test_the_rate_may_not_change_mid_stream(asr):
+    stream = StreamingTranscriber(asr, min_chunk_seconds=10.0)
+    stream.feed(np.zeros(100, dtype=np.float32), sample_rate=48000)
+    with pytest.raises(AudioError, match="changed"):
+        stream.feed(np.zeros(100, dtype=np.float32), sample_rate=44100)
+
+
+def test_live_summary_of_a_fixed_clock_run(asr):
+    stream = StreamingTranscriber(asr, compare=True)
+    Script(stream, [[asr.tokens.timestamp_begin, 72, 75, asr.tokens.end_of_text]] * 3)
+    stream.plain = None  # the scripted decode stands in for both
+    updates = list(play(stream, noise(1.2), chunk_seconds=0.5, clock="fixed"))
+    assert [round(live.update.audio_seconds, 2) for live in updates] == [0.5, 1.0, 1.2, 1.2]
+    assert [round(live.clock, 2) for live in updates] == [0.5, 1.0, 1.2, 1.2]  # each chunk's arrival
+    summary = summarize(updates, 1.2)
+    assert summary["updates"] == 4 and summary["text"] == updates[-1].update.committed
+    assert summary["words"] >= 1 and 0 <= summary["mean_word_lag"] <= 1.2
