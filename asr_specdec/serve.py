@@ -15,6 +15,7 @@ import sys
 
 from .commands import run_command
 from .core.modes import MODES
+from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
 from .transcribe import DEFAULTS_HELP, LONG_FORM_MODES
 
 API_KEY_ENVIRONMENT = "ASR_SPECDEC_API_KEY"
@@ -31,8 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--assistant", help="assistant model for modes assistant/universal")
     models.add_argument("--mode", choices=MODES, help="drafting mode (default: see below); a request may ask for "
                                                        "another with the form field `mode`")
-    models.add_argument("--num-draft-tokens", type=int, default=None, help="tokens drafted per round (default 8)")
-    models.add_argument("--dynamic", action="store_true", help="adapt the draft length (+2 on full accept, -1 else)")
+    models.add_argument("--num-draft-tokens", type=int, default=None,
+                        help="tokens drafted in the first round, every round with --draft-schedule fixed (default 8)")
+    models.add_argument("--draft-schedule", choices=("adaptive", "fixed", "heuristic"), default="adaptive",
+                        help="draft length per round (as in transcribe)")
+    models.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
     models.add_argument("--confidence-threshold", type=float, default=0.0,
                         help="stop a draft when the drafter's top probability falls below this")
     models.add_argument("--early-exit-layer", type=int, default=None,
@@ -46,9 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--condition-on-previous-text", action="store_true",
                         help="prompt each 30-s window with the text before it")
     models.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    models.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto")
+    models.add_argument("--compute-type", default=None, metavar="TYPE",
+                        help="precision of the main model's encoder and decoder: float32, bfloat16, float16 (CUDA), "
+                             "int8, auto, or ENCODER:DECODER (as in transcribe; default auto)")
+    models.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto",
+                        help="older spelling of --compute-type")
     models.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's own, one per core)")
+    add_recipe_arguments(parser, subtitles=False)  # server-wide defaults; requests set temperature, words, prompt
     serving = parser.add_argument_group("serving")
     serving.add_argument("--max-batch-size", type=int, default=8,
                          help="windows decoded together as rows of one batch (1: no batching)")
@@ -114,6 +123,7 @@ def run(args) -> int:
 
         torch.set_num_threads(args.threads)
     try:
+        check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
     except SpecdecError as error:
         print(f"error: {error}", file=sys.stderr)

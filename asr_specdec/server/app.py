@@ -1,7 +1,7 @@
 """The FastAPI application: middleware (access log, API key, bounded queue, upload size), error handlers, one
 router per resource, and a lifespan handler that creates the batcher and the service once and injects them.
 
-A WebSocket endpoint (live streaming) joins as one more router on the same service."""
+The WebSocket endpoint for live transcription (routes/live.py) is one more router on the same service."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .auth import ApiKeyMiddleware
 from .batcher import WindowBatcher
 from .errors import install_error_handlers
 from .limits import Admission, AdmissionMiddleware, BodyLimitMiddleware
-from .routes import audio, health, models
+from .routes import audio, health, live, models
 from .service import TranscriptionService
 from .settings import ServerSettings
 from .transcribers import Transcribers
@@ -51,6 +51,7 @@ def create_app(transcriber, settings: ServerSettings | None = None) -> FastAPI:
                   ])
     install_error_handlers(app)
     app.include_router(audio.router, prefix="/v1")
+    app.include_router(live.router, prefix="/v1")
     app.include_router(models.router, prefix="/v1")
     app.include_router(health.router)
     return app

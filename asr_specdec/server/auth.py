@@ -1,9 +1,12 @@
 """The optional API key: with one set, every /v1 request needs `Authorization: Bearer <key>` (401 otherwise).
-Checked before the body is read, so that an unauthenticated upload costs nothing."""
+Checked before the body is read, so that an unauthenticated upload costs nothing. A WebSocket (live
+transcription) may give the key as the query parameter `api_key` instead, since browsers cannot set its
+headers; a refused one is closed before it opens (HTTP 403)."""
 
 from __future__ import annotations
 
 import hmac
+from urllib.parse import parse_qs
 
 from .errors import ApiError
 
@@ -18,6 +21,9 @@ class ApiKeyMiddleware:
                 not scope["path"].startswith(self.prefix):
             return await self.app(scope, receive, send)
         header = dict(scope["headers"]).get(b"authorization", b"")
+        if not header and scope["type"] == "websocket":
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("api_key")
+            header = b"Bearer " + query[0].encode() if query else b""
         scheme, _, given = header.partition(b" ")
         if scheme.lower() != b"bearer" or not given.strip():
             error = ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", code="invalid_api_key")
@@ -25,4 +31,7 @@ class ApiKeyMiddleware:
             error = ApiError(401, "incorrect API key", code="invalid_api_key")
         else:
             return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": error.message})
+            return
         await error.response()(scope, receive, send)

@@ -12,6 +12,9 @@ Only rows that can share a decode call are batched: the same pipeline (mode and 
 sampling settings, and the same timestamp setting (so a batch keeps the greedy fast path that rows without
 timestamps get). A sampled request has its own random generator and is decoded alone.
 
+Other work that decodes with the same models (a live stream's update) runs on the decoding thread too, between
+batches (`call`).
+
 This module knows nothing about Whisper: a pipeline is anything with `decode(windows, generator, sampling)`.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -58,6 +62,7 @@ class _Job:
     generator: object
     sampling: object
     ticket: Ticket
+    call: Callable[[], object] | None = None  # work run alone on the decoding thread instead of a decode
     queued: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
     rows: list | None = None
@@ -66,7 +71,7 @@ class _Job:
     @property
     def key(self):
         """Jobs with equal keys can be rows of one decode call; a sampled job has its own generator and key."""
-        if self.generator is not None:
+        if self.generator is not None or self.call is not None:
             return self
         return id(self.pipeline), self.sampling, tuple(window.timestamps for window in self.windows)
 
@@ -109,8 +114,16 @@ class WindowBatcher:
         """Decode `windows` (as `pipeline.decode(windows, generator, sampling)` would) in a batch with whatever
         else is waiting; blocks the calling worker thread until its rows are done. Raises Cancelled when the
         ticket is cancelled before its windows were taken into a batch, or the batcher is closed."""
+        return self._wait(_Job(pipeline, list(windows), generator, sampling, ticket))
+
+    def call(self, function: Callable[[], object], ticket: Ticket):
+        """`function()` run on the decoding thread, between batches (no decode overlaps it); blocks the calling
+        thread until it returns, and returns its result (or raises its error, or Cancelled as `decode` does)."""
+        return self._wait(_Job(None, [], None, None, ticket, call=function))
+
+    def _wait(self, job: _Job):
+        ticket = job.ticket
         ticket.check()
-        job = _Job(pipeline, list(windows), generator, sampling, ticket)
         with self._condition:
             if self._closed:
                 raise Cancelled("the server is shutting down")
@@ -158,7 +171,7 @@ class WindowBatcher:
                     first = self._pending[0]
                     rows = self._rows(first.key)
                     wait = first.queued + self.max_wait - time.monotonic()
-                    if rows >= self.max_batch_size or wait <= 0 or first.generator is not None:
+                    if rows >= self.max_batch_size or wait <= 0 or first.key is first:
                         return self._take(first.key)
                     self._condition.wait(wait)
                 elif self._closed:
@@ -191,6 +204,12 @@ class WindowBatcher:
         started = time.monotonic()
         windows = [window for job in batch for window in job.windows]
         first = batch[0]
+        if first.call is not None:
+            try:
+                first.finish(rows=first.call())
+            except Exception as error:
+                first.finish(error=error)
+            return
         try:
             rows = first.pipeline.decode(windows, first.generator, first.sampling)
         except Exception as error:

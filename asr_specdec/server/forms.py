@@ -36,6 +36,10 @@ class AudioRequest:
         """Timed segments are decoded where the answer shows them (and for audio over 30 s, as always)."""
         return True if self.stream or self.response_format in ("verbose_json", "srt", "vtt") else None
 
+    @property
+    def word_timestamps(self) -> bool:
+        return "word" in self.granularities
+
 
 async def transcription_request(
     file: Annotated[UploadFile, File()],
@@ -85,9 +89,9 @@ async def _validated(file: UploadFile, **fields) -> AudioRequest:
         if granularity not in GRANULARITIES:
             raise ApiError(400, f"unknown timestamp granularity '{granularity}': use segment or word",
                            param="timestamp_granularities", code="invalid_value")
-        if granularity == "word":
-            raise ApiError(400, "word timestamps are not available on this server yet; ask for segment",
-                           param="timestamp_granularities", code="unsupported_value")
+    if "word" in fields.get("granularities", ()) and response_format != "verbose_json":
+        raise ApiError(400, "word timestamps come with response_format verbose_json",
+                       param="timestamp_granularities", code="invalid_value")
     for name in ("language", "prompt", "mode"):
         if fields.get(name) is not None and not fields[name].strip():
             fields[name] = None

@@ -1,9 +1,11 @@
 """A transcription as OpenAI's response formats (json, text, srt, vtt, verbose_json) and as server-sent events.
 
 `verbose_json` follows OpenAI's schema (task, language by name, duration, text, segments with id, seek, start,
-end, text, tokens, temperature, avg_logprob, compression_ratio, no_speech_prob) and adds this server's
-telemetry under `asr_specdec`. `seek` is the segment's start in 10-ms frames; avg_logprob and no_speech_prob
-are null: the engine verifies greedy choices without computing every log-probability.
+end, text, tokens, temperature, avg_logprob, compression_ratio, no_speech_prob; with
+`timestamp_granularities[]=word` also `words`, each with word, start and end, and each segment's own words)
+and adds this server's telemetry under `asr_specdec`. `seek` is the segment's start in 10-ms frames;
+avg_logprob and no_speech_prob are those the window was judged by when it was scored (fallback or no-speech
+thresholds), else null: the engine verifies greedy choices without computing every log-probability.
 """
 
 from __future__ import annotations
@@ -45,19 +47,34 @@ def usage(result) -> dict:
 def verbose(result, request: AudioRequest, telemetry: dict) -> dict:
     # OpenAI reports the translation's language (English), and the audio's language for a transcription
     language = "english" if request.task == "translate" else language_name(result.language)
-    return {
+    record = {
         "task": request.task, "language": language, "duration": round(result.duration, 3), "text": result.text,
         "segments": [segment_record(index, segment, request.temperature)
                      for index, segment in enumerate(result.segments)],
         "usage": usage(result), TELEMETRY_KEY: telemetry,
     }
+    if request.word_timestamps:
+        record["words"] = [word_record(word) for segment in result.segments for word in segment.words]
+        for segment, segment_json in zip(result.segments, record["segments"]):
+            segment_json["words"] = [word_record(word) for word in segment.words]
+    return record
+
+
+def word_record(word) -> dict:
+    """OpenAI's word (word, start, end), plus the probability openai-whisper and faster-whisper give."""
+    return {"word": word.word.strip(), "start": word.start, "end": word.end,
+            "probability": round(word.probability, 4)}
 
 
 def segment_record(index: int, segment: Segment, temperature: float) -> dict:
     return {
         "id": index, "seek": round(segment.start * 100), "start": segment.start, "end": segment.end,
-        "text": segment.text, "tokens": list(segment.tokens), "temperature": temperature,
-        "avg_logprob": None, "compression_ratio": round(compression_ratio(segment.text), 4), "no_speech_prob": None,
+        "text": segment.text, "tokens": list(segment.tokens),
+        "temperature": segment.temperature or temperature,  # a fallback retry's, else the request's
+        "avg_logprob": segment.avg_logprob,
+        "compression_ratio": (segment.compression_ratio if segment.compression_ratio is not None
+                              else round(compression_ratio(segment.text), 4)),
+        "no_speech_prob": segment.no_speech_prob,
     }
 
 

@@ -50,6 +50,11 @@ class RequestDecoder:
             windows = [replace(window, previous=self.prompt_tokens + (window.previous or []))
                        if self.first or window.previous else window for window in windows]
         self.first = False
+        # greedy rows draw nothing from the generator (a run's first try when the server has a fallback
+        # ladder): without it they may share batches with other requests
+        if not (sampling or self.pipeline.sampling).do_sample and \
+                not any(window.sampling is not None and window.sampling.do_sample for window in windows):
+            generator = None
         return self.batcher.decode(self.pipeline, windows, generator, sampling, self.ticket)
 
 
@@ -74,6 +79,7 @@ class TranscriptionService:
             raise ApiError(404, f"model '{request.model}' does not exist here; this server serves "
                                 f"{', '.join(self.model_names)}", param="model", code="model_not_found")
         tokens = self.default.tokens
+        self.check_language(request.language)
         try:
             self.transcribers.check(request.mode, request.num_draft_tokens)
         except SpecdecError as error:
@@ -82,19 +88,38 @@ class TranscriptionService:
         if request.task == "translate" and not tokens.multilingual:
             raise ApiError(400, f"model '{self.default.main_name}' is English-only and cannot translate",
                            param="model", code="unsupported_value")
-        if request.language is not None:
-            if not tokens.multilingual:
-                if request.language.strip().lower() not in ("en", "english"):
-                    raise ApiError(400, f"model '{self.default.main_name}' is English-only: language must be en",
-                                   param="language", code="unsupported_value")
-            else:
-                try:
-                    tokens.language_token(request.language)
-                except SpecdecError as error:
-                    raise ApiError(400, str(error), param="language", code="invalid_value") from None
         if request.prompt is not None and tokens.start_of_prev is None:
             raise ApiError(400, "this model has no <|startofprev|> token, so it cannot take a prompt",
                            param="prompt", code="unsupported_value")
+
+    def check_language(self, language: str | None) -> None:
+        if language is None:
+            return
+        tokens = self.default.tokens
+        if not tokens.multilingual:
+            if language.strip().lower() not in ("en", "english"):
+                raise ApiError(400, f"model '{self.default.main_name}' is English-only: language must be en",
+                               param="language", code="unsupported_value")
+        else:
+            try:
+                tokens.language_token(language)
+            except SpecdecError as error:
+                raise ApiError(400, str(error), param="language", code="invalid_value") from None
+
+    def track(self, ticket: Ticket) -> None:
+        """Count `ticket` among the work that shutdown cancels."""
+        self._tickets.add(ticket)
+
+    def untrack(self, ticket: Ticket) -> None:
+        self._tickets.discard(ticket)
+
+    async def exclusive(self, function, ticket: Ticket):
+        """`function()` on the decoding thread between batches (a live stream's update), awaited; Cancelled
+        becomes the ticket's error (503 while shutting down)."""
+        try:
+            return await self._submit(self.batcher.call, function, ticket)
+        except Cancelled as error:
+            raise self._error(error, ticket) from None
 
     async def load(self, request: AudioRequest, deadline: float):
         """The upload's samples (decoded in a worker thread), within the size and duration limits."""
@@ -196,7 +221,8 @@ class TranscriptionService:
                                  self._prompt_tokens(transcriber, request.prompt))
         return transcriber.transcribe(samples, language=request.language, task=request.task,
                                       timestamps=request.timestamps, temperature=request.temperature,
-                                      window_decoder=decoder, on_segment=on_segment)
+                                      window_decoder=decoder, on_segment=on_segment,
+                                      **({"word_timestamps": True} if request.word_timestamps else {}))
 
     def _prompt_tokens(self, transcriber, prompt: str | None) -> list[int]:
         if not prompt:

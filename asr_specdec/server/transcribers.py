@@ -68,10 +68,13 @@ class Transcribers:
         sampling = default.sampling
         # the same drafter object serves both when the mode is the same: only the decoding thread runs drafters
         drafter = default.drafter if mode == default.mode and default.drafter is not None else None
-        return SpeculativeWhisper(
+        sibling = SpeculativeWhisper(
             _Loaded(default.model, default.processor, default.main_name), drafter, mode=None if drafter else mode,
-            num_draft_tokens=num_draft_tokens, dynamic=default.draft_length.dynamic,
+            num_draft_tokens=num_draft_tokens, draft_schedule=default.draft_length.schedule,
+            compute_type=default.compute_type, device=str(default.model.device),
             do_sample=sampling.do_sample, temperature=sampling.temperature, top_k=sampling.top_k,
             top_p=sampling.top_p, seed=default.seed, language=default.language, task=default.task,
             max_new_tokens=default.max_new_tokens, timestamps=default.timestamps, long_form=default.long_form,
             condition_on_previous_text=default.condition_on_previous_text)
+        sibling.options = default.options  # the server-wide recipe (a frozen value)
+        return sibling

@@ -112,3 +112,37 @@ def access_lines() -> Iterator[list[str]]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+def live_messages(url: str, frames: list, path: str = "/v1/audio/transcriptions/live") -> tuple[list[dict], int]:
+    """Speak WebSocket to a running server (wsproto on a plain socket): send `frames` (bytes: binary, str: text)
+    once the connection is accepted; (the JSON messages received, the server's close code)."""
+    import json
+
+    import wsproto
+    from wsproto.events import AcceptConnection, BytesMessage, CloseConnection, Request, TextMessage
+
+    host, port = url.removeprefix("http://").split(":")
+    connection = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+    messages, text, closed = [], "", None
+    with socket.create_connection((host, int(port)), timeout=300) as sock:
+        sock.sendall(connection.send(Request(host=host, target=path)))
+        while closed is None:
+            data = sock.recv(65536)
+            connection.receive_data(data or None)
+            for event in connection.events():
+                if isinstance(event, AcceptConnection):
+                    for frame in frames:
+                        message = BytesMessage(data=frame) if isinstance(frame, bytes) else TextMessage(data=frame)
+                        sock.sendall(connection.send(message))
+                elif isinstance(event, TextMessage):
+                    text += event.data
+                    if event.message_finished:
+                        messages.append(json.loads(text))
+                        text = ""
+                elif isinstance(event, CloseConnection):
+                    closed = event.code
+                    sock.sendall(connection.send(event.response()))
+            if not data:
+                break
+    return messages, closed

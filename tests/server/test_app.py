@@ -134,6 +134,20 @@ def test_every_response_format_is_what_the_library_returns(served, whisper, clip
     assert vtt.text == to_vtt(segments) and vtt.headers["content-type"].startswith("text/vtt")
 
 
+def test_word_timestamps_are_openais_words_list(served, whisper, clip):
+    reference = whisper.transcribe(decoded(clip), timestamps=True, word_timestamps=True)
+    words = [word for segment in reference.segments for word in segment.words]
+    assert words  # the tiny model says something, so there is something to time
+    body = post(served.url, clip, response_format="verbose_json",
+                **{"timestamp_granularities[]": ["word", "segment"]}).json()
+    assert [(w["word"], w["start"], w["end"]) for w in body["words"]] == \
+        [(w.word.strip(), w.start, w.end) for w in words]
+    assert [len(s["words"]) for s in body["segments"]] == [len(s.words) for s in reference.segments]
+    assert body["text"] == reference.text
+    plain = post(served.url, clip, response_format="verbose_json").json()
+    assert "words" not in plain and all("words" not in segment for segment in plain["segments"])
+
+
 def test_the_prompt_conditions_the_first_window_on_previous_text(served, whisper, clip):
     prompt = "spelled Kaczmarek"
     answer = post(served.url, clip, prompt=prompt).json()
@@ -209,8 +223,10 @@ BAD_INPUTS = [
     ("no file field", {}, None, 400, "file", "missing_field"),
     ("unknown model", {"model": "gpt-9"}, "clip", 404, "model", "model_not_found"),
     ("bad response_format", {"response_format": "xml"}, "clip", 400, "response_format", "invalid_value"),
-    ("word timestamps", {"timestamp_granularities[]": "word", "response_format": "verbose_json"}, "clip", 400,
-     "timestamp_granularities", "unsupported_value"),
+    ("word timestamps outside verbose_json", {"timestamp_granularities[]": "word"}, "clip", 400,
+     "timestamp_granularities", "invalid_value"),
+    ("unknown timestamp granularity", {"timestamp_granularities[]": "syllable", "response_format": "verbose_json"},
+     "clip", 400, "timestamp_granularities", "invalid_value"),
     ("temperature out of range", {"temperature": "1.5"}, "clip", 400, "temperature", "invalid_value"),
     ("temperature not a number", {"temperature": "hot"}, "clip", 400, "temperature", "invalid_value"),
     ("language on an English-only model", {"language": "de"}, "clip", 400, "language", "unsupported_value"),

@@ -173,3 +173,36 @@ def test_closing_fails_waiting_windows_and_refuses_new_ones():
     assert pipeline.calls == [["running"]]
     with pytest.raises(Cancelled, match="shutting down"):
         batcher.decode(pipeline, [FakeWindow("after")], None, "g", Ticket())
+
+
+def test_a_call_runs_on_the_decoding_thread_between_batches_and_returns_its_result():
+    pipeline = RecordingPipeline()
+    pipeline.gate.clear()
+    batcher = WindowBatcher(max_batch_size=4, max_wait=0.0).start()
+    running = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("running")], None, "g", Ticket()))
+    running.start()
+    assert pipeline.entered.wait(5)
+    outcome = {}
+
+    def work():
+        outcome["thread"] = threading.current_thread().name
+        outcome["calls while it ran"] = list(pipeline.calls)
+        return "result"
+
+    caller = threading.Thread(target=lambda: outcome.update(result=batcher.call(work, Ticket())))
+    caller.start()
+    time.sleep(0.1)
+    assert "result" not in outcome  # waits for the running batch
+    pipeline.gate.set()
+    caller.join(5)
+    running.join(5)
+    assert outcome == {"thread": "window-batcher", "calls while it ran": [["running"]], "result": "result"}
+
+    def failing():
+        raise ValueError("bad stream chunk")
+
+    with pytest.raises(ValueError, match="bad stream chunk"):
+        batcher.call(failing, Ticket())
+    assert batcher.decode(pipeline, [FakeWindow("after")], None, "g", Ticket()) == ["decoded after"]
+    assert batcher.counts.batches == 2  # calls are not batches
+    batcher.close()

@@ -1,6 +1,7 @@
 """The server on real weights (Whisper base, int8 self-drafting) and real speech: the official openai client
 through every response format, translation, streaming, language and prompt; and concurrent requests with
-different clips decoded in shared batches, each returning exactly the tokens it gets alone."""
+different clips decoded in shared batches, each returning exactly the tokens it gets alone; word timestamps;
+a live WebSocket stream."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import warnings
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper, load_audio
 from asr_specdec.whisper.pipeline import Window
 
-from .running import serving
+from .running import live_messages, serving
 
 pytestmark = pytest.mark.slow
 openai = pytest.importorskip("openai")
@@ -100,3 +102,20 @@ def test_concurrent_requests_return_exactly_what_each_returns_alone(served, shar
     assert [answer["text"] for answer in together] == [answer["text"] for answer in alone]
     assert max(row for answer in together for row in answer["asr_specdec"]["batch_rows"]) > 1
     assert "forward" in together[1]["text"].lower()
+
+
+def test_word_timestamps_and_a_live_stream_on_real_speech(served, whisper):
+    client = openai.OpenAI(base_url=served.url + "/v1", api_key="unused", max_retries=0)
+    upload = ("message.wav", MESSAGE.read_bytes(), "audio/wav")
+    verbose = client.audio.transcriptions.create(model="whisper-1", file=upload, response_format="verbose_json",
+                                                 timestamp_granularities=["word", "segment"])
+    reference = whisper.transcribe(MESSAGE.read_bytes(), timestamps=True, word_timestamps=True)
+    words = [word for segment in reference.segments for word in segment.words]
+    assert [(w.word, w.start, w.end) for w in verbose.words] == [(w.word.strip(), w.start, w.end) for w in words]
+    assert " ".join(w.word for w in verbose.words) == SENTENCE
+    samples = load_audio(MESSAGE.read_bytes())
+    pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2")
+    frames = [pcm[start:start + 8000].tobytes() for start in range(0, len(pcm), 8000)] + ['{"type": "end"}']
+    messages, closed = live_messages(served.url, frames)
+    assert closed == 1000 and messages[-1]["type"] == "transcript.done"
+    assert messages[-1]["committed"] == SENTENCE
