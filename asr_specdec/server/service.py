@@ -222,7 +222,8 @@ class TranscriptionService:
         return transcriber.transcribe(samples, language=request.language, task=request.task,
                                       timestamps=request.timestamps, temperature=request.temperature,
                                       window_decoder=decoder, on_segment=on_segment,
-                                      **({"word_timestamps": True} if request.word_timestamps else {}))
+                                      **({"word_timestamps": True} if request.word_timestamps else {}),
+                                      **({"best_of": 1} if request.temperature > 0 else {}))  # OpenAI samples once
 
     def _prompt_tokens(self, transcriber, prompt: str | None) -> list[int]:
         if not prompt:
