@@ -237,7 +237,7 @@ def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int) -> l
         ours = plain_name in seconds and name.startswith("ours")
         versus_plain = f"{seconds[plain_name] / taken:.2f}x" if ours else ""
         versus_fw = f"{seconds['faster-whisper int8'] / taken:.2f}x" if "faster-whisper int8" in seconds else ""
-        same = "yes" if plain_name in results and results[plain_name][0] == results[name][0] else ""
+        same = ("yes" if results[plain_name][0] == results[name][0] else "NO") if ours else ""
         lines.append(f"| {name} | {taken:.2f} | {versus_plain} | {versus_fw} | {same} |")
     return lines
 
