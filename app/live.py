@@ -22,6 +22,7 @@ from .messages import in_app_terms
 from .service import TranscriptionService
 from .views import table_html
 
+RECORDING = "recording"  # the session's state between Record and the first chunk
 WAITING = '<p class="live-text live-waiting">Press Record and speak: the text appears here as you talk.</p>'
 NOTHING_HEARD = '<p class="live-text live-waiting">Nothing was heard: check that the microphone is on.</p>'
 MIN_NEW_SECONDS = 0.5
@@ -60,14 +61,15 @@ class LiveHandlers:
 
     def start(self):
         """A new recording: a new stream (made at its first chunk), the views cleared."""
-        return None, WAITING, ""
+        return RECORDING, WAITING, ""
 
-    def chunk(self, session: LiveSession | None, audio, *decoding):
-        """One chunk of microphone audio, (rate, samples) or None: (session, text, telemetry)."""
-        if audio is None:
+    def chunk(self, session: LiveSession | str | None, audio, *decoding):
+        """One chunk of microphone audio, (rate, samples) or None: (session, text, telemetry). A chunk that
+        arrives after Stop (session None) is dropped: it must not start a stream of its own."""
+        if audio is None or session is None:
             return session, gr.skip(), gr.skip()
         with shown_to_user():
-            if session is None:
+            if session == RECORDING:
                 session = self._session(decoding)
             rate, samples = audio
             try:
@@ -83,9 +85,9 @@ class LiveHandlers:
                 return session, gr.skip(), gr.skip()
             return session, live_text_html(update), live_telemetry_html(session)
 
-    def stop(self, session: LiveSession | None):
+    def stop(self, session: LiveSession | str | None):
         """Recording stopped: the rest decoded and everything committed; the stream is dropped."""
-        if session is None:
+        if not isinstance(session, LiveSession):
             return None, NOTHING_HEARD, ""
         with shown_to_user():
             update = session.decode(final=True)

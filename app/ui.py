@@ -112,9 +112,10 @@ def build_app(service: TranscriptionService) -> gr.Blocks:
                              api_name="compare", show_progress_on=[compare_outputs[1]])
         live_outputs = [live_session, live_text, live_telemetry]
         live_audio.start_recording(live.start, None, live_outputs, api_visibility="private", queue=False)
-        # a stream of its own: live chunks do not wait behind file jobs in the default queue slot
+        # a queue slot of its own, so live chunks do not wait behind file jobs; one chunk at a time, since a
+        # stream's resampler and the session's state take one chunk after another
         live_audio.stream(live.chunk, [live_session, live_audio, *controls.decoding], live_outputs,
-                          stream_every=0.5, api_visibility="private", concurrency_id="live", concurrency_limit=4,
+                          stream_every=0.5, api_visibility="private", concurrency_id="live", concurrency_limit=1,
                           show_progress="hidden")
         live_audio.stop_recording(live.stop, [live_session], live_outputs, api_visibility="private",
                                   concurrency_id="live")
@@ -146,9 +147,9 @@ def _controls(service: TranscriptionService) -> Controls:
     with gr.Accordion("Decoding options", open=False, elem_id="decoding-options"):
         draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
         dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full acceptance, -1 otherwise)")
-        initial_prompt = gr.Textbox(label="Initial prompt", lines=2, elem_id="initial-prompt",
+        initial_prompt = gr.Textbox("", label="Initial prompt", lines=2, elem_id="initial-prompt",
                                     info="text the transcript continues: spellings, names, punctuation style")
-        hotwords = gr.Textbox(label="Hotwords", elem_id="hotwords", info="words to listen for, in every window")
+        hotwords = gr.Textbox("", label="Hotwords", elem_id="hotwords", info="words to listen for, in every window")
     with gr.Accordion("About the drafters", open=False, elem_id="drafter-guide"):
         gr.Markdown(guide_markdown(settings.device))
     gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_seconds:g} s of audio.")
