@@ -93,14 +93,16 @@ def transcript(driver: webdriver.Chrome, timeout: float = 120, elem_id: str = "f
 
 def record(driver: webdriver.Chrome, seconds: float, elem_id: str = "mic-audio", timeout: float = 30) -> None:
     """Record `seconds` from the microphone in the audio component `elem_id`, then stop."""
-    def button(label: str):
-        return WebDriverWait(driver, timeout).until(expected_conditions.element_to_be_clickable(
-            (By.XPATH, f"//*[@id='{elem_id}']//button[contains(translate(normalize-space(.), 'RS', 'rs'), "
-                       f"'{label}') or contains(translate(@aria-label, 'RS', 'rs'), '{label}')]")))
-
-    button("record").click()
+    press_recorder(driver, "record", elem_id, timeout)
     time.sleep(seconds)
-    button("stop").click()
+    press_recorder(driver, "stop", elem_id, timeout)
+
+
+def press_recorder(driver: webdriver.Chrome, label: str, elem_id: str, timeout: float = 30) -> None:
+    """Press the audio component's button whose text or label holds `label` ("record", "stop")."""
+    WebDriverWait(driver, timeout).until(expected_conditions.element_to_be_clickable(
+        (By.XPATH, f"//*[@id='{elem_id}']//button[contains(translate(normalize-space(.), 'RS', 'rs'), "
+                   f"'{label}') or contains(translate(@aria-label, 'RS', 'rs'), '{label}')]"))).click()
 
 
 def open_tab(driver: webdriver.Chrome, name: str, timeout: float = 30) -> None:

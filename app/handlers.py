@@ -12,6 +12,7 @@ import gradio as gr
 
 from asr_specdec.errors import SpecdecError
 
+from .compute_guide import compute_help
 from .downloads import download_stem, write_comparison, write_downloads
 from .drafter_guide import mode_help
 from .languages import AUTO, language_choices, language_info, task_choices
@@ -19,7 +20,7 @@ from .messages import in_app_terms
 from .pairing import assistant_info
 from .segments import segments_html
 from .service import TranscriptionService
-from .settings import DecodeOptions
+from .settings import DecodeOptions, RecipeChoices
 from .views import (
     COMPARISON_HEADERS,
     TELEMETRY_HEADERS,
@@ -49,9 +50,16 @@ def shown_to_user():
         raise gr.Error("unexpected server error; the details are in the server log", print_exception=False) from None
 
 
-def options_from(main, mode, assistant, language, task, draft_tokens, dynamic) -> DecodeOptions:
-    return DecodeOptions(main, mode, assistant or None, int(draft_tokens), bool(dynamic),
-                         None if language in (AUTO, None, "") else language, task)
+def options_from(main, mode, assistant, language, task, draft_tokens, dynamic, compute_type="auto", *recipe
+                 ) -> tuple[DecodeOptions, RecipeChoices]:
+    """The page's settings, in the order of Controls.decoding: (which decoder, what this call asks of it)."""
+    options = DecodeOptions(main, mode, assistant or None, int(draft_tokens), bool(dynamic),
+                            None if language in (AUTO, None, "") else language, task, compute_type or "auto")
+    return options, recipe_from(*recipe)
+
+
+def recipe_from(word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="") -> RecipeChoices:
+    return RecipeChoices(bool(word_timestamps), bool(vad_filter), initial_prompt or "", hotwords or "")
 
 
 class Handlers:
@@ -59,44 +67,53 @@ class Handlers:
         self.service = service
         self._downloads = tempfile.TemporaryDirectory(prefix="asr-specdec-downloads-")  # removed with the app
 
-    def _options(self, decoding: tuple) -> tuple[DecodeOptions, str | None]:
+    def _options(self, decoding: tuple) -> tuple[DecodeOptions, RecipeChoices, str | None]:
         """The request's options, paired so that they work, and the note saying what had to change."""
-        options, note = self.service.paired(options_from(*decoding))
+        options, recipe = options_from(*decoding)
+        options, note = self.service.paired(options)
         if note:
             gr.Warning(note)
-        return options, note
+        return options, recipe, note
 
-    def transcribe(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
+    # the API's parameter names are these functions' own, in the order of Controls.decoding
+    def transcribe(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic, compute_type="auto",
+                   word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="",
                    progress=gr.Progress()):  # noqa: B008 (gradio finds its progress bar by this default)
         """A file upload: (transcript, summary, segments, token highlights, telemetry, downloads)."""
-        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic)
+        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
+                    vad_filter, initial_prompt, hotwords)
         return self._transcribe(audio, decoding, progress, recorded=False, audio_elem_id="file-audio")
 
     def transcribe_recording(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
-                             progress=gr.Progress()):  # noqa: B008
+                             compute_type="auto", word_timestamps=False, vad_filter=False, initial_prompt="",
+                             hotwords="", progress=gr.Progress()):  # noqa: B008
         """A microphone recording: the same outputs, downloads named by the time of the recording."""
-        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic)
+        decoding = (main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
+                    vad_filter, initial_prompt, hotwords)
         return self._transcribe(audio, decoding, progress, recorded=True, audio_elem_id="mic-audio")
 
     def _transcribe(self, audio, decoding: tuple, progress, recorded: bool, audio_elem_id: str):
         with shown_to_user():
-            options, note = self._options(decoding)
+            options, recipe, note = self._options(decoding)
             result = self.service.transcribe(audio, options, lambda done, what: progress(done, desc=what),
-                                             timestamps=True)
+                                             timestamps=True, recipe=recipe)
             downloads = write_downloads(result, Path(self._downloads.name), download_stem(audio, recorded))
             return (result.text, summary_html(result, self._language_source(options), note),
                     segments_html(result.segments, audio_elem_id),
                     token_highlights(result, self.service.tokenizer(options.main)),
                     table_html(TELEMETRY_HEADERS, telemetry_rows(result)), [str(path) for path in downloads])
 
-    def compare(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
+    def compare(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic, compute_type="auto",
+                word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="",
                 progress=gr.Progress()):  # noqa: B008
         """(summary, comparison table, plain transcript, speculative transcript, speculative token highlights,
         downloads)."""
         with shown_to_user():
-            options, note = self._options((main, mode, assistant, language, task, draft_tokens, dynamic))
+            options, recipe, note = self._options((main, mode, assistant, language, task, draft_tokens, dynamic,
+                                                   compute_type, word_timestamps, vad_filter, initial_prompt,
+                                                   hotwords))
             plain, speculative = self.service.compare(audio, options, lambda done, what: progress(done, desc=what),
-                                                      timestamps=True)
+                                                      timestamps=True, recipe=recipe)
             rows = comparison_rows(plain, speculative)
             downloads = write_comparison(plain, speculative, rows, Path(self._downloads.name),
                                          download_stem(audio, recorded=False))
@@ -124,6 +141,11 @@ class Handlers:
         """The chosen drafter explained, and the assistants that can draft in it."""
         with shown_to_user():
             return gr.update(info=mode_help(mode, self.service.settings.device)), self._assistant_update(main, mode)
+
+    def compute_changed(self, compute_type):
+        """The chosen compute type explained, with how it measured."""
+        with shown_to_user():
+            return gr.update(info=compute_help(compute_type, self.service.settings.device))
 
     def _assistant_update(self, main, mode):
         fitting = self.service.assistants(main, mode)

@@ -14,7 +14,13 @@ CONTROLS = {
     "--task": "Task",
     "--num-draft-tokens": "Draft tokens per round",
     "--dynamic": "Dynamic draft length",
+    "--compute-type": "Compute type",
+    "--word-timestamps": "Word timestamps",
+    "--vad": "Skip silence (VAD)",
+    "--initial-prompt": "Initial prompt",
+    "--hotwords": "Hotwords",
 }
+_PIP = re.compile(r":? ?pip install ([\w.-]+)")
 _MODE_FLAG = re.compile(r"(?:use )?--mode ([a-z-]+(?: or [a-z-]+)?)")
 _MODE_NAME = re.compile(r"\bmode '([a-z-]+)'")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -24,6 +30,7 @@ _KEYWORD = re.compile(r"\s*/\s*[a-z_]+=\)")  # "(--assistant / assistant_model=)
 def in_app_terms(message: str) -> str:
     """`message` with command-line flags named by the page control that does the same."""
     message = _KEYWORD.sub(")", message)
+    message = _PIP.sub("; this server does not have it installed", message)
     message = _MODE_FLAG.sub(lambda match: f"choose the drafter {_quoted_modes(match.group(1))}", message)
     message = _MODE_NAME.sub(r"drafter '\1'", message)
     return _FLAG.sub(_control, message)

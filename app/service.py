@@ -21,7 +21,9 @@ from asr_specdec.whisper import Progress, SpeculativeWhisper, TranscriptionResul
 from .intake import read_audio, uploaded_path
 from .pairing import assistant_choices, paired
 from .profiles import ModelProfile, profile_from_directory, profile_from_model
-from .settings import AppSettings, DecodeOptions
+from .settings import AppSettings, DecodeOptions, RecipeChoices
+
+PLAIN_RECIPE = RecipeChoices()
 
 
 def _no_progress(fraction: float, description: str) -> None:
@@ -84,7 +86,7 @@ class TranscriptionService:
                 decoder = SpeculativeWhisper(
                     self.model(options.main), mode=options.mode, assistant_model=assistant,
                     num_draft_tokens=options.draft_tokens, dynamic=options.dynamic, language=options.language,
-                    task=options.task, device=self.settings.device)
+                    task=options.task, device=self.settings.device, compute_type=options.compute_type)
                 self._decoders[key] = (decoder, threading.Lock())
                 while len(self._decoders) > self.max_decoders:
                     self._decoders.popitem(last=False)
@@ -95,26 +97,28 @@ class TranscriptionService:
         return read_audio(uploaded_path(upload), self.settings.max_upload_bytes, self.settings.max_seconds)
 
     def transcribe(self, upload: str | None, options: DecodeOptions, report: Progress = _no_progress,
-                   timestamps: bool | None = None) -> TranscriptionResult:
+                   timestamps: bool | None = None, recipe: RecipeChoices = PLAIN_RECIPE) -> TranscriptionResult:
         """`timestamps`: True for timed segments (subtitles); None leaves it to the length of the audio."""
-        return self._run(options, self.read(upload), report, timestamps)
+        return self._run(options, self.read(upload), report, timestamps, recipe)
 
     def compare(self, upload: str | None, options: DecodeOptions, report: Progress = _no_progress,
-                timestamps: bool | None = None) -> tuple[TranscriptionResult, TranscriptionResult]:
+                timestamps: bool | None = None, recipe: RecipeChoices = PLAIN_RECIPE
+                ) -> tuple[TranscriptionResult, TranscriptionResult]:
         """(plain greedy result, speculative result) on the same audio, plain first."""
         samples = self.read(upload)
         plain = self._run(replace(options, mode="off"), samples, lambda done, what: report(done / 2, f"plain: {what}"),
-                          timestamps)
+                          timestamps, recipe)
         speculative = self._run(options, samples,
-                                lambda done, what: report(0.5 + done / 2, f"{options.mode}: {what}"), timestamps)
+                                lambda done, what: report(0.5 + done / 2, f"{options.mode}: {what}"), timestamps,
+                                recipe)
         return plain, speculative
 
-    def _run(self, options: DecodeOptions, samples, report: Progress,
-             timestamps: bool | None = None) -> TranscriptionResult:
+    def _run(self, options: DecodeOptions, samples, report: Progress, timestamps: bool | None = None,
+             recipe: RecipeChoices = PLAIN_RECIPE) -> TranscriptionResult:
         report(0.0, "loading models")
         decoder, in_use = self.decoder(options)
         with in_use:
-            return decoder.transcribe(samples, progress=report, timestamps=timestamps)
+            return decoder.transcribe(samples, progress=report, timestamps=timestamps, **recipe.as_arguments())
 
     def tokenizer(self, spec: str):
         return self.model(spec).processor.tokenizer

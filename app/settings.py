@@ -32,11 +32,31 @@ class DecodeOptions:
     dynamic: bool = False
     language: str | None = None  # None: detected by multilingual models
     task: str = "transcribe"
+    compute_type: str = "auto"
 
     def normalized(self) -> DecodeOptions:
         """The same request with the settings its mode ignores blanked, so equal decoders share one cache key."""
         assistant = self.assistant if self.mode in ASSISTANT_MODES else None
         if self.mode == "off":
-            return DecodeOptions(self.main, "off", None, DEFAULT_DRAFT_TOKENS, False, self.language, self.task)
+            return DecodeOptions(self.main, "off", None, DEFAULT_DRAFT_TOKENS, False, self.language, self.task,
+                                 self.compute_type)
         return DecodeOptions(self.main, self.mode, assistant, int(self.draft_tokens), bool(self.dynamic),
-                             self.language, self.task)
+                             self.language, self.task, self.compute_type)
+
+
+@dataclass(frozen=True)
+class RecipeChoices:
+    """The per-call parts of Whisper's recipe the page offers (they do not change which decoder is used)."""
+    word_timestamps: bool = False
+    vad_filter: bool = False
+    initial_prompt: str = ""
+    hotwords: str = ""
+
+    def as_arguments(self) -> dict:
+        """Keyword arguments of SpeculativeWhisper.transcribe; empty texts are left out."""
+        arguments = {"word_timestamps": self.word_timestamps, "vad_filter": self.vad_filter}
+        if self.initial_prompt.strip():
+            arguments["initial_prompt"] = self.initial_prompt.strip()
+        if self.hotwords.strip():
+            arguments["hotwords"] = self.hotwords.strip()
+        return arguments

@@ -19,6 +19,8 @@ CSS = """
   overflow-wrap: anywhere; }
 .summary-line, .note, .legend { margin: 0; }
 .note { color: var(--color-accent); }
+.live-text { margin: 0; font-size: var(--text-lg); line-height: 1.5; }
+.live-text .tentative, .live-waiting { color: var(--body-text-color-subdued); }
 .legend { font-size: var(--text-sm); color: var(--body-text-color-subdued); }
 """
 

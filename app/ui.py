@@ -10,9 +10,12 @@ import gradio as gr
 
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
 
+from .compute_guide import AUTO as AUTO_COMPUTE
+from .compute_guide import compute_choices, compute_help
 from .drafter_guide import guide_markdown, mode_choices, mode_help
 from .handlers import Handlers
 from .languages import AUTO, language_choices, language_info, task_choices
+from .live import WAITING, LiveHandlers
 from .pairing import assistant_info
 from .service import TranscriptionService
 from .views import HIGHLIGHT_COLORS, HIGHLIGHT_LEGEND, empty_comparison_html
@@ -30,11 +33,17 @@ class Controls:
     task: gr.Radio
     draft_tokens: gr.Slider
     dynamic: gr.Checkbox
+    compute_type: gr.Dropdown
+    word_timestamps: gr.Checkbox
+    vad_filter: gr.Checkbox
+    initial_prompt: gr.Textbox
+    hotwords: gr.Textbox
 
     @property
     def decoding(self) -> list:
         """In the order of the handlers' parameters."""
-        return [self.main, self.mode, self.assistant, self.language, self.task, self.draft_tokens, self.dynamic]
+        return [self.main, self.mode, self.assistant, self.language, self.task, self.draft_tokens, self.dynamic,
+                self.compute_type, self.word_timestamps, self.vad_filter, self.initial_prompt, self.hotwords]
 
 
 @dataclass
@@ -53,7 +62,7 @@ class ResultPanel:
 
 
 def build_app(service: TranscriptionService) -> gr.Blocks:
-    handlers = Handlers(service)
+    handlers, live = Handlers(service), LiveHandlers(service)
 
     with gr.Blocks(title="asr-specdec", delete_cache=(3600, 3600), analytics_enabled=False) as app:
         gr.Markdown(INTRO, elem_id="intro")
@@ -70,6 +79,14 @@ def build_app(service: TranscriptionService) -> gr.Blocks:
                                              elem_id="mic-audio")
                         mic_button = gr.Button("Transcribe recording", variant="primary", elem_id="transcribe-mic")
                         mic_panel = _result_panel("mic")
+                    with gr.Tab("Live"):
+                        live_audio = gr.Audio(sources=["microphone"], streaming=True, type="numpy",
+                                              label="Microphone, transcribed as you speak", elem_id="live-audio")
+                        live_text = gr.HTML(WAITING, label="Live transcript (grey: may still change)",
+                                            show_label=True, container=True, elem_id="live-text")
+                        live_telemetry = gr.HTML(label="Live telemetry", show_label=True, container=True,
+                                                 elem_id="live-telemetry")
+                        live_session = gr.State(None)
                     with gr.Tab("Compare"):
                         compare_audio = gr.Audio(sources=["upload", "microphone"], type="filepath",
                                                  label="Audio for both decoders", elem_id="compare-audio")
@@ -82,6 +99,8 @@ def build_app(service: TranscriptionService) -> gr.Blocks:
         controls.main.change(handlers.main_changed, [controls.main, controls.mode, controls.language, controls.task],
                              [controls.language, controls.task, controls.assistant], api_visibility="private",
                              queue=False)
+        controls.compute_type.change(handlers.compute_changed, [controls.compute_type], [controls.compute_type],
+                                     api_visibility="private", queue=False)
         controls.mode.change(handlers.mode_changed, [controls.main, controls.mode], [controls.mode, controls.assistant],
                              api_visibility="private", queue=False)
         # one progress indicator per job, on the transcript, not one on every output
@@ -91,6 +110,15 @@ def build_app(service: TranscriptionService) -> gr.Blocks:
                          api_name="transcribe_microphone", show_progress_on=[mic_panel.transcript])
         compare_button.click(handlers.compare, [compare_audio, *controls.decoding], compare_outputs,
                              api_name="compare", show_progress_on=[compare_outputs[1]])
+        live_outputs = [live_session, live_text, live_telemetry]
+        live_audio.start_recording(live.start, None, live_outputs, api_visibility="private", queue=False)
+        # a queue slot of its own, so live chunks do not wait behind file jobs; one chunk at a time, since a
+        # stream's resampler and the session's state take one chunk after another
+        live_audio.stream(live.chunk, [live_session, live_audio, *controls.decoding], live_outputs,
+                          stream_every=0.5, api_visibility="private", concurrency_id="live", concurrency_limit=1,
+                          show_progress="hidden")
+        live_audio.stop_recording(live.stop, [live_session], live_outputs, api_visibility="private",
+                                  concurrency_id="live")
     return app
 
 
@@ -111,14 +139,22 @@ def _controls(service: TranscriptionService) -> Controls:
                            value=AUTO if main_profile.multilingual else "en",
                            info=language_info(settings.default_main, main_profile.languages))
     task = gr.Radio(task_choices(main_profile.multilingual), value="transcribe", label="Task")
-    # more decoding options (compute type, VAD, word timestamps) belong in this accordion
+    compute_type = gr.Dropdown(compute_choices(settings.device), value=AUTO_COMPUTE, label="Compute type",
+                               info=compute_help(AUTO_COMPUTE, settings.device), elem_id="compute-type")
+    word_timestamps = gr.Checkbox(False, label="Word timestamps (each word with its time in the segments)",
+                                  elem_id="word-timestamps")
+    vad_filter = gr.Checkbox(False, label="Skip silence (VAD): decode only where someone speaks", elem_id="vad")
     with gr.Accordion("Decoding options", open=False, elem_id="decoding-options"):
         draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
         dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full acceptance, -1 otherwise)")
+        initial_prompt = gr.Textbox("", label="Initial prompt", lines=2, elem_id="initial-prompt",
+                                    info="text the transcript continues: spellings, names, punctuation style")
+        hotwords = gr.Textbox("", label="Hotwords", elem_id="hotwords", info="words to listen for, in every window")
     with gr.Accordion("About the drafters", open=False, elem_id="drafter-guide"):
         gr.Markdown(guide_markdown(settings.device))
     gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_seconds:g} s of audio.")
-    return Controls(main, mode, assistant, language, task, draft_tokens, dynamic)
+    return Controls(main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
+                    vad_filter, initial_prompt, hotwords)
 
 
 def _result_panel(prefix: str) -> ResultPanel:

@@ -14,6 +14,7 @@ from pathlib import Path
 from .commands import format_stats, run_command
 from .core.modes import ASSISTANT_MODES, MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
+from .whisper.records import result_record
 
 FORMATS = ("text", "json", "jsonl", "srt", "vtt")
 LONG_FORM_MODES = ("sequential", "chunked")
@@ -94,36 +95,6 @@ def render(result, output_format: str, file: str, comparison: dict | None = None
     if output_format == "jsonl":
         return json.dumps(result_record(result, file, comparison), ensure_ascii=False) + "\n"
     return to_text(result.segments) + "\n"
-
-
-def result_record(result, file: str, comparison: dict | None = None) -> dict:
-    record = {
-        "file": file,
-        "text": result.text,
-        "segments": [segment_record(segment) for segment in result.segments],
-        "language": result.language,
-        "duration": round(result.duration, 3),
-        "mode": result.mode,
-        "main_model": result.main_model,
-        "assistant_model": result.assistant_model,
-        "compute_type": result.compute_type,
-        "tokens": result.tokens,
-        "stats": result.stats.as_dict(),
-    }
-    if comparison is not None:
-        record["comparison"] = comparison
-    return record
-
-
-def segment_record(segment) -> dict:
-    """A segment as JSON: times and text, the window's scores when it was scored, its words when aligned."""
-    record = {"start": segment.start, "end": segment.end, "text": segment.text}
-    for name in ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature"):
-        if getattr(segment, name, None) is not None:
-            record[name] = getattr(segment, name)
-    if getattr(segment, "words", None):
-        record["words"] = [word.as_dict() for word in segment.words]
-    return record
 
 
 def output_path(args, file: str, several: bool) -> Path | None:

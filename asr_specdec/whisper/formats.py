@@ -1,4 +1,4 @@
-"""Transcript segments and their plain-text, SRT and WebVTT renderings (JSON is the CLI's).
+"""Transcript segments and their plain-text, SRT and WebVTT renderings (JSON: records.py).
 
 With word timestamps, subtitles may have one cue per word (`word_cues="each"`) or, as openai's
 `--highlight_words`, one cue per word showing its whole segment with that word underlined ("highlight").

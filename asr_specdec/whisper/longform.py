@@ -168,22 +168,24 @@ def transcribe_sequential(
     place_words: Callable | None = None,
     with_frames: bool = False,
     on_segments: Callable[[list[TimedTokens]], None] | None = None,
+    audio_seconds: float | None = None,
 ) -> LongFormOutput:
     """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time.
 
     `initial_prompt` conditions the first window (and, with conditioning, the next ones until a reset), as
     openai's; `place_words(segments, words, offset, last_speech)` is words.place_words; `with_frames` passes
     decode the number of real (unpadded) frames of the window as a third argument; `on_segments` gets each
-    window's segments as soon as they are final."""
+    window's segments as soon as they are final; `audio_seconds` is the length the progress text names (the
+    features of audio under 30 s are padded to a whole window)."""
     total = features.shape[-1]
+    seconds = total * frames.seconds if audio_seconds is None else audio_seconds
     output = LongFormOutput()
     seek = 0
     context = list(initial_prompt or [])  # every token windows may be conditioned on, the initial prompt first
     context_since, last_speech = 0, 0.0
     while seek < total:
         if progress is not None:
-            progress(seek / total, f"transcribing from {seek * frames.seconds:.1f} s of "
-                                   f"{total * frames.seconds:.1f} s")
+            progress(seek / total, f"transcribing from {seek * frames.seconds:.1f} s of {seconds:.1f} s")
         window, real = window_features(features, seek, frames)
         previous = context[context_since:] or None
         outcome = decode(window, previous, real) if with_frames else decode(window, previous)

@@ -396,7 +396,8 @@ class SpeculativeWhisper:
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
                                        condition, run.progress, initial_prompt=run.prompts.initial,
                                        place_words=self._place_words(run.options), with_frames=True,
-                                       on_segments=emit if run.on_segment is not None else None)
+                                       on_segments=emit if run.on_segment is not None else None,
+                                       audio_seconds=audio_io.duration_seconds(samples))
         return [self._segment(piece, run, True) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:

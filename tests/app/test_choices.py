@@ -42,3 +42,13 @@ def test_languages_by_name_and_english_only_models_offer_english_alone():
 def test_translation_needs_a_multilingual_model():
     assert [value for _, value in task_choices(True)] == ["transcribe", "translate"]
     assert [value for _, value in task_choices(False)] == ["transcribe"]
+
+
+def test_compute_types_offered_follow_the_hardware_and_say_how_they_measured():
+    from app.compute_guide import compute_choices, compute_help
+
+    on_cpu = [value for _, value in compute_choices("cpu", native=True)]
+    assert on_cpu[0] == "auto" and "int8" in on_cpu and "float16" not in on_cpu
+    assert [value for _, value in compute_choices("cpu", native=False)] == ["auto", "float32", "bfloat16:float32"]
+    assert "float16" in [value for _, value in compute_choices("cuda", native=True)]
+    assert "9 of 12" in compute_help("int8", "cpu") and "Not measured" in compute_help("float16", "cuda")

@@ -26,8 +26,17 @@ def test_a_bug_is_logged_and_the_user_sees_only_that_it_happened(caplog):
 
 
 def test_auto_language_means_detect():
-    assert options_from("base", "off", None, "auto", "transcribe", 5.0, False).language is None
-    assert options_from("base", "off", None, "de", "transcribe", 5.0, False).language == "de"
+    assert options_from("base", "off", None, "auto", "transcribe", 5.0, False)[0].language is None
+    assert options_from("base", "off", None, "de", "transcribe", 5.0, False)[0].language == "de"
+
+
+def test_the_page_settings_split_into_the_decoder_and_this_call_s_recipe():
+    options, recipe = options_from("base", "off", None, "auto", "transcribe", 5.0, False, "int8", True, True,
+                                   " Mr. Quilter ", "")
+    assert options.compute_type == "int8" and options.normalized().compute_type == "int8"
+    assert recipe.as_arguments() == {"word_timestamps": True, "vad_filter": True, "initial_prompt": "Mr. Quilter"}
+    assert options_from("base", "off", None, "auto", "transcribe", 5.0, False)[1].as_arguments() == {
+        "word_timestamps": False, "vad_filter": False}
 
 
 def test_an_unloadable_default_model_stops_start_up_with_one_line(capsys, tmp_path):

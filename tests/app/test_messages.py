@@ -45,7 +45,8 @@ def test_quantized_self_off_the_cpu_names_the_other_drafters():
 
 @pytest.mark.parametrize("message, expected", [
     ("use --num-draft-tokens 4", "use the 'Draft tokens per round' setting 4"),
-    ("set --compute-type int8", "set the 'compute type' setting int8"),  # a flag the page does not know yet
+    ("set --compute-type int8", "set the 'Compute type' setting int8"),
+    ("set --best-of 3", "set the 'best of' setting 3"),  # a flag the page does not offer
     ("a well-formed --- line; x--y", "a well-formed --- line; x--y"),
 ])
 def test_any_flag_becomes_a_setting(message, expected):

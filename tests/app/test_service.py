@@ -56,7 +56,7 @@ def test_each_decoder_serves_one_request_at_a_time_while_different_decoders_run_
         def __init__(self, main, **options):
             self.options = options
 
-        def transcribe(self, samples, progress=None, timestamps=None):
+        def transcribe(self, samples, progress=None, timestamps=None, **recipe):
             with count_lock:
                 running[id(self)] += 1
                 most_per_decoder[id(self)] = max(most_per_decoder[id(self)], running[id(self)])

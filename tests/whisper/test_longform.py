@@ -162,6 +162,17 @@ def test_sequential_loop_seeks_pads_conditions_and_reports_progress():
     assert output.window_tokens == decoder.script
 
 
+def test_progress_names_the_audio_length_not_the_padded_window():
+    described = []
+    transcribe_sequential(torch.zeros(1, 2, 3000), ScriptedDecoder([[ts(0), 11, EOT]]), TB, EOT, FULL,
+                          progress=lambda done, what: described.append(what), audio_seconds=1.5)
+    assert described == ["transcribing from 0.0 s of 1.5 s"]
+    described.clear()
+    transcribe_sequential(torch.zeros(1, 2, 3000), ScriptedDecoder([[ts(0), 11, EOT]]), TB, EOT, FULL,
+                          progress=lambda done, what: described.append(what))
+    assert described == ["transcribing from 0.0 s of 30.0 s"]
+
+
 def test_sequential_loop_without_conditioning_passes_no_previous_text():
     decoder = ScriptedDecoder([[ts(0), 11, ts(5), ts(5), 12], [ts(0), 13, EOT]])
     transcribe_sequential(torch.zeros(1, 2, 3000), decoder, TB, EOT, FULL)

@@ -1,0 +1,60 @@
+"""The compute types the page offers on this hardware, each with one line on what it is and how it measured.
+
+The figures are from `python -m eval.bench.speed --threads 2 --repeats 1 --skip steps,long,batch,cold` (Whisper
+base, the 12 shared clips, plain decoding, a 2-core CPU shared with four other jobs: the ratios are rough, the
+"same text" counts do not depend on load). Reduced decoder precisions need the native CPU kernels."""
+
+from __future__ import annotations
+
+from asr_specdec.whisper.compute import auto_compute_type
+
+AUTO = "auto"
+CPU_TYPES = ("float32", "bfloat16:float32", "bfloat16", "int8")
+NATIVE_DECODER = ("bfloat16", "int8")  # decoder precisions that run only on the native kernels
+CUDA_TYPES = ("float16", "float32")
+# (speed vs float32, clips whose text equals float32's, of 12)
+CPU_MEASURED = {"float32": (1.00, 12), "bfloat16:float32": (1.65, 12), "bfloat16": (1.65, 12), "int8": (1.53, 9)}
+WHAT = {
+    "float32": "full precision, transformers' own arithmetic",
+    "bfloat16:float32": "bfloat16 encoder, float32 decoder",
+    "bfloat16": "bfloat16 encoder and decoder weights (float32 sums)",
+    "int8": "int8 encoder and decoder weights",
+    "float16": "float16 encoder and decoder",
+}
+
+
+def native_kernels() -> bool:
+    from asr_specdec.native import kernels
+
+    return kernels() is not None
+
+
+def offered_types(device: str, native: bool | None = None) -> tuple[str, ...]:
+    """The compute types that run on `device`: without the native kernels, a CPU decoder stays float32."""
+    if str(device).startswith("cuda"):
+        return CUDA_TYPES
+    native = native_kernels() if native is None else native
+    return tuple(name for name in CPU_TYPES if native or name.split(":")[-1] not in NATIVE_DECODER)
+
+
+def compute_choices(device: str, native: bool | None = None) -> list[tuple[str, str]]:
+    """("auto (bfloat16:float32 here)", "auto") first, then each type offered."""
+    return [(f"auto ({auto_compute_type(device).name} here)", AUTO),
+            *((name, name) for name in offered_types(device, native))]
+
+
+def compute_help(name: str, device: str) -> str:
+    """One line under the picker: what the type is and how it measured here (speed, whether the text stays)."""
+    chosen = auto_compute_type(device).name if name == AUTO else name
+    line = WHAT.get(chosen, chosen)
+    if name == AUTO:
+        line = f"the fastest type measured to keep float32's text on this hardware: {chosen}, {line}"
+    measured = CPU_MEASURED.get(chosen) if not str(device).startswith("cuda") else None
+    if measured is None:
+        return f"{line[0].upper()}{line[1:]}. Not measured on this device."
+    speed, same = measured
+    if chosen == "float32":
+        return f"{line[0].upper()}{line[1:]}. The other types measured 1.5-1.65x its speed (Whisper base, 2-core CPU)."
+    text = "float32's text on all 12 test clips" if same == 12 else f"float32's text on {same} of 12 test clips"
+    return (f"{line[0].upper()}{line[1:]}. Measured (Whisper base, 2-core CPU): {speed:.2f}x float32's speed, "
+            f"{text}.")

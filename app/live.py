@@ -1,0 +1,129 @@
+"""The Live tab: microphone chunks streamed into the library's StreamingTranscriber, one stream per recording
+in the session's state; committed and tentative text and the speed-up of drafting from the last hypothesis.
+
+Gradio runs a session's chunks one after another, so a chunk that arrives during a decode waits; a chunk whose
+decode would start sooner after the last one than that decode took only appends its audio (the next decode
+covers it), so the tab never falls behind the speaker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from html import escape
+
+import gradio as gr
+
+from asr_specdec.errors import AudioError
+from asr_specdec.whisper.streaming import StreamingTranscriber, StreamingUpdate
+
+from .handlers import options_from, shown_to_user
+from .messages import in_app_terms
+from .service import TranscriptionService
+from .views import table_html
+
+RECORDING = "recording"  # the session's state between Record and the first chunk
+WAITING = '<p class="live-text live-waiting">Press Record and speak: the text appears here as you talk.</p>'
+NOTHING_HEARD = '<p class="live-text live-waiting">Nothing was heard: check that the microphone is on.</p>'
+MIN_NEW_SECONDS = 0.5
+
+
+@dataclass
+class LiveSession:
+    stream: StreamingTranscriber
+    lock: threading.Lock  # the decoder's: file requests on the same models wait while a chunk decodes
+    last: StreamingUpdate | None = None
+    decoded_seconds: float = 0.0  # audio received at the last decode
+    next_decode: float = 0.0  # time.monotonic() before which a chunk only appends
+    totals: dict = field(default_factory=lambda: {"tokens": 0, "passes": 0, "from_hypothesis": 0, "decodes": 0})
+
+    def decode(self, final: bool = False) -> StreamingUpdate | None:
+        started = time.monotonic()
+        with self.lock:
+            update = self.stream.finish() if final else self.stream.update()
+        took = time.monotonic() - started
+        self.next_decode = time.monotonic() + took
+        self.decoded_seconds = self.stream.received_seconds
+        if update is not None:
+            self.last = update
+            if update.stats is not None:
+                self.totals["tokens"] += update.stats.new_tokens
+                self.totals["passes"] += update.stats.main_passes
+                self.totals["decodes"] += 1
+            if update.drafting is not None:
+                self.totals["from_hypothesis"] += update.drafting.hypothesis_accepted
+        return update
+
+
+class LiveHandlers:
+    def __init__(self, service: TranscriptionService):
+        self.service = service
+
+    def start(self):
+        """A new recording: a new stream (made at its first chunk), the views cleared."""
+        return RECORDING, WAITING, ""
+
+    def chunk(self, session: LiveSession | str | None, audio, *decoding):
+        """One chunk of microphone audio, (rate, samples) or None: (session, text, telemetry). A chunk that
+        arrives after Stop (session None) is dropped: it must not start a stream of its own."""
+        if audio is None or session is None:
+            return session, gr.skip(), gr.skip()
+        with shown_to_user():
+            if session == RECORDING:
+                session = self._session(decoding)
+            rate, samples = audio
+            try:
+                session.stream.append(samples, sample_rate=rate)
+            except AudioError as error:  # a bad chunk: said once, the stream goes on
+                gr.Warning(in_app_terms(str(error)))
+                return session, gr.skip(), gr.skip()
+            waiting = session.stream.received_seconds - session.decoded_seconds
+            if waiting < MIN_NEW_SECONDS or time.monotonic() < session.next_decode:
+                return session, gr.skip(), gr.skip()
+            update = session.decode()
+            if update is None:
+                return session, gr.skip(), gr.skip()
+            return session, live_text_html(update), live_telemetry_html(session)
+
+    def stop(self, session: LiveSession | str | None):
+        """Recording stopped: the rest decoded and everything committed; the stream is dropped."""
+        if not isinstance(session, LiveSession):
+            return None, NOTHING_HEARD, ""
+        with shown_to_user():
+            update = session.decode(final=True)
+            if not update.committed.strip():
+                return None, NOTHING_HEARD, live_telemetry_html(session)
+            return None, live_text_html(update), live_telemetry_html(session)
+
+    def _session(self, decoding: tuple) -> LiveSession:
+        options, _ = options_from(*decoding)
+        options, note = self.service.paired(options)
+        if note:
+            gr.Warning(note)
+        asr, lock = self.service.decoder(options)
+        return LiveSession(asr.stream(language=options.language), lock)
+
+
+def live_text_html(update: StreamingUpdate) -> str:
+    """Committed text, then the tentative rest greyed (it may still change)."""
+    committed = f'<span class="committed">{escape(update.committed)}</span>' if update.committed else ""
+    tentative = f' <span class="tentative">{escape(update.tentative)}</span>' if update.tentative else ""
+    if not (committed or tentative):
+        return '<p class="live-text live-waiting">Listening…</p>'
+    return f'<p class="live-text">{committed}{tentative}</p>'
+
+
+def live_telemetry_html(session: LiveSession) -> str:
+    update, totals = session.last, session.totals
+    if update is None:
+        return ""
+    rows = [["audio heard", f"{update.audio_seconds:.1f} s"],
+            ["last decode", f"{update.decode_seconds:.2f} s of {update.buffer_seconds:.1f} s buffered audio"],
+            ["committed text trails the audio by",
+             "nothing committed yet" if update.lag_seconds is None else f"{update.lag_seconds:.1f} s"]]
+    if totals["tokens"]:
+        rows += [["tokens from the last hypothesis", f"{totals['from_hypothesis']} of {totals['tokens']}"],
+                 ["main passes", f"{totals['passes']} for {totals['tokens']} tokens "
+                                 f"({totals['tokens'] / max(totals['passes'], 1):.1f} tokens per pass; plain decoding "
+                                 "needs one pass per token)"]]
+    return table_html(["measure", "value"], rows)

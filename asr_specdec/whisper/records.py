@@ -1,0 +1,34 @@
+"""A transcription result as JSON: the record the command line writes (`--format json|jsonl`) and the web app
+downloads, one definition for both."""
+
+from __future__ import annotations
+
+
+def result_record(result, file: str, comparison: dict | None = None) -> dict:
+    record = {
+        "file": file,
+        "text": result.text,
+        "segments": [segment_record(segment) for segment in result.segments],
+        "language": result.language,
+        "duration": round(result.duration, 3),
+        "mode": result.mode,
+        "main_model": result.main_model,
+        "assistant_model": result.assistant_model,
+        "compute_type": result.compute_type,
+        "tokens": result.tokens,
+        "stats": result.stats.as_dict(),
+    }
+    if comparison is not None:
+        record["comparison"] = comparison
+    return record
+
+
+def segment_record(segment) -> dict:
+    """A segment as JSON: times and text, the window's scores when it was scored, its words when aligned."""
+    record = {"start": segment.start, "end": segment.end, "text": segment.text}
+    for name in ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature"):
+        if getattr(segment, name, None) is not None:
+            record[name] = getattr(segment, name)
+    if getattr(segment, "words", None):
+        record["words"] = [word.as_dict() for word in segment.words]
+    return record

@@ -1,0 +1,83 @@
+"""The Live tab in headless chromium: a 16-s clip played by the fake microphone streams into the tab, and
+committed text appears before the clip has ended; stopping commits the rest. Then a microphone that sends
+nothing or silence, through the handlers."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from gradio_client import Client, handle_file
+
+from .served import CHROMIUM, LONG_CLIP, normalized
+
+pytestmark = pytest.mark.slow
+CLIP_SECONDS = 16.04
+
+
+@pytest.fixture(scope="module")
+def live_chromium(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)")
+    from app.browser import chromium, fake_microphone
+
+    driver = chromium(tmp_path_factory.mktemp("live-chromium"), extra_flags=fake_microphone(LONG_CLIP))
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def tiny_en_service(tiny_en_dir):
+    from app.server import make_settings
+    from app.service import TranscriptionService
+
+    return TranscriptionService(make_settings("tiny.en"))
+
+
+def committed_text(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    return " ".join(element.text for element in driver.find_elements(By.CSS_SELECTOR, "#live-text .committed"))
+
+
+@pytest.mark.browser
+def test_speech_from_the_microphone_is_committed_before_the_clip_ends(server, live_chromium):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from app.browser import open_page, open_tab, press_recorder
+
+    open_page(live_chromium, server)
+    open_tab(live_chromium, "Live")
+    press_recorder(live_chromium, "record", "live-audio")
+    # a loaded machine delays the chunks' delivery, so "before the clip ends" is read in the stream's own time:
+    # the update that first commits text has heard less audio than the clip holds
+    early = WebDriverWait(live_chromium, 90, poll_frequency=0.2).until(committed_text)
+    telemetry = live_chromium.find_element(By.CSS_SELECTOR, "#live-telemetry").text
+    heard = float(re.search(r"audio heard ([0-9.]+) s", telemetry).group(1))
+    assert heard < CLIP_SECONDS, (early, telemetry)
+    assert "tokens from the last hypothesis" in telemetry and "main passes" in telemetry
+    press_recorder(live_chromium, "stop", "live-audio")
+    final = WebDriverWait(live_chromium, 90, poll_frequency=0.2).until(
+        lambda driver: not driver.find_elements(By.CSS_SELECTOR, "#live-text .tentative") and committed_text(driver))
+    assert normalized(final).startswith(normalized(early))  # committed text never changes, it only grows
+    spoken = set(normalized(Client(server, verbose=False).predict(
+        audio=handle_file(str(LONG_CLIP)), mode="off", api_name="/transcribe")[0]).split())
+    words = normalized(early).split()
+    assert sum(word in spoken for word in words) >= 0.7 * len(words), (early, spoken)
+
+
+def test_a_microphone_that_sends_nothing_or_silence_or_stops_at_once_leaves_the_page_working(tiny_en_service):
+    from app.live import NOTHING_HEARD, RECORDING, LiveHandlers
+
+    live = LiveHandlers(tiny_en_service)
+    decoding = ("tiny.en", "quantized-self", None, "en", "transcribe", 8, False)
+    assert live.stop(live.start()[0])[1] == NOTHING_HEARD  # stopped before any chunk arrived
+    assert live.chunk(None, (48000, np.ones(24000, dtype=np.int16)), *decoding)[0] is None  # a chunk after Stop
+    session, text, telemetry = live.chunk(RECORDING, None, *decoding)  # a chunk without audio
+    assert session == RECORDING
+    for _ in range(6):  # 3 s of silence in 0.5-s int16 chunks: streamed, never decoded, nothing shown
+        session, text, telemetry = live.chunk(session, (48000, np.zeros(24000, dtype=np.int16)), *decoding)
+    assert session is not None and session.totals["decodes"] == 0
+    assert live.stop(session)[1] == NOTHING_HEARD
