@@ -376,7 +376,7 @@ class SpeculativeWhisper:
     def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,
                                condition: bool) -> list[_TextSegment]:
         """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
-        if condition and run.sampling.do_sample and run.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
+        if condition and self.sampling.do_sample and self.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
         recipe = run.options.recipe
         audio_frames = len(samples) // self.processor.feature_extractor.hop_length
