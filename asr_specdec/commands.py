@@ -6,6 +6,15 @@ import sys
 import time
 
 
+def add_compute_type_arguments(parser) -> None:
+    """--compute-type and its older spelling --dtype, as transcribe and serve take them."""
+    parser.add_argument("--compute-type", default=None, metavar="TYPE",
+                        help="precision of the main model's encoder and decoder: float32, bfloat16, float16 (CUDA), "
+                             "int8, auto, or ENCODER:DECODER such as bfloat16:float32 (default auto: see README)")
+    parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto",
+                        help="older spelling of --compute-type (one precision for both halves)")
+
+
 def format_stats(stats, label: str) -> str:
     return (f"{label}: {stats.new_tokens} tokens in {stats.total_seconds:.2f} s "
             f"(encoder {stats.encoder_seconds:.2f} s, draft {stats.draft_seconds:.2f} s, verify "

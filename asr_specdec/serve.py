@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-from .commands import run_command
+from .commands import add_compute_type_arguments, run_command
 from .core.modes import MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
 from .transcribe import DEFAULTS_HELP, LONG_FORM_MODES
@@ -50,11 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--condition-on-previous-text", action="store_true",
                         help="prompt each 30-s window with the text before it")
     models.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    models.add_argument("--compute-type", default=None, metavar="TYPE",
-                        help="precision of the main model's encoder and decoder: float32, bfloat16, float16 (CUDA), "
-                             "int8, auto, or ENCODER:DECODER (as in transcribe; default auto)")
-    models.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto",
-                        help="older spelling of --compute-type")
+    add_compute_type_arguments(models)
     models.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's own, one per core)")
     add_recipe_arguments(parser, subtitles=False)  # server-wide defaults; requests set temperature, words, prompt

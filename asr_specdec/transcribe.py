@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from .commands import format_stats, run_command
+from .commands import add_compute_type_arguments, format_stats, run_command
 from .core.modes import ASSISTANT_MODES, MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 from .whisper.records import result_record
@@ -65,11 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "over 30 s is cut into quiet-point windows that join the batch)")
     parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    parser.add_argument("--compute-type", default=None, metavar="TYPE",
-                        help="precision of the main model's encoder and decoder: float32, bfloat16, float16 (CUDA), "
-                             "int8, auto, or ENCODER:DECODER such as bfloat16:float32 (default auto: see README)")
-    parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto",
-                        help="older spelling of --compute-type (one precision for both halves)")
+    add_compute_type_arguments(parser)
     parser.add_argument("--stats", action="store_true", help="print acceptance and timing telemetry to stderr")
     parser.add_argument("--compare", action="store_true",
                         help="also decode with plain greedy and print both times, the speedup and whether the "

@@ -79,3 +79,16 @@ def converted_whisper(directory: Path, seed: int):
 def tiny_converted_whisper(tmp_path_factory, seed: int = 0):
     """converted_whisper in a fresh pytest temporary directory."""
     return converted_whisper(tmp_path_factory.mktemp(f"tiny_converted_{seed}"), seed)
+
+
+def tiny_whisper_on_one_thread(tmp_path_factory):
+    """For a module fixture (`yield from`): a plain SpeculativeWhisper on a tiny converted model, with torch on one
+    thread while it is in use (tiny models run faster so, and far faster on a busy machine)."""
+    from asr_specdec.whisper import SpeculativeWhisper
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield SpeculativeWhisper(tiny_converted_whisper(tmp_path_factory), mode="off")
+    finally:
+        torch.set_num_threads(threads)

@@ -9,14 +9,12 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from asr_specdec.server import ServerSettings, create_app
-from asr_specdec.whisper import SpeculativeWhisper
 
-from ..tiny_ct2 import tiny_converted_whisper
+from ..tiny_ct2 import tiny_whisper_on_one_thread
 from .running import access_lines, live_messages, serving
 
 pytest.importorskip("ctranslate2")
@@ -27,10 +25,7 @@ END = json.dumps({"type": "end"})
 
 @pytest.fixture(scope="module")
 def whisper(tmp_path_factory):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is faster, and far faster on a busy machine
-    yield SpeculativeWhisper(tiny_converted_whisper(tmp_path_factory), mode="off")
-    torch.set_num_threads(threads)
+    yield from tiny_whisper_on_one_thread(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from asr_specdec.errors import SpecdecError
-from asr_specdec.whisper import SpeculativeWhisper
 
-from ..tiny_ct2 import tiny_converted_whisper
+from ..tiny_ct2 import tiny_whisper_on_one_thread
 
 pytest.importorskip("ctranslate2")
 
 
 @pytest.fixture(scope="module")
 def whisper(tmp_path_factory):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is faster, and far faster on a busy machine
-    yield SpeculativeWhisper(tiny_converted_whisper(tmp_path_factory), mode="off")
-    torch.set_num_threads(threads)
+    yield from tiny_whisper_on_one_thread(tmp_path_factory)
 
 
 def noise(seconds: float, seed: int) -> np.ndarray:
