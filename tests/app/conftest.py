@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .served import CHROMIUM, CLIP, MAX_SECONDS, MAX_UPLOAD_MB
+from .served import CLIP, MAX_SECONDS, MAX_UPLOAD_MB, chromium_with_microphone
 
 
 @pytest.fixture(scope="session")
@@ -21,13 +21,7 @@ def server(tiny_en_dir) -> str:  # tiny_en_dir: the pack converted into this ses
 
 @pytest.fixture(scope="session")
 def chromium_session(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)")
-    from app.browser import chromium, fake_microphone
-
-    driver = chromium(tmp_path_factory.mktemp("chromium-profile"), extra_flags=fake_microphone(CLIP))
-    yield driver
-    driver.quit()
+    yield from chromium_with_microphone(tmp_path_factory.mktemp("chromium-profile"), CLIP)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gradio_client import Client, handle_file
 
-from .served import CHROMIUM, LONG_CLIP, normalized
+from .served import LONG_CLIP, chromium_with_microphone, normalized
 
 pytestmark = pytest.mark.slow
 CLIP_SECONDS = 16.04
@@ -18,13 +18,7 @@ CLIP_SECONDS = 16.04
 
 @pytest.fixture(scope="module")
 def live_chromium(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)")
-    from app.browser import chromium, fake_microphone
-
-    driver = chromium(tmp_path_factory.mktemp("live-chromium"), extra_flags=fake_microphone(LONG_CLIP))
-    yield driver
-    driver.quit()
+    yield from chromium_with_microphone(tmp_path_factory.mktemp("live-chromium"), LONG_CLIP)
 
 
 @pytest.fixture(scope="module")
