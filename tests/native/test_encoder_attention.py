@@ -1,0 +1,32 @@
+"""The encoder's bfloat16 self-attention kernel against float32 attention over the same bfloat16 inputs, at
+lengths whose last block of keys is full, partial, or holds fewer than one vector of keys."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from asr_specdec.native import bfloat16_attention, kernels
+
+pytestmark = pytest.mark.skipif(not bfloat16_attention(), reason="the bfloat16 attention kernel cannot run here")
+
+
+@pytest.mark.parametrize("length", [1, 16, 17, 37, 64, 300])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bfloat16_attention_matches_float32_attention(length, threads):
+    heads, head_dim = 4, 64
+    generator = torch.Generator().manual_seed(length)
+    qkv = (2 * torch.randn(length, 3 * heads * head_dim, generator=generator)).bfloat16()
+    out = torch.full((length, heads * head_dim), float("nan"), dtype=torch.bfloat16)
+    padded = -(-length // 32) * 32
+    scratch = torch.empty(threads * 2 * padded * head_dim, dtype=torch.bfloat16)
+    scaling = head_dim ** -0.5
+    assert kernels().encoder_attention_bf16(qkv.data_ptr(), length, heads, head_dim, scaling, out.data_ptr(),
+                                            scratch.data_ptr(), threads) == 0
+
+    query, key, value = qkv.float().view(1, length, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
+    expected = F.scaled_dot_product_attention((query * scaling).bfloat16().float(), key, value, scale=1.0)
+    expected = expected.transpose(1, 2).reshape(length, heads * head_dim)
+    error = (out.float() - expected).abs()
+    assert error.max() < 0.06 and error.mean() < 0.004, (error.max().item(), error.mean().item())
