@@ -133,6 +133,11 @@ def bfloat16_attention() -> bool:
     return kernels() is not None and "avx512_bf16" in _cpu_flags()
 
 
+def int8_activations() -> bool:
+    """Whether int8-vnni weights (int8 products of int8 activations, for drafters) can run here."""
+    return kernels() is not None and "avx512_vnni" in _cpu_flags()
+
+
 def kernels() -> ctypes.CDLL | None:
     """The native kernels, built and loaded once per process; None (see unavailable_reason) when impossible."""
     if "library" not in _state:

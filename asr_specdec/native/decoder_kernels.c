@@ -23,12 +23,12 @@ contiguously and a step reads each weight once for all its rows (memory speed fo
 #define QUERY_BLOCK 4
 #define MAX_HEAD_VECTORS 8 /* head_dim up to 128 */
 
-enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3 };
+enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3, FMT_I8_VNNI = 4 };
 enum { EPI_STORE = 0, EPI_ADD = 1, EPI_GELU = 2, EPI_SCALE = 3 };
 
 typedef struct {
     int32_t format, n, k, n_tiles;
-    const void *packed; /* [n_tiles][k][64] */
+    const void *packed; /* [n_tiles][k][64]; FMT_I8_VNNI: [n_tiles][k / 4][64][4] of int8 + 128 */
     const float *scale; /* [n] per output column (int8 only), else NULL */
     const float *bias;  /* [n] or NULL */
 } Linear;
@@ -167,29 +167,9 @@ static inline __mmask16 tail_mask(int valid) {
 
 /* ---------------------------------------------------------------- linear layers */
 
-static inline __attribute__((always_inline)) void tile_block(const Linear *lin, int tile, const float *x, int ldx,
-                                                             int rows, float *y, int ldy, int epilogue,
-                                                             float factor, int format, int R) {
-    const int k_total = lin->k;
-    const void *w = (const char *)lin->packed +
-                    (size_t)tile * k_total * TILE * (format == FMT_F32 ? 4 : format == FMT_I8 ? 1 : 2);
-    __m512 acc[ROW_BLOCK][4];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
-    for (int k = 0; k < k_total; k++) {
-        __m512 w0 = load16(w, (size_t)k * TILE, format);
-        __m512 w1 = load16(w, (size_t)k * TILE + 16, format);
-        __m512 w2 = load16(w, (size_t)k * TILE + 32, format);
-        __m512 w3 = load16(w, (size_t)k * TILE + 48, format);
-        for (int r = 0; r < R; r++) {
-            __m512 xb = _mm512_set1_ps(x[(size_t)r * ldx + k]);
-            acc[r][0] = _mm512_fmadd_ps(w0, xb, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(w1, xb, acc[r][1]);
-            acc[r][2] = _mm512_fmadd_ps(w2, xb, acc[r][2]);
-            acc[r][3] = _mm512_fmadd_ps(w3, xb, acc[r][3]);
-        }
-    }
-    (void)rows;
+/* y rows (epilogue) the tile's sums: per column scale (int8), bias, then store, add, GELU or scale. */
+static inline __attribute__((always_inline)) void finish_tile(const Linear *lin, int tile, __m512 acc[][4], int R,
+                                                              float *y, int ldy, int epilogue, float factor) {
     for (int c = 0; c < 4; c++) {
         int column = tile * TILE + c * 16;
         int valid = lin->n - column;
@@ -213,6 +193,32 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
     }
 }
 
+static inline __attribute__((always_inline)) void tile_block(const Linear *lin, int tile, const float *x, int ldx,
+                                                             int rows, float *y, int ldy, int epilogue,
+                                                             float factor, int format, int R) {
+    const int k_total = lin->k;
+    const void *w = (const char *)lin->packed +
+                    (size_t)tile * k_total * TILE * (format == FMT_F32 ? 4 : format == FMT_I8 ? 1 : 2);
+    __m512 acc[ROW_BLOCK][4];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+    for (int k = 0; k < k_total; k++) {
+        __m512 w0 = load16(w, (size_t)k * TILE, format);
+        __m512 w1 = load16(w, (size_t)k * TILE + 16, format);
+        __m512 w2 = load16(w, (size_t)k * TILE + 32, format);
+        __m512 w3 = load16(w, (size_t)k * TILE + 48, format);
+        for (int r = 0; r < R; r++) {
+            __m512 xb = _mm512_set1_ps(x[(size_t)r * ldx + k]);
+            acc[r][0] = _mm512_fmadd_ps(w0, xb, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(w1, xb, acc[r][1]);
+            acc[r][2] = _mm512_fmadd_ps(w2, xb, acc[r][2]);
+            acc[r][3] = _mm512_fmadd_ps(w3, xb, acc[r][3]);
+        }
+    }
+    (void)rows;
+    finish_tile(lin, tile, acc, R, y, ldy, epilogue, factor);
+}
+
 #define FORMAT_CASES(R)                                                                                  \
     switch (lin->format) {                                                                               \
     case FMT_F32: tile_block(lin, tile, x, ldx, R, y, ldy, epilogue, factor, FMT_F32, R); break;        \
@@ -233,9 +239,115 @@ static void tile_rows(const Linear *lin, int tile, const float *x, int ldx, int 
     }
 }
 
+
+/* ---------------------------------------------------------------- int8 products with int8 activations (VNNI)
+
+For a drafter, which needs no exactness: each row of x is quantized to int8 (one scale per row, max |x| / 127),
+the weights are stored as int8 + 128 (unsigned, as vpdpbusd wants them), and 64 products are summed per
+instruction in int32; sum(x_q * w) = sum(x_q * (w + 128)) - 128 * sum(x_q). Still independent of the other
+rows in a pass. */
+
+#define VNNI __attribute__((target("avx512vnni")))
+
+typedef struct {
+    const int8_t *values; /* [rows][k] */
+    const float *scale;   /* [rows] */
+    const int32_t *sum;   /* [rows]: 128 * sum of the row's values */
+} QuantizedRows;
+
+static void quantize_rows(int rows, int k, const float *x, int ldx, int8_t *values, float *scale, int32_t *sum) {
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * ldx;
+        __m512 top = _mm512_setzero_ps();
+        for (int i = 0; i < k; i += 16) top = _mm512_max_ps(top, _mm512_abs_ps(_mm512_loadu_ps(row + i)));
+        float largest = _mm512_reduce_max_ps(top);
+        float step = largest > 0.0f ? largest / 127.0f : 1.0f;
+        __m512 inverse = _mm512_set1_ps(1.0f / step);
+        __m512i total = _mm512_setzero_si512();
+        for (int i = 0; i < k; i += 16) {
+            __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + i), inverse));
+            q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+            total = _mm512_add_epi32(total, q);
+            _mm_storeu_si128((__m128i *)(values + (size_t)r * k + i), _mm512_cvtepi32_epi8(q));
+        }
+        scale[r] = step;
+        sum[r] = 128 * _mm512_reduce_add_epi32(total);
+    }
+}
+
+static inline VNNI __attribute__((always_inline)) void tile_block_vnni(const Linear *lin, int tile, QuantizedRows x,
+                                                                  float *y, int ldy, int epilogue, float factor,
+                                                                  int R) {
+    const int k = lin->k;
+    const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
+    __m512i sums[ROW_BLOCK][4];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 4; c++) sums[r][c] = _mm512_setzero_si512();
+    for (int g = 0; g < k / 4; g++) {
+        const uint8_t *group = w + (size_t)g * TILE * 4;
+        __m512i w0 = _mm512_loadu_si512(group), w1 = _mm512_loadu_si512(group + 64);
+        __m512i w2 = _mm512_loadu_si512(group + 128), w3 = _mm512_loadu_si512(group + 192);
+        for (int r = 0; r < R; r++) {
+            int32_t four;
+            memcpy(&four, x.values + (size_t)r * k + 4 * g, 4);
+            __m512i xb = _mm512_set1_epi32(four);
+            sums[r][0] = _mm512_dpbusd_epi32(sums[r][0], w0, xb);
+            sums[r][1] = _mm512_dpbusd_epi32(sums[r][1], w1, xb);
+            sums[r][2] = _mm512_dpbusd_epi32(sums[r][2], w2, xb);
+            sums[r][3] = _mm512_dpbusd_epi32(sums[r][3], w3, xb);
+        }
+    }
+    __m512 acc[ROW_BLOCK][4];
+    for (int r = 0; r < R; r++) {
+        __m512i offset = _mm512_set1_epi32(x.sum[r]);
+        __m512 step = _mm512_set1_ps(x.scale[r]);
+        for (int c = 0; c < 4; c++)
+            acc[r][c] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][c], offset)), step);
+    }
+    finish_tile(lin, tile, acc, R, y, ldy, epilogue, factor);
+}
+
+static VNNI void tile_rows_vnni(const Linear *lin, int tile, QuantizedRows x, int rows, float *y, int ldy, int epilogue,
+                           float factor) {
+    switch (rows) {
+    case 1: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 1); break;
+    case 2: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 2); break;
+    case 3: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 3); break;
+    case 4: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 4); break;
+    case 5: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 5); break;
+    default: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 6); break;
+    }
+}
+
+/* linear_rows for FMT_I8_VNNI: every thread quantizes the rows (cheap next to the product), then the tiles are
+   shared out. */
+static void linear_rows_vnni(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
+                             float factor) {
+    const int k = lin->k;
+    char *buffer = malloc((size_t)rows * (k + 8));
+    int8_t *values = (int8_t *)buffer;
+    float *scale = (float *)(buffer + (size_t)rows * k);
+    int32_t *sum = (int32_t *)(scale + rows);
+    if (buffer != NULL) quantize_rows(rows, k, x, ldx, values, scale, sum);
+#pragma omp for schedule(static)
+    for (int tile = 0; tile < lin->n_tiles; tile++) {
+        if (buffer == NULL) continue; /* out of memory: the drafter proposes nonsense, the verifier rejects it */
+        for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
+            int block = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+            QuantizedRows part = {values + (size_t)r0 * k, scale + r0, sum + r0};
+            tile_rows_vnni(lin, tile, part, block, y + (size_t)r0 * ldy, ldy, epilogue, factor);
+        }
+    }
+    free(buffer);
+}
+
 /* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a parallel region the tiles are shared out */
 static void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
                         float factor) {
+    if (lin->format == FMT_I8_VNNI) {
+        linear_rows_vnni(lin, rows, x, ldx, y, ldy, epilogue, factor);
+        return;
+    }
 #pragma omp for schedule(static)
     for (int tile = 0; tile < lin->n_tiles; tile++) {
         for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {

@@ -1,6 +1,8 @@
 """Weights in the layouts decoder_kernels.c reads: [ceil(n / 64)][k][64] tiles of one storage format.
 
-Storage formats: float32, float16, bfloat16 and int8 (symmetric, one float32 scale per output column). A
+Storage formats: float32, float16, bfloat16 and int8 (symmetric, one float32 scale per output column), and
+int8-vnni, the same int8 values + 128 as [ceil(n / 64)][k / 4][64][4] for products with int8 activations
+(drafters only: those products are not float32's). A
 float32 matrix whose every value is a float16 (Whisper checkpoints shipped as float16 are) is stored as
 float16: the kernels widen it back exactly, so the arithmetic is float32's at half the memory traffic.
 """
@@ -17,8 +19,8 @@ import torch
 from . import Linear
 
 TILE = 64
-FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3}
-STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8}
+FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4}
+STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8, 4: torch.uint8}
 
 
 def lossless_float16(weight: torch.Tensor) -> bool:
@@ -50,7 +52,10 @@ class PackedLinear:
 
     def dequantized(self) -> torch.Tensor:
         """The weight [n, k] as the kernels see it, in float32."""
-        tiles = self.packed.float().reshape(-1, self.k, TILE).permute(0, 2, 1).reshape(-1, self.k)[: self.n]
+        if self.format == "int8-vnni":
+            tiles = (self.packed.float() - 128).permute(0, 2, 1, 3).reshape(-1, self.k)[: self.n]
+        else:
+            tiles = self.packed.float().reshape(-1, self.k, TILE).permute(0, 2, 1).reshape(-1, self.k)[: self.n]
         return tiles * self.scale[:, None] if self.scale is not None else tiles
 
 
@@ -61,14 +66,20 @@ def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -
     if storage == "float32" and lossless_float16(weight):
         storage = "float16"
     scale = None
-    if storage == "int8":
+    if storage in ("int8", "int8-vnni"):
         values, scale = quantize_int8(weight)
     else:
         values = weight.to(STORAGE[FORMATS[storage]])
     tiles = math.ceil(n / TILE)
     padded = torch.zeros(tiles * TILE, k, dtype=values.dtype)
     padded[:n] = values
-    packed = padded.reshape(tiles, TILE, k).permute(0, 2, 1).contiguous()
+    if storage == "int8-vnni":
+        if k % 4:
+            raise ValueError(f"int8-vnni needs an input width that is a multiple of 4, not {k}")
+        unsigned = (padded.to(torch.int16) + 128).to(torch.uint8)
+        packed = unsigned.reshape(tiles, TILE, k // 4, 4).permute(0, 2, 1, 3).contiguous()
+    else:
+        packed = padded.reshape(tiles, TILE, k).permute(0, 2, 1).contiguous()
     bias = bias.detach().float().contiguous() if bias is not None else None
     return packed_linear(n, packed, scale, bias)
 
@@ -76,7 +87,7 @@ def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -
 def packed_linear(n: int, packed: torch.Tensor, scale: torch.Tensor | None, bias: torch.Tensor | None) -> PackedLinear:
     """A PackedLinear around tensors already in the packed layout."""
     storage = next(name for name, code in FORMATS.items() if STORAGE[code] == packed.dtype)
-    tiles, k, _ = packed.shape
+    tiles, k = packed.shape[0], packed.shape[1] * (4 if storage == "int8-vnni" else 1)
     struct = Linear(FORMATS[storage], n, k, tiles, packed.data_ptr(), scale.data_ptr() if scale is not None else None,
                     bias.data_ptr() if bias is not None else None)
     return PackedLinear(storage, n, k, packed, scale, bias, struct)

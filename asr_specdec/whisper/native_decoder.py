@@ -74,7 +74,7 @@ class NativeDecoder:
         self.vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store, "vocabulary")
         self.vocab_size = self.vocab.n
         self.approx = None
-        if storage != "int8":  # the int8 copy screens the vocabulary, the exact pack settles the candidates
+        if not storage.startswith("int8"):  # an int8 copy screens the vocabulary, the exact pack settles the rest
             self._approx_store = PackStore(weights_key, "int8")  # kept: its tensors may map its file
             self.approx = shared_pack(vocabulary, "linear", "int8", lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from asr_specdec.native import kernels
+from asr_specdec.native import int8_activations, kernels
 from asr_specdec.native.packing import PackStore, pack_linear
 from asr_specdec.whisper.decoder import WhisperDecoderRunner
 
@@ -18,7 +18,7 @@ from ..tiny_whisper import encoder_output, tiny_whisper
 
 pytestmark = pytest.mark.skipif(kernels() is None, reason="native kernels unavailable on this machine")
 MODEL = tiny_whisper(0, layers=3)
-FORMATS = ("float32", "bfloat16", "float16", "int8")
+FORMATS = ("float32", "bfloat16", "float16", "int8") + (("int8-vnni",) if int8_activations() else ())
 
 
 @pytest.mark.parametrize("weights", FORMATS)
@@ -57,6 +57,26 @@ def test_certified_argmax_settles_close_rivals_exactly(weights):
     choices = runner.greedy_choices(hidden, suppressed)
     assert int(choices[0]) == 7 and int(logits[0].argmax()) == 7
     assert torch.equal(choices, logits.argmax(dim=1))
+
+
+@pytest.mark.skipif(not int8_activations(), reason="no AVX512-VNNI")
+def test_int8_products_of_int8_activations_stay_close_to_float32():
+    import ctypes
+
+    generator = torch.Generator().manual_seed(3)
+    weight, bias = torch.randn(200, 96, generator=generator), torch.randn(200, generator=generator)
+    x = torch.randn(7, 96, generator=generator)
+    expected = torch.nn.functional.linear(x, weight, bias)
+    packed = pack_linear(weight, bias, "int8-vnni")
+    assert torch.allclose(packed.dequantized(), pack_linear(weight, bias, "int8").dequantized())
+    out = torch.empty(7, 200)
+    kernels().linear_forward(ctypes.byref(packed.struct), 7, x.data_ptr(), 96, out.data_ptr(), 200, 2)
+    relative = (out - expected).norm() / expected.norm()
+    assert relative < 0.03, relative
+    alone = torch.empty(1, 200)
+    kernels().linear_forward(ctypes.byref(packed.struct), 1, x[4].contiguous().data_ptr(), 96, alone.data_ptr(), 200,
+                             1)
+    assert torch.equal(alone[0], out[4])  # a row's numbers do not depend on the other rows
 
 
 def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):

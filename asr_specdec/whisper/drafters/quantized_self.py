@@ -3,8 +3,9 @@
 No second model to download, same tokenizer, and it shares the main encoder output and the main model's
 cross-attention keys/values (in bfloat16, half the bytes a step reads), so a draft step costs only the int8
 decoder layers and projection. On the native kernels the int8 weights are packed copies of the main ones
-(one scale per output column, float32 arithmetic; embeddings and norms shared); without them, torch's
-dynamic int8 quantization of a copy of the decoder.
+(one scale per output column; embeddings and norms shared), multiplied with int8-quantized activations where
+the CPU has AVX512-VNNI (64 products per instruction; a drafter needs no exactness), else in float32;
+without the kernels, torch's dynamic int8 quantization of a copy of the decoder.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ def quantize_decoder(model: nn.Module) -> nn.Module:
 class QuantizedSelfDrafter(ModelDrafter):
     name = "quantized-self"
 
-    def __init__(self, main_model: nn.Module, confidence_threshold: float = 0.0):
+    def __init__(self, main_model: nn.Module, confidence_threshold: float = 0.0, weights: str | None = None):
         super().__init__(confidence_threshold)
         if native_decoder_unavailable(main_model) is None:
-            self.runner = WhisperDecoderRunner(main_model, weights="int8", kv_dtype=torch.bfloat16)
+            from ...native import int8_activations
+
+            weights = weights or ("int8-vnni" if int8_activations() else "int8")
+            self.runner = WhisperDecoderRunner(main_model, weights=weights, kv_dtype=torch.bfloat16)
         else:
             self.runner = WhisperDecoderRunner(quantize_decoder(main_model))
 
