@@ -101,7 +101,7 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     library.linear_forward.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, i32, i32]
     library.linear_forward.restype = None
     library.certified_argmax.argtypes = [ctypes.POINTER(Linear), ctypes.POINTER(Linear), i32, pointer, i32, pointer,
-                                         pointer, pointer, pointer, i32]
+                                         pointer, pointer, pointer, pointer, i32]
     library.certified_argmax.restype = ctypes.c_long
     library.argmax_rows.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, pointer, pointer, i32]
     library.argmax_rows.restype = None

@@ -15,6 +15,7 @@ contiguously and a step reads each weight once for all its rows (memory speed fo
 #include <omp.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,37 +243,61 @@ static void tile_rows(const Linear *lin, int tile, const float *x, int ldx, int 
 
 /* ---------------------------------------------------------------- int8 products with int8 activations (VNNI)
 
-For a drafter, which needs no exactness: each row of x is quantized to int8 (one scale per row, max |x| / 127),
-the weights are stored as int8 + 128 (unsigned, as vpdpbusd wants them), and 64 products are summed per
-instruction in int32; sum(x_q * w) = sum(x_q * (w + 128)) - 128 * sum(x_q). Still independent of the other
-rows in a pass. */
+Each row of x is split into a few outliers (|x| above OUTLIER_RMS times the row's rms; Whisper's final hidden
+states have one ~10x the rest), multiplied in float32, and the rest quantized to int8 (one scale per row, its
+max |x| / 127). The weights are stored as int8 + 128 (unsigned, as vpdpbusd wants them), and 64 products are
+summed per instruction in exact int32: sum(q * w) = sum(q * (w + 128)) - 128 * sum(q). Rows stay independent
+of each other. */
 
 #define VNNI __attribute__((target("avx512vnni")))
+#define MAX_OUTLIERS 8
+#define OUTLIER_RMS 6.0f
 
 typedef struct {
-    const int8_t *values; /* [rows][k] */
-    const float *scale;   /* [rows] */
-    const int32_t *sum;   /* [rows]: 128 * sum of the row's values */
+    float step;      /* the quantized part is step * q */
+    int32_t offset;  /* 128 * sum(q) */
+    int32_t outliers;
+    int32_t dims[MAX_OUTLIERS];
+    float values[MAX_OUTLIERS];
+} RowQuantization;
+
+typedef struct {
+    const int8_t *values;        /* [rows][k]: q, 0 at outliers */
+    const RowQuantization *rows; /* [rows] */
 } QuantizedRows;
 
-static void quantize_rows(int rows, int k, const float *x, int ldx, int8_t *values, float *scale, int32_t *sum) {
-    for (int r = 0; r < rows; r++) {
-        const float *row = x + (size_t)r * ldx;
-        __m512 top = _mm512_setzero_ps();
-        for (int i = 0; i < k; i += 16) top = _mm512_max_ps(top, _mm512_abs_ps(_mm512_loadu_ps(row + i)));
-        float largest = _mm512_reduce_max_ps(top);
-        float step = largest > 0.0f ? largest / 127.0f : 1.0f;
-        __m512 inverse = _mm512_set1_ps(1.0f / step);
-        __m512i total = _mm512_setzero_si512();
-        for (int i = 0; i < k; i += 16) {
-            __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + i), inverse));
-            q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-            total = _mm512_add_epi32(total, q);
-            _mm_storeu_si128((__m128i *)(values + (size_t)r * k + i), _mm512_cvtepi32_epi8(q));
-        }
-        scale[r] = step;
-        sum[r] = 128 * _mm512_reduce_add_epi32(total);
+static void quantize_row(int k, const float *row, int8_t *values, RowQuantization *out) {
+    __m512 squares = _mm512_setzero_ps();
+    for (int i = 0; i < k; i += 16) {
+        __m512 v = _mm512_loadu_ps(row + i);
+        squares = _mm512_fmadd_ps(v, v, squares);
     }
+    const float limit = OUTLIER_RMS * sqrtf(_mm512_reduce_add_ps(squares) / (float)k);
+    out->outliers = 0;
+    float largest = 0.0f;
+    for (int i = 0; i < k; i++) {
+        float size = fabsf(row[i]);
+        if (size > limit && out->outliers < MAX_OUTLIERS) {
+            out->dims[out->outliers] = i;
+            out->values[out->outliers++] = row[i];
+        } else if (size > largest) {
+            largest = size;
+        }
+    }
+    const float step = largest > 0.0f ? largest / 127.0f : 1.0f;
+    const __m512 inverse = _mm512_set1_ps(1.0f / step);
+    __m512i total = _mm512_setzero_si512();
+    for (int i = 0; i < k; i += 16) {
+        __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + i), inverse));
+        q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+        for (int o = 0; o < out->outliers; o++) /* rare: at most MAX_OUTLIERS lanes per row */
+            if (out->dims[o] >= i && out->dims[o] < i + 16)
+                q = _mm512_mask_mov_epi32(q, (__mmask16)(1u << (out->dims[o] - i)), _mm512_setzero_si512());
+        total = _mm512_add_epi32(total, q);
+        _mm_storeu_si128((__m128i *)(values + i), _mm512_cvtepi32_epi8(q));
+    }
+    out->step = step;
+    out->offset = 128 * _mm512_reduce_add_epi32(total);
 }
 
 static inline VNNI __attribute__((always_inline)) void tile_block_vnni(const Linear *lin, int tile, QuantizedRows x,
@@ -299,16 +324,28 @@ static inline VNNI __attribute__((always_inline)) void tile_block_vnni(const Lin
     }
     __m512 acc[ROW_BLOCK][4];
     for (int r = 0; r < R; r++) {
-        __m512i offset = _mm512_set1_epi32(x.sum[r]);
-        __m512 step = _mm512_set1_ps(x.scale[r]);
+        const RowQuantization *row = x.rows + r;
+        __m512i offset = _mm512_set1_epi32(row->offset);
+        __m512 step = _mm512_set1_ps(row->step);
         for (int c = 0; c < 4; c++)
             acc[r][c] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][c], offset)), step);
+        for (int o = 0; o < row->outliers; o++) {
+            const int dim = row->dims[o];
+            const uint8_t *group = w + (size_t)(dim / 4) * TILE * 4;
+            __m512 value = _mm512_set1_ps(row->values[o]);
+            for (int c = 0; c < 4; c++) {
+                __m512i bytes = _mm512_srli_epi32(_mm512_loadu_si512(group + 64 * c), 8 * (dim % 4));
+                __m512i weight = _mm512_sub_epi32(_mm512_and_si512(bytes, _mm512_set1_epi32(0xff)),
+                                                  _mm512_set1_epi32(128));
+                acc[r][c] = _mm512_fmadd_ps(value, _mm512_cvtepi32_ps(weight), acc[r][c]);
+            }
+        }
     }
     finish_tile(lin, tile, acc, R, y, ldy, epilogue, factor);
 }
 
-static VNNI void tile_rows_vnni(const Linear *lin, int tile, QuantizedRows x, int rows, float *y, int ldy, int epilogue,
-                           float factor) {
+static VNNI void tile_rows_vnni(const Linear *lin, int tile, QuantizedRows x, int rows, float *y, int ldy,
+                                int epilogue, float factor) {
     switch (rows) {
     case 1: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 1); break;
     case 2: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 2); break;
@@ -324,21 +361,22 @@ static VNNI void tile_rows_vnni(const Linear *lin, int tile, QuantizedRows x, in
 static void linear_rows_vnni(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
                              float factor) {
     const int k = lin->k;
-    char *buffer = malloc((size_t)rows * (k + 8));
-    int8_t *values = (int8_t *)buffer;
-    float *scale = (float *)(buffer + (size_t)rows * k);
-    int32_t *sum = (int32_t *)(scale + rows);
-    if (buffer != NULL) quantize_rows(rows, k, x, ldx, values, scale, sum);
+    RowQuantization *quantized = malloc((size_t)rows * (sizeof(RowQuantization) + k));
+    if (quantized == NULL) { /* a few kilobytes: no answer rather than a wrong one (the certified argmax reads these) */
+        fputs("asr_specdec native kernels: out of memory\n", stderr);
+        abort();
+    }
+    int8_t *values = (int8_t *)(quantized + rows);
+    for (int r = 0; r < rows; r++) quantize_row(k, x + (size_t)r * ldx, values + (size_t)r * k, quantized + r);
 #pragma omp for schedule(static)
     for (int tile = 0; tile < lin->n_tiles; tile++) {
-        if (buffer == NULL) continue; /* out of memory: the drafter proposes nonsense, the verifier rejects it */
         for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
             int block = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
-            QuantizedRows part = {values + (size_t)r0 * k, scale + r0, sum + r0};
+            QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
             tile_rows_vnni(lin, tile, part, block, y + (size_t)r0 * ldy, ldy, epilogue, factor);
         }
     }
-    free(buffer);
+    free(quantized);
 }
 
 /* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a parallel region the tiles are shared out */
@@ -634,14 +672,40 @@ static float column_dot(const Linear *lin, int column, const float *x) {
     return acc;
 }
 
+/* For the int8 product of `row` (quantize_row: the same operations, so the same q): the ||x - x~|| of its
+   quantized part plus a bound on the float rounding of the outliers' products and the final scalings, both per
+   unit of ||W~_v||, rounded up. Every intermediate sum of a column is at most (||x~|| + ||outliers||) ||W~_v||
+   (Cauchy-Schwarz), and each of the outliers + 4 float operations rounds it by at most 2^-24 of that. */
+static float quantization_drift(const float *row, int k) {
+    int8_t values[k];
+    RowQuantization quantized;
+    quantize_row(k, row, values, &quantized);
+    double gaps = 0.0, kept = 0.0, outliers = 0.0;
+    for (int i = 0; i < k; i++) {
+        double part = (double)quantized.step * values[i];
+        kept += part * part;
+        int outlier = 0;
+        for (int o = 0; o < quantized.outliers; o++) outlier |= quantized.dims[o] == i;
+        if (outlier)
+            outliers += (double)row[i] * row[i];
+        else
+            gaps += ((double)row[i] - part) * ((double)row[i] - part);
+    }
+    double rounding = (quantized.outliers + 4) * 0x1p-24 * (sqrt(kept) + sqrt(outliers));
+    return (float)((sqrt(gaps) + rounding) * (1.0 + 1e-5)) * (1.0f + 1e-5f);
+}
+
 /* Greedy choice per row: argmax over columns of exact = x @ W^T (as linear_forward computes it), without
-   computing it everywhere. approx (e.g. int8) scores every column, and |exact_v - approx_v| <= error[v] * ||x||
-   for every column v; so with b the approximate best, v can win only if approx_v + error[v] ||x|| >=
-   approx_b - error[b] ||x||, and exactly those columns are scored by `exact`. suppressed: [rows][n] bytes,
-   nonzero = never chosen (or NULL). Ties go to the lowest column, as torch.argmax. Returns the number of exact
-   scores taken. */
+   computing it everywhere. approx (int8 weights W~) scores every column, and |exact_v - x.W~_v| <= error[v] *
+   ||x|| for every column v. When approx is FMT_I8_VNNI it multiplies x~ (x quantized to int8) instead of x, in
+   exact integer sums, so its score a_v is also off by at most drift * ||W~_v|| (approx_norms[v] >= ||W~_v||; see
+   quantization_drift). Either way every column gets a bound B_v on |exact_v - a_v|; with b the
+   approximate best, v can win only if a_v + B_v >= a_b - B_b, and exactly those columns are scored by `exact`.
+   suppressed: [rows][n] bytes, nonzero = never chosen (or NULL). Ties go to the lowest column, as torch.argmax.
+   Returns the number of exact scores taken. */
 long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
-                      const uint8_t *suppressed, const float *error, float *scratch, int64_t *out, int threads) {
+                      const uint8_t *suppressed, const float *error, const float *approx_norms, float *scratch,
+                      int64_t *out, int threads) {
     const int n = exact->n;
     const int stride = approx->n_tiles * TILE;
     long rescored = 0;
@@ -660,19 +724,25 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
             if (blocked)
                 for (int v = 0; v < n; v++)
                     if (blocked[v]) scores[v] = -INFINITY;
+            const int quantized = approx->format == FMT_I8_VNNI;
+            const float drift = quantized ? quantization_drift(row, exact->k) : 0.0f;
             int best = 0;
             for (int v = 1; v < n; v++)
                 if (scores[v] > scores[best]) best = v;
-            float floor_value = scores[best] - error[best] * reach;
+            float floor_value = scores[best] - error[best] * reach - (quantized ? approx_norms[best] * drift : 0.0f);
             floor_value -= fabsf(floor_value) * 1e-6f + 1e-30f;
             int64_t choice = best;
             float choice_score = -INFINITY;
             int found = 0;
             __m512 limit = _mm512_set1_ps(floor_value), spread = _mm512_set1_ps(reach);
+            __m512 shift = _mm512_set1_ps(drift);
             for (int v0 = 0; v0 < n; v0 += 16) {
                 __mmask16 valid = tail_mask(n - v0);
-                __m512 top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, error + v0), spread,
-                                             _mm512_maskz_loadu_ps(valid, scores + v0));
+                __m512 score = _mm512_maskz_loadu_ps(valid, scores + v0);
+                __m512 top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, error + v0), spread, score);
+                if (quantized)
+                    top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, approx_norms + v0), shift, top);
+                top = _mm512_add_ps(top, _mm512_mul_ps(_mm512_abs_ps(top), _mm512_set1_ps(1e-6f)));
                 __mmask16 hits = _mm512_mask_cmp_ps_mask(valid, top, limit, _CMP_GE_OQ);
                 while (hits) {
                     int v = v0 + __builtin_ctz(hits);

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..native import Cache, Layer, Model
+from ..native import Cache, Layer, Model, int8_activations
 from ..native.packing import PackedLinear, PackStore, argmax_error, as_pointer, pack_linear, pointer_array
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2}
@@ -74,10 +74,15 @@ class NativeDecoder:
         self.vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store, "vocabulary")
         self.vocab_size = self.vocab.n
         self.approx = None
+        self.approx_norms = None
         if not storage.startswith("int8"):  # an int8 copy screens the vocabulary, the exact pack settles the rest
-            self._approx_store = PackStore(weights_key, "int8")  # kept: its tensors may map its file
-            self.approx = shared_pack(vocabulary, "linear", "int8", lambda: (vocabulary, None), self._approx_store,
+            screen = "int8-vnni" if int8_activations() else "int8"
+            self._approx_store = PackStore(weights_key, screen)  # kept: its tensors may map its file
+            self.approx = shared_pack(vocabulary, "linear", screen, lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")
+            if screen == "int8-vnni":  # its rows' norms bound what quantizing the activations changes
+                self.approx_norms = self._approx_store.tensor(
+                    "vocabulary.norms", lambda: (self.approx.dequantized().norm(dim=1) * (1 + 1e-5)).contiguous())
             self._approx_store.save()
             self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self.vocab, self.approx))
         self._store.save()
@@ -176,5 +181,6 @@ class NativeDecoder:
         scores = torch.empty(rows, self.approx.struct.n_tiles * 64)
         self.library.certified_argmax(ctypes.byref(self.approx.struct), ctypes.byref(self.vocab.struct), rows,
                                       hidden.data_ptr(), self.width, as_pointer(mask), self.error.data_ptr(),
-                                      scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
+                                      as_pointer(self.approx_norms), scores.data_ptr(), choices.data_ptr(),
+                                      torch.get_num_threads())
         return choices

@@ -59,6 +59,26 @@ def test_certified_argmax_settles_close_rivals_exactly(weights):
     assert torch.equal(choices, logits.argmax(dim=1))
 
 
+@pytest.mark.parametrize("outliers", [0, 1, 3])
+def test_certified_argmax_equals_the_full_argmax_on_rows_with_outliers(outliers):
+    # many near-ties (random vocabulary) and, like Whisper's final hidden states, a few dimensions far above
+    # the rest: the int8 screen of int8 activations must still leave the exact choice among its candidates
+    # int8 values times a power of two: the int8 copy is exact, so only quantizing the activations separates
+    # the screen from the exact product
+    generator = torch.Generator().manual_seed(outliers)
+    model = tiny_whisper(0)
+    with torch.no_grad():
+        embedding = model.model.decoder.embed_tokens.weight
+        values = torch.randint(-127, 128, embedding.shape, generator=generator).float()
+        values[:, 0] = 127
+        embedding.copy_(values * 2.0 ** -10)
+    hidden = torch.randn(512, embedding.shape[1], generator=generator)
+    hidden[:, :outliers] *= 40
+    runner = WhisperDecoderRunner(model, weights="float32")
+    logits = runner.vocabulary_logits(hidden[None])[0]
+    assert torch.equal(runner.greedy_choices(hidden, None), logits.argmax(dim=1))
+
+
 @pytest.mark.skipif(not int8_activations(), reason="no AVX512-VNNI")
 def test_int8_products_of_int8_activations_stay_close_to_float32():
     import ctypes
