@@ -662,14 +662,8 @@ void linear_forward(const Linear *lin, int rows, const float *x, int ldx, float 
     linear_rows(lin, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
 }
 
-/* One column of the packed product, by the same fused multiply-adds in the same order as linear_rows. */
-static float column_dot(const Linear *lin, int column, const float *x) {
-    int tile = column / TILE, lane = column % TILE;
-    size_t element = lin->format == FMT_F32 ? 4 : lin->format == FMT_I8 ? 1 : 2;
-    const char *w = (const char *)lin->packed + (size_t)tile * lin->k * TILE * element;
-    float acc = 0.0f;
-    for (int k = 0; k < lin->k; k++) acc = fmaf(load1(w, (size_t)k * TILE + lane, lin->format), x[k], acc);
-    return acc;
+static inline size_t format_bytes(int format) {
+    return format == FMT_F32 ? 4 : format == FMT_I8 || format == FMT_I8_VNNI ? 1 : 2;
 }
 
 /* For the int8 product of `row` (quantize_row: the same operations, so the same q): the ||x - x~|| of its
@@ -703,56 +697,177 @@ static float quantization_drift(const float *row, int k) {
    approximate best, v can win only if a_v + B_v >= a_b - B_b, and exactly those columns are scored by `exact`.
    suppressed: [rows][n] bytes, nonzero = never chosen (or NULL). Ties go to the lowest column, as torch.argmax.
    Returns the number of exact scores taken. */
+/* Float32 activations (R rows, `ldx` apart) times an FMT_I8_VNNI tile, scaled: what an FMT_I8 pack of the same
+   values computes, up to the order of the sums (which the error bound does not depend on). */
+static inline __attribute__((always_inline)) void vnni_tile_float(const Linear *lin, int tile, const float *x,
+                                                                  int ldx, float *y, int ldy, int R) {
+    const int k = lin->k;
+    const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
+    __m512 acc[ROW_BLOCK][4];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+    const __m512i low = _mm512_set1_epi32(0xff), middle = _mm512_set1_epi32(128);
+    for (int g = 0; g < k / 4; g++)
+        for (int c = 0; c < 4; c++) {
+            __m512i bytes = _mm512_loadu_si512(w + (size_t)g * TILE * 4 + 64 * c);
+            for (int j = 0; j < 4; j++) {
+                __m512 weight = _mm512_cvtepi32_ps(
+                    _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(bytes, 8 * j), low), middle));
+                for (int r = 0; r < R; r++)
+                    acc[r][c] = _mm512_fmadd_ps(weight, _mm512_set1_ps(x[(size_t)r * ldx + 4 * g + j]), acc[r][c]);
+            }
+        }
+    for (int c = 0; c < 4; c++) {
+        const int column = tile * TILE + c * 16;
+        __mmask16 mask = tail_mask(lin->n - column);
+        __m512 scale = _mm512_maskz_loadu_ps(mask, lin->scale + column);
+        for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + (size_t)r * ldy + column, mask, _mm512_mul_ps(acc[r][c], scale));
+    }
+}
+
+static void vnni_tile_float_rows(const Linear *lin, int tile, const float *x, int ldx, float *y, int ldy, int rows) {
+    switch (rows) {
+    case 1: vnni_tile_float(lin, tile, x, ldx, y, ldy, 1); break;
+    case 2: vnni_tile_float(lin, tile, x, ldx, y, ldy, 2); break;
+    case 3: vnni_tile_float(lin, tile, x, ldx, y, ldy, 3); break;
+    case 4: vnni_tile_float(lin, tile, x, ldx, y, ldy, 4); break;
+    case 5: vnni_tile_float(lin, tile, x, ldx, y, ldy, 5); break;
+    default: vnni_tile_float(lin, tile, x, ldx, y, ldy, 6); break;
+    }
+}
+
+typedef struct {
+    float floor;  /* no column whose bound stays below this can win */
+    float reach;  /* ||x||, rounded up */
+    float drift;  /* per unit of ||W~_v|| (int8 activations only) */
+    int quantized;
+} Screen;
+
+static Screen screen_floor(const float *scores, int n, const float *error, const float *approx_norms, Screen screen) {
+    int best = 0;
+    for (int v = 1; v < n; v++)
+        if (scores[v] > scores[best]) best = v;
+    screen.floor = scores[best] - error[best] * screen.reach - (screen.quantized ? approx_norms[best] * screen.drift : 0.0f);
+    screen.floor -= fabsf(screen.floor) * 1e-6f + 1e-30f;
+    return screen;
+}
+
+/* Bit c of the result: column tile * 64 + c may win (its score plus its bound reaches the floor). */
+static inline uint64_t tile_hits(const float *scores, int n, const float *error, const float *approx_norms, int tile,
+                                 Screen screen) {
+    uint64_t hits = 0;
+    const __m512 limit = _mm512_set1_ps(screen.floor), spread = _mm512_set1_ps(screen.reach);
+    const __m512 shift = _mm512_set1_ps(screen.drift);
+    for (int c = 0; c < 4; c++) {
+        const int v0 = tile * TILE + c * 16;
+        __mmask16 valid = tail_mask(n - v0);
+        __m512 top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, error + v0), spread,
+                                     _mm512_maskz_loadu_ps(valid, scores + v0));
+        if (screen.quantized)
+            top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, approx_norms + v0), shift, top);
+        top = _mm512_add_ps(top, _mm512_mul_ps(_mm512_abs_ps(top), _mm512_set1_ps(1e-6f)));
+        hits |= (uint64_t)_mm512_mask_cmp_ps_mask(valid, top, limit, _CMP_GE_OQ) << (16 * c);
+    }
+    return hits;
+}
+
+#define FLAT_TILES 24 /* beyond this many tiles to rescore, screen the row again with float32 activations */
+
 long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
                       const uint8_t *suppressed, const float *error, const float *approx_norms, float *scratch,
                       int64_t *out, int threads) {
     const int n = exact->n;
     const int stride = approx->n_tiles * TILE;
     long rescored = 0;
+    Screen screens[rows];
+    int flat[rows], flat_count = 0;
 #pragma omp parallel num_threads(threads)
     {
         linear_rows(approx, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
-#pragma omp for schedule(static) reduction(+ : rescored)
+#pragma omp for schedule(static)
         for (int r = 0; r < rows; r++) {
             const float *row = x + (size_t)r * ldx;
             float *scores = scratch + (size_t)r * stride;
             const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
             double norm = 0.0;
             for (int k = 0; k < exact->k; k++) norm += (double)row[k] * row[k];
+            Screen screen = {0.0f, 0.0f, 0.0f, approx->format == FMT_I8_VNNI};
             /* rounded up so that float arithmetic below never narrows the bound */
-            float reach = (float)(sqrt(norm) * (1.0 + 1e-5)) * (1.0f + 1e-5f);
+            screen.reach = (float)(sqrt(norm) * (1.0 + 1e-5)) * (1.0f + 1e-5f);
+            screen.drift = screen.quantized ? quantization_drift(row, exact->k) : 0.0f;
             if (blocked)
                 for (int v = 0; v < n; v++)
                     if (blocked[v]) scores[v] = -INFINITY;
-            const int quantized = approx->format == FMT_I8_VNNI;
-            const float drift = quantized ? quantization_drift(row, exact->k) : 0.0f;
-            int best = 0;
-            for (int v = 1; v < n; v++)
-                if (scores[v] > scores[best]) best = v;
-            float floor_value = scores[best] - error[best] * reach - (quantized ? approx_norms[best] * drift : 0.0f);
-            floor_value -= fabsf(floor_value) * 1e-6f + 1e-30f;
-            int64_t choice = best;
+            screens[r] = screen_floor(scores, n, error, approx_norms, screen);
+        }
+#pragma omp single
+        for (int r = 0; r < rows; r++) { /* near-ties everywhere (noise, say): the looser int8 bound would rescore most */
+            if (!screens[r].quantized) continue;
+            int tiles = 0;
+            for (int tile = 0; tile < exact->n_tiles && tiles <= FLAT_TILES; tile++)
+                tiles += tile_hits(scratch + (size_t)r * stride, n, error, approx_norms, tile, screens[r]) != 0;
+            if (tiles > FLAT_TILES) flat[flat_count++] = r;
+        }
+        if (flat_count) { /* screen those rows again with float32 activations, a block of rows per weight tile */
+            float *rescreen = NULL;
+#pragma omp single copyprivate(rescreen)
+            rescreen = malloc((size_t)flat_count * (exact->k + stride) * sizeof(float));
+            if (rescreen == NULL) {
+                fputs("asr_specdec native kernels: out of memory\n", stderr);
+                abort();
+            }
+            float *inputs = rescreen + (size_t)flat_count * stride;
+#pragma omp for schedule(static)
+            for (int f = 0; f < flat_count; f++)
+                memcpy(inputs + (size_t)f * exact->k, x + (size_t)flat[f] * ldx, exact->k * sizeof(float));
+#pragma omp for schedule(static)
+            for (int tile = 0; tile < approx->n_tiles; tile++)
+                for (int f0 = 0; f0 < flat_count; f0 += ROW_BLOCK)
+                    vnni_tile_float_rows(approx, tile, inputs + (size_t)f0 * exact->k, exact->k,
+                                         rescreen + (size_t)f0 * stride, stride,
+                                         flat_count - f0 < ROW_BLOCK ? flat_count - f0 : ROW_BLOCK);
+#pragma omp for schedule(static)
+            for (int f = 0; f < flat_count; f++) {
+                const int r = flat[f];
+                float *scores = scratch + (size_t)r * stride;
+                memcpy(scores, rescreen + (size_t)f * stride, n * sizeof(float));
+                const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+                if (blocked)
+                    for (int v = 0; v < n; v++)
+                        if (blocked[v]) scores[v] = -INFINITY;
+                screens[r].quantized = 0;
+                screens[r].drift = 0.0f;
+                screens[r] = screen_floor(scores, n, error, approx_norms, screens[r]);
+            }
+#pragma omp single
+            free(rescreen);
+        }
+#pragma omp for schedule(static) reduction(+ : rescored)
+        for (int r = 0; r < rows; r++) {
+            const float *row = x + (size_t)r * ldx;
+            const float *scores = scratch + (size_t)r * stride;
+            int64_t choice = 0;
             float choice_score = -INFINITY;
             int found = 0;
-            __m512 limit = _mm512_set1_ps(floor_value), spread = _mm512_set1_ps(reach);
-            __m512 shift = _mm512_set1_ps(drift);
-            for (int v0 = 0; v0 < n; v0 += 16) {
-                __mmask16 valid = tail_mask(n - v0);
-                __m512 score = _mm512_maskz_loadu_ps(valid, scores + v0);
-                __m512 top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, error + v0), spread, score);
-                if (quantized)
-                    top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, approx_norms + v0), shift, top);
-                top = _mm512_add_ps(top, _mm512_mul_ps(_mm512_abs_ps(top), _mm512_set1_ps(1e-6f)));
-                __mmask16 hits = _mm512_mask_cmp_ps_mask(valid, top, limit, _CMP_GE_OQ);
+            for (int tile = 0; tile < exact->n_tiles; tile++) {
+                uint64_t hits = tile_hits(scores, n, error, approx_norms, tile, screens[r]);
+                if (!hits) continue;
+                /* the tile's 64 exact scores by linear_rows' own arithmetic: cheaper than one column alone */
+                float exact_scores[TILE];
+                Linear one = *exact;
+                one.packed = (const char *)exact->packed + (size_t)tile * exact->k * TILE * format_bytes(exact->format);
+                one.n = n - tile * TILE < TILE ? n - tile * TILE : TILE;
+                one.n_tiles = 1;
+                one.scale = one.bias = NULL;
+                tile_rows(&one, 0, row, ldx, 1, exact_scores, TILE, EPI_STORE, 0.0f);
                 while (hits) {
-                    int v = v0 + __builtin_ctz(hits);
+                    int lane = __builtin_ctzll(hits), v = tile * TILE + lane;
                     hits &= hits - 1;
                     if (scores[v] == -INFINITY) continue; /* suppressed */
-                    float score = column_dot(exact, v, row);
                     rescored++;
-                    if (!found || score > choice_score) {
+                    if (!found || exact_scores[lane] > choice_score) {
                         choice = v;
-                        choice_score = score;
+                        choice_score = exact_scores[lane];
                         found = 1;
                     }
                 }
