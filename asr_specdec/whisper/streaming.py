@@ -3,11 +3,12 @@ commits the words on which two consecutive hypotheses agree (LocalAgreement-2, a
 
 Every update decodes through the window pipeline with timestamps, conditioned on the committed text before the
 buffer (<|startofprev|>), so its tokens are exactly plain greedy decoding of that buffer and prompt. What makes it
-fast is the drafter: the previous update's tokens (core/hypothesis.py), which the new decode mostly repeats, then
-the transcriber's own drafter for the new audio's tail. Once the buffer is longer than `trim_seconds`, it is cut
-at the end of the last segment whose text is committed, and the next hypothesis is the rest of this one, moved
-back in time; past `max_buffer_seconds` the buffer is cut at its last complete segment, committed or not, so it
-stays within Whisper's 30-s window. Audio with no speech in it is not decoded and not kept.
+fast is the drafter: the previous update's tokens (core/hypothesis.py), which the new decode mostly repeats; the
+new audio's tail is decoded plain (or drafted by the transcriber's own drafter when that runs no model). Once the
+buffer is longer than `trim_seconds`, it is cut at the end of the last segment whose text is committed, and the
+next hypothesis is the rest of this one, moved back in time; past `max_buffer_seconds` the buffer is cut at its
+last complete segment, committed or not, so it stays within Whisper's 30-s window. Audio with no speech in it is
+not decoded and not kept.
 
 The stream keeps no clock: `feed` (or `append` then `update`) whenever audio arrives, and each update covers all
 the audio received so far. `append` and `update` may run in different threads (a receiver and a decoder).
@@ -103,17 +104,20 @@ class _Decode:
 class StreamingTranscriber:
     """Live transcription with a SpeculativeWhisper's models (shared, not copied) and its drafter as fallback.
 
-    `hypothesis_drafting=False` decodes each update with the transcriber's own drafter only; `compare=True` also
-    decodes each update plain and reports both times and whether the tokens are identical. The transcriber's
+    `hypothesis_drafting=False` decodes each update with the transcriber's own drafter only. `tail_drafting` says
+    whether that drafter drafts the new audio's tail, after the hypothesis: None (the default) only when it runs no
+    model, since a model drafter must first feed its own cache the prompt and the whole hypothesis, a pass about as
+    costly as the main model's verification of them, which a tail of a few tokens does not pay back. `compare=True`
+    also decodes each update plain and reports both times and whether the tokens are identical. The transcriber's
     drafter keeps per-decode state, so decodes of streams and files sharing one SpeculativeWhisper must not
     overlap (one at a time, as the web app's queue and a server's lock ensure). `decode_windows(pipeline, windows)`
     runs each decode (default: `pipeline.decode(windows)`), e.g. on the one thread a server decodes with.
     """
 
     def __init__(self, asr, *, language: str | None = None, hypothesis_drafting: bool = True,
-                 hypothesis_tokens: int = DEFAULT_HYPOTHESIS_TOKENS, min_chunk_seconds: float = 0.5,
-                 trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0, silence_rms: float = SILENCE_RMS,
-                 compare: bool = False, decode_windows=None):
+                 hypothesis_tokens: int = DEFAULT_HYPOTHESIS_TOKENS, tail_drafting: bool | None = None,
+                 min_chunk_seconds: float = 0.5, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
+                 silence_rms: float = SILENCE_RMS, compare: bool = False, decode_windows=None):
         base = asr.pipeline
         window_seconds = base.window_samples / audio_io.SAMPLE_RATE
         if not 0 < trim_seconds <= max_buffer_seconds < window_seconds:
@@ -121,7 +125,8 @@ class StreamingTranscriber:
         self.pipeline = copy.copy(base)  # the same models, runner and tokens; its own drafter and draft length
         self.hypothesis_drafter = None
         if hypothesis_drafting:
-            self.hypothesis_drafter = HypothesisDrafter(base.drafter, base.draft_length.tokens)
+            tail = base.drafter if tail_drafting or tail_drafting is None and not _runs_model(base.drafter) else None
+            self.hypothesis_drafter = HypothesisDrafter(tail, base.draft_length.tokens)
             self.pipeline.drafter = self.hypothesis_drafter
             self.pipeline.draft_length = DraftLength(max(hypothesis_tokens, base.draft_length.tokens))
         self._decode_windows = decode_windows or (lambda pipeline, windows: pipeline.decode(windows))
@@ -380,3 +385,7 @@ class StreamingTranscriber:
         if token not in self._word_start:
             self._word_start[token] = self._text_of(token).startswith(" ")
         return self._word_start[token]
+
+
+def _runs_model(drafter) -> bool:
+    return drafter is not None and drafter.uses_model

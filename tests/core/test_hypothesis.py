@@ -8,7 +8,7 @@ import random
 import pytest
 
 from asr_specdec.core.drafter import DraftContext
-from asr_specdec.core.hypothesis import HypothesisDrafter
+from asr_specdec.core.hypothesis import PROBE_TOKENS, HypothesisDrafter
 from asr_specdec.core.logits import LogitRules, Sampling
 from asr_specdec.core.prompt_lookup import PromptLookupDrafter
 from asr_specdec.whisper.drafters import QuantizedSelfDrafter
@@ -33,6 +33,11 @@ def variants(plain: list[int], seed: int) -> dict[str, list[int]]:
         "reworded": body[:middle] + [(body[middle] + 1) % EOS] + body[middle + 1:],
         "word inserted": body[:middle] + [rng.randrange(EOS)] + body[middle:],
         "word dropped": body[:middle] + body[middle + 1:],
+        "word doubled": body[:middle + 1] + body[middle:],
+        "two words changed": body[:middle] + [(token + 1) % EOS for token in body[middle:middle + 2]]
+        + body[middle + 2:],
+        "start dropped": body[3:],
+        "phrase said early": body[middle:middle + 3] + body,
         "cut short": body[:middle],
         "runs on": body + [rng.randrange(VOCAB) for _ in range(10)],
         "garbage": [rng.randrange(VOCAB) for _ in range(len(body))],
@@ -149,3 +154,45 @@ def test_once_the_hypothesis_was_followed_to_its_end_only_the_fallback_drafts():
     drafter.expect([1, 2, 3])
     drafter.start(one_row_context(begin=1))
     assert drafter.draft([0, 1], 4).tokens == [2, 3]
+
+
+def test_a_changed_token_is_probed_briefly_then_the_hypothesis_drafts_long_again():
+    hypothesis = list(range(1, 41))
+    drafter = HypothesisDrafter(None)
+    drafter.expect(hypothesis)
+    drafter.start(one_row_context(begin=1))
+    assert drafter.draft([0], 64).tokens == hypothesis
+    # the main model said 99 for 11: a substitution or an insertion, a guess, so only a short probe follows it
+    generated = hypothesis[:10] + [99]
+    assert drafter.draft([0, *generated], 64).tokens == hypothesis[11:11 + PROBE_TOKENS]
+    # the probe was right: in step again, the rest in one long draft
+    generated += hypothesis[11:11 + PROBE_TOKENS] + [hypothesis[11 + PROBE_TOKENS]]
+    assert drafter.draft([0, *generated], 64).tokens == hypothesis[len(generated):]
+
+
+def test_a_dropped_token_is_probed_one_place_on():
+    hypothesis = list(range(1, 41))
+    drafter = HypothesisDrafter(None)
+    drafter.expect(hypothesis)
+    drafter.start(one_row_context(begin=1))
+    drafter.draft([0], 64)
+    generated = hypothesis[:10] + [12]  # 11 left out
+    assert drafter.draft([0, *generated], 64).tokens == hypothesis[12:12 + PROBE_TOKENS]
+
+
+def test_tokens_found_far_from_the_expected_place_are_only_probed():
+    # the main model says "5 6 7", which the hypothesis has early, where the hypothesis had 29 30 31
+    hypothesis = list(range(1, 41))
+    drafter = HypothesisDrafter(None)
+    drafter.expect(hypothesis)
+    drafter.start(one_row_context(begin=1))
+    drafter.draft([0], 64)
+    generated = hypothesis[:28] + [5]
+    assert drafter.draft([0, *generated], 64).tokens == hypothesis[29:29 + PROBE_TOKENS]  # a guess after a change
+    generated += [6]
+    assert drafter.draft([0, *generated], 64).tokens == []  # nothing of it was taken: the next guess waits a round
+    generated += [7]
+    assert drafter.draft([0, *generated], 64).tokens == hypothesis[7:7 + PROBE_TOKENS]
+    # found again near where it was expected, by two tokens: certain, a long draft
+    generated += [8, 29, 30]
+    assert drafter.draft([0, *generated], 64).tokens == hypothesis[30:]

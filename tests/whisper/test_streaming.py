@@ -58,11 +58,13 @@ def record_windows(stream: StreamingTranscriber) -> list:
     return seen
 
 
-def test_every_update_is_plain_greedy_on_its_buffer_and_prompt(asr, tiny_pair):
+@pytest.mark.parametrize("tail_drafting", [None, True], ids=["tail plain", "tail drafted by the int8 self"])
+def test_every_update_is_plain_greedy_on_its_buffer_and_prompt(asr, tiny_pair, tail_drafting):
     """Buffers cut and prompts carried (short limits force both): each decode equals a plain transcriber's decode
     of features computed afresh from the stream's own audio at the update's buffer, with the same prompt."""
     audio = noise(4.0)
-    stream = StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5, compare=True)
+    stream = StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5, compare=True,
+                                  tail_drafting=tail_drafting)
     seen = record_windows(stream)
     updates = [live.update for live in play(stream, audio, chunk_seconds=1.0, clock="fixed")]
     plain = SpeculativeWhisper(tiny_pair, mode="off", max_new_tokens=24)
@@ -80,6 +82,17 @@ def test_every_update_is_plain_greedy_on_its_buffer_and_prompt(asr, tiny_pair):
         assert tokens == expected
     drafted = sum(update.drafting.hypothesis_accepted for update in decoded)
     assert drafted > 0, "nothing was accepted from the previous hypothesis"
+    fallback = sum(update.drafting.fallback_drafted for update in decoded)
+    assert (fallback > 0) == bool(tail_drafting), fallback
+
+
+def test_the_tail_is_drafted_by_the_transcribers_drafter_only_when_it_runs_no_model(tiny_pair):
+    quantized = SpeculativeWhisper(tiny_pair, mode="quantized-self", max_new_tokens=24)
+    lookup = SpeculativeWhisper(tiny_pair, mode="prompt-lookup", max_new_tokens=24)
+    assert quantized.stream().hypothesis_drafter.fallback is None
+    assert quantized.stream(tail_drafting=True).hypothesis_drafter.fallback is quantized.pipeline.drafter
+    assert lookup.stream().hypothesis_drafter.fallback is lookup.pipeline.drafter
+    assert lookup.stream(tail_drafting=False).hypothesis_drafter.fallback is None
 
 
 def test_decodes_run_where_decode_windows_says(asr):
