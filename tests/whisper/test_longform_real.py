@@ -87,7 +87,9 @@ def test_base_speculative_and_universal_equal_plain(base, tiny_en, long_clip):
     assert len(plain.segments) >= 10 and "Go forward" in plain.text
     quantized = SpeculativeWhisper(base, mode="quantized-self", **options).transcribe(long_clip)
     assert quantized.tokens == plain.tokens and quantized.segments == plain.segments
-    universal = SpeculativeWhisper(base, mode="universal", assistant_model=tiny_en, **options).transcribe(long_clip)
+    # a fixed draft length: how much the adaptive one drafts depends on this machine's timings, not on the drafter
+    universal = SpeculativeWhisper(base, mode="universal", assistant_model=tiny_en, draft_schedule="fixed",
+                                   **options).transcribe(long_clip)
     assert universal.tokens == plain.tokens and universal.segments == plain.segments
     # tiny.en drafts the multilingual model's text and timestamps alike
     assert universal.stats.accepted_tokens > universal.stats.new_tokens / 3
