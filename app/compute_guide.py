@@ -1,8 +1,7 @@
 """The compute types the page offers on this hardware, each with one line on what it is and how it measured.
 
-The figures are from `python -m eval.bench.speed --threads 2 --repeats 1 --skip steps,long,batch,cold` (Whisper
-base, the 12 shared clips, plain decoding, a 2-core CPU shared with four other jobs: the ratios are rough, the
-"same text" counts do not depend on load). Reduced decoder precisions need the native CPU kernels."""
+The figures are from `python -m eval.bench.speed --threads 2 --repeats 2` (Whisper base, the 12 shared clips,
+plain decoding, an idle 2-core CPU; run-to-run noise is about 5%). Reduced decoder precisions need the native CPU kernels."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ CPU_TYPES = ("float32", "bfloat16:float32", "bfloat16", "int8")
 NATIVE_DECODER = ("bfloat16", "int8")  # decoder precisions that run only on the native kernels
 CUDA_TYPES = ("float16", "float32")
 # (speed vs float32, clips whose text equals float32's, of 12)
-CPU_MEASURED = {"float32": (1.00, 12), "bfloat16:float32": (1.55, 12), "bfloat16": (1.58, 12), "int8": (1.59, 9)}
+CPU_MEASURED = {"float32": (1.00, 12), "bfloat16:float32": (1.81, 12), "bfloat16": (1.80, 12), "int8": (1.47, 9)}
 WHAT = {
     "float32": "full precision, transformers' own arithmetic",
     "bfloat16:float32": "bfloat16 encoder, float32 decoder",
@@ -54,7 +53,7 @@ def compute_help(name: str, device: str) -> str:
         return f"{line[0].upper()}{line[1:]}. Not measured on this device."
     speed, same = measured
     if chosen == "float32":
-        return f"{line[0].upper()}{line[1:]}. The other types measured 1.55-1.6x its speed (Whisper base, 2-core CPU)."
+        return f"{line[0].upper()}{line[1:]}. The other types measured 1.5-1.8x its speed (Whisper base, 2-core CPU)."
     text = "float32's text on all 12 test clips" if same == 12 else f"float32's text on {same} of 12 test clips"
     return (f"{line[0].upper()}{line[1:]}. Measured (Whisper base, 2-core CPU): {speed:.2f}x float32's speed, "
             f"{text}.")
