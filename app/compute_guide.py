@@ -1,7 +1,8 @@
 """The compute types the page offers on this hardware, each with one line on what it is and how it measured.
 
 The figures are from `python -m eval.bench.speed --threads 2 --repeats 2` (Whisper base, the 12 shared clips,
-plain decoding, an idle 2-core CPU; run-to-run noise is about 5%). Reduced decoder precisions need the native CPU kernels."""
+plain decoding, an idle 2-core CPU; run-to-run noise is about 5%). Reduced decoder precisions need the native
+CPU kernels."""
 
 from __future__ import annotations
 
