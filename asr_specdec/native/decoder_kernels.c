@@ -65,6 +65,10 @@ typedef struct {
 
 /* ---------------------------------------------------------------- elementwise math, fixed per lane */
 
+static inline size_t format_bytes(int format) {
+    return format == FMT_F32 ? 4 : format == FMT_I8 || format == FMT_I8_VNNI ? 1 : 2;
+}
+
 static inline __m512 load16(const void *base, size_t offset, int format) {
     switch (format) {
     case FMT_F32:
@@ -199,7 +203,7 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
                                                              float factor, int format, int R) {
     const int k_total = lin->k;
     const void *w = (const char *)lin->packed +
-                    (size_t)tile * k_total * TILE * (format == FMT_F32 ? 4 : format == FMT_I8 ? 1 : 2);
+                    (size_t)tile * k_total * TILE * format_bytes(format);
     __m512 acc[ROW_BLOCK][4];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
@@ -660,10 +664,6 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
 void linear_forward(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads) {
 #pragma omp parallel num_threads(threads)
     linear_rows(lin, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
-}
-
-static inline size_t format_bytes(int format) {
-    return format == FMT_F32 ? 4 : format == FMT_I8 || format == FMT_I8_VNNI ? 1 : 2;
 }
 
 /* For the int8 product of `row` (quantize_row: the same operations, so the same q): the ||x - x~|| of its
