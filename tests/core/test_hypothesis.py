@@ -156,11 +156,17 @@ def test_once_the_hypothesis_was_followed_to_its_end_only_the_fallback_drafts():
     assert drafter.draft([0, 1], 4).tokens == [2, 3]
 
 
-def test_a_changed_token_is_probed_briefly_then_the_hypothesis_drafts_long_again():
-    hypothesis = list(range(1, 41))
+def started_drafter(hypothesis: list[int]) -> HypothesisDrafter:
+    """A drafter expecting `hypothesis`, started on one row after a one-token prompt."""
     drafter = HypothesisDrafter(None)
     drafter.expect(hypothesis)
     drafter.start(one_row_context(begin=1))
+    return drafter
+
+
+def test_a_changed_token_is_probed_briefly_then_the_hypothesis_drafts_long_again():
+    hypothesis = list(range(1, 41))
+    drafter = started_drafter(hypothesis)
     assert drafter.draft([0], 64).tokens == hypothesis
     # the main model said 99 for 11: a substitution or an insertion, a guess, so only a short probe follows it
     generated = hypothesis[:10] + [99]
@@ -172,9 +178,7 @@ def test_a_changed_token_is_probed_briefly_then_the_hypothesis_drafts_long_again
 
 def test_a_dropped_token_is_probed_one_place_on():
     hypothesis = list(range(1, 41))
-    drafter = HypothesisDrafter(None)
-    drafter.expect(hypothesis)
-    drafter.start(one_row_context(begin=1))
+    drafter = started_drafter(hypothesis)
     drafter.draft([0], 64)
     generated = hypothesis[:10] + [12]  # 11 left out
     assert drafter.draft([0, *generated], 64).tokens == hypothesis[12:12 + PROBE_TOKENS]
@@ -183,9 +187,7 @@ def test_a_dropped_token_is_probed_one_place_on():
 def test_tokens_found_far_from_the_expected_place_are_only_probed():
     # the main model says "5 6 7", which the hypothesis has early, where the hypothesis had 29 30 31
     hypothesis = list(range(1, 41))
-    drafter = HypothesisDrafter(None)
-    drafter.expect(hypothesis)
-    drafter.start(one_row_context(begin=1))
+    drafter = started_drafter(hypothesis)
     drafter.draft([0], 64)
     generated = hypothesis[:28] + [5]
     assert drafter.draft([0, *generated], 64).tokens == hypothesis[29:29 + PROBE_TOKENS]  # a guess after a change
