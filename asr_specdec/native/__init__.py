@@ -138,6 +138,11 @@ def int8_activations() -> bool:
     return kernels() is not None and "avx512_vnni" in _cpu_flags()
 
 
+def fastest_int8() -> str:
+    """The int8 storage format for products that need no exactness: int8-vnni where it can run, else int8."""
+    return "int8-vnni" if int8_activations() else "int8"
+
+
 def kernels() -> ctypes.CDLL | None:
     """The native kernels, built and loaded once per process; None (see unavailable_reason) when impossible."""
     if "library" not in _state:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..native import Cache, Layer, Model, int8_activations
+from ..native import Cache, Layer, Model, fastest_int8
 from ..native.packing import PackedLinear, PackStore, argmax_error, as_pointer, pack_linear, pointer_array
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2}
@@ -76,7 +76,7 @@ class NativeDecoder:
         self.approx = None
         self.approx_norms = None
         if not storage.startswith("int8"):  # an int8 copy screens the vocabulary, the exact pack settles the rest
-            screen = "int8-vnni" if int8_activations() else "int8"
+            screen = fastest_int8()
             self._approx_store = PackStore(weights_key, screen)  # kept: its tensors may map its file
             self.approx = shared_pack(vocabulary, "linear", screen, lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")
