@@ -1,4 +1,5 @@
-"""Native CPU kernels for the decoder step (decoder_kernels.c): compiled with the system C compiler on first
+"""Native CPU kernels (decoder_kernels.c the decoder step, draft_kernels.c the drafter's cheaper products,
+encoder_kernels.c the encoder's attention; kernels.h what they share): compiled with the system C compiler on first
 use, cached on disk by a hash of the source, the flags and the compiler, and loaded with ctypes.
 
 `kernels()` returns the loaded library, or None when this machine cannot build or run it (no C compiler,
@@ -17,7 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-SOURCE = Path(__file__).with_name("decoder_kernels.c")
+HERE = Path(__file__).parent
+SOURCES = tuple(HERE / name for name in ("decoder_kernels.c", "draft_kernels.c", "encoder_kernels.c"))
+HEADERS = (HERE / "kernels.h",)
 FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC", "-fopenmp", "-mavx512f", "-mavx512bf16", "-mavx512vl", "-mf16c",
          "-mfma", "-ffp-contract=off", "-fno-math-errno")
 REQUIRED_CPU_FLAGS = ("avx512f", "f16c", "fma")
@@ -70,7 +73,8 @@ def _library_path(compiler: str) -> Path:
     from ..weights.cache import cache_root
 
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode() + version.encode()).hexdigest()[:16]
+    code = b"".join(path.read_bytes() for path in (*SOURCES, *HEADERS))
+    digest = hashlib.sha256(code + " ".join(FLAGS).encode() + version.encode()).hexdigest()[:16]
     return cache_root() / "native" / f"decoder_kernels-{digest}.so"
 
 
@@ -83,10 +87,10 @@ def build(compiler: str) -> tuple[Path, float]:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
         staged = Path(scratch) / target.name
-        result = subprocess.run([compiler, *FLAGS, str(SOURCE), "-o", str(staged), "-lm"], capture_output=True,
+        result = subprocess.run([compiler, *FLAGS, *map(str, SOURCES), "-o", str(staged), "-lm"], capture_output=True,
                                 text=True, timeout=300)
         if result.returncode != 0:
-            raise RuntimeError(f"compiling {SOURCE.name} failed: {result.stderr.strip().splitlines()[-1:]}")
+            raise RuntimeError(f"compiling the native kernels failed: {result.stderr.strip().splitlines()[-1:]}")
         os.replace(staged, target)  # atomic: another process sees no library or a whole one
     return target, time.perf_counter() - started
 

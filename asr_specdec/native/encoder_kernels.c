@@ -1,0 +1,157 @@
+/* The encoder's bfloat16 self-attention (AVX512-BF16). */
+#include "kernels.h"
+
+/* ---------------------------------------------------------------- encoder self-attention in bfloat16 */
+
+#define ENC_QUERIES 8 /* queries per tile: their scores over every key fit in L1/L2 */
+#define ENC_KEYS 32   /* keys per score block: two vectors per query */
+#define ENC_AV_QUERIES 4
+
+static inline __m512bh as_bh(__m512i bits) { return (__m512bh)bits; }
+
+/* Pack one head's keys as [block of 16 keys][dim pair][16][2] and values as [key pair][head_dim][2], zero past
+   `length` up to `padded`, so both products below load whole vectors of bfloat16 pairs. */
+static void pack_keys_values(const uint16_t *qkv, int length, int padded, int width, int head, int head_dim,
+                             uint16_t *keys, uint16_t *values) {
+    const int stride = 3 * width, pairs = head_dim / 2;
+    for (int j = 0; j < padded; j++) {
+        const uint16_t *key = qkv + (size_t)j * stride + width + head * head_dim;
+        const uint16_t *value = qkv + (size_t)j * stride + 2 * width + head * head_dim;
+        for (int p = 0; p < pairs; p++)
+            for (int e = 0; e < 2; e++)
+                keys[(((size_t)(j / 16) * pairs + p) * 16 + j % 16) * 2 + e] = j < length ? key[2 * p + e] : 0;
+        for (int i = 0; i < head_dim; i++)
+            values[((size_t)(j / 2) * head_dim + i) * 2 + j % 2] = j < length ? value[i] : 0;
+    }
+}
+
+/* out rows (`rows` of ENC_AV_QUERIES, `width` apart) = bfloat16 softmax weights [row][padded] @ packed values,
+   divided by each row's total; `vectors` (head_dim / 16) is a constant at every call. */
+static inline __attribute__((always_inline)) void weigh_values(const uint16_t *values, const uint16_t *weights,
+                                                               int padded, const float *total, int rows,
+                                                               uint16_t *out, int width, const int vectors) {
+    const uint32_t *pair_weights[ENC_AV_QUERIES];
+    for (int q = 0; q < ENC_AV_QUERIES; q++) pair_weights[q] = (const uint32_t *)(weights + (size_t)(q < rows ? q : 0) * padded);
+    __m512 acc[ENC_AV_QUERIES][MAX_HEAD_VECTORS];
+    for (int q = 0; q < ENC_AV_QUERIES; q++)
+        for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_setzero_ps();
+    for (int pair = 0; pair < padded / 2; pair++) {
+        const uint16_t *value = values + (size_t)pair * vectors * 32;
+        __m512i vv[MAX_HEAD_VECTORS];
+        for (int v = 0; v < vectors; v++) vv[v] = _mm512_loadu_si512(value + (size_t)v * 32);
+        for (int q = 0; q < ENC_AV_QUERIES; q++) {
+            __m512i weight = _mm512_set1_epi32((int)pair_weights[q][pair]);
+            for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_dpbf16_ps(acc[q][v], as_bh(vv[v]), as_bh(weight));
+        }
+    }
+    for (int q = 0; q < rows; q++) {
+        __m512 inverse = _mm512_set1_ps(1.0f / total[q]);
+        for (int v = 0; v < vectors; v++)
+            _mm256_storeu_si256((__m256i *)(out + (size_t)q * width + v * 16),
+                                (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(acc[q][v], inverse)));
+    }
+}
+
+/* Whisper's encoder self-attention (every position sees every other) of one head, bfloat16 in and out: per tile
+   of queries, all scores as float32 (bfloat16 dot products, float32 sums), then the softmax in float32 against
+   each row's true maximum, its weights rounded to bfloat16 for the product with the values, float32 sums,
+   divided by the float32 total at the end. Two passes over the keys instead of an online softmax: no rescaling
+   and no horizontal reduction per block of keys, which cost as much as the products themselves.
+   qkv: [length][3 * width] (q, k, v of every head side by side, as one fused projection writes them);
+   out: [length][width]; keys, values: packed (see pack_keys_values); scores: ENC_QUERIES * padded floats;
+   weights: ENC_QUERIES * padded bfloat16 values. */
+static void encoder_attention_head(const uint16_t *qkv, int length, int width, int head, int head_dim,
+                                   float scaling, uint16_t *out, uint16_t *keys, uint16_t *values, float *scores,
+                                   uint16_t *weights) {
+    const int stride = 3 * width, pairs = head_dim / 2, blocks = (length + ENC_KEYS - 1) / ENC_KEYS;
+    const int padded = blocks * ENC_KEYS, vectors = head_dim / 16;
+    pack_keys_values(qkv, length, padded, width, head, head_dim, keys, values);
+    for (int q0 = 0; q0 < length; q0 += ENC_QUERIES) {
+        const int queries = length - q0 < ENC_QUERIES ? length - q0 : ENC_QUERIES;
+        uint32_t query_pairs[64][ENC_QUERIES];
+        for (int q = 0; q < ENC_QUERIES; q++)
+            for (int p = 0; p < pairs; p++) {
+                const uint16_t *source = qkv + (size_t)(q0 + (q < queries ? q : 0)) * stride + head * head_dim + 2 * p;
+                uint32_t both = 0;
+                for (int e = 0; e < 2; e++) {
+                    uint32_t bits = (uint32_t)source[e] << 16;
+                    float value;
+                    memcpy(&value, &bits, 4);
+                    both |= (uint32_t)to_bf16(value * scaling) << (16 * e);
+                }
+                query_pairs[p][q] = both;
+            }
+        for (int block = 0; block < blocks; block++) {
+            __m512 score[ENC_QUERIES][2];
+            for (int q = 0; q < ENC_QUERIES; q++) score[q][0] = score[q][1] = _mm512_setzero_ps();
+            const uint16_t *block_keys = keys + (size_t)2 * block * pairs * 32;
+            for (int p = 0; p < pairs; p++) {
+                __m512i k0 = _mm512_loadu_si512(block_keys + (size_t)p * 32);
+                __m512i k1 = _mm512_loadu_si512(block_keys + ((size_t)pairs + p) * 32);
+                for (int q = 0; q < ENC_QUERIES; q++) {
+                    __m512i qp = _mm512_set1_epi32((int)query_pairs[p][q]);
+                    score[q][0] = _mm512_dpbf16_ps(score[q][0], as_bh(k0), as_bh(qp));
+                    score[q][1] = _mm512_dpbf16_ps(score[q][1], as_bh(k1), as_bh(qp));
+                }
+            }
+            for (int q = 0; q < ENC_QUERIES; q++) {
+                _mm512_storeu_ps(scores + (size_t)q * padded + block * ENC_KEYS, score[q][0]);
+                _mm512_storeu_ps(scores + (size_t)q * padded + block * ENC_KEYS + 16, score[q][1]);
+            }
+        }
+        float total[ENC_QUERIES];
+        for (int q = 0; q < queries; q++) {
+            const float *row = scores + (size_t)q * padded;
+            __m512 top = _mm512_set1_ps(-INFINITY);
+            for (int k = 0; k < length; k += 16)
+                top = _mm512_mask_max_ps(top, tail_mask(length - k), top, _mm512_loadu_ps(row + k));
+            const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(top));
+            __m512 sum = _mm512_setzero_ps();
+            for (int k = 0; k < padded; k += 16) {
+                __m512 e = _mm512_maskz_mov_ps(tail_mask(length - k), exp16(_mm512_sub_ps(_mm512_loadu_ps(row + k), shift)));
+                sum = _mm512_add_ps(sum, e);
+                _mm256_storeu_si256((__m256i *)(weights + (size_t)q * padded + k), (__m256i)_mm512_cvtneps_pbh(e));
+            }
+            total[q] = _mm512_reduce_add_ps(sum);
+        }
+        for (int a0 = 0; a0 < queries; a0 += ENC_AV_QUERIES) {
+            const int rows = queries - a0 < ENC_AV_QUERIES ? queries - a0 : ENC_AV_QUERIES;
+            uint16_t *first = out + (size_t)(q0 + a0) * width + head * head_dim;
+            const uint16_t *first_weights = weights + (size_t)a0 * padded;
+            switch (vectors) { /* a constant count keeps the accumulators in registers */
+            case 2: weigh_values(values, first_weights, padded, total + a0, rows, first, width, 2); break;
+            case 4: weigh_values(values, first_weights, padded, total + a0, rows, first, width, 4); break;
+            case 6: weigh_values(values, first_weights, padded, total + a0, rows, first, width, 6); break;
+            default: weigh_values(values, first_weights, padded, total + a0, rows, first, width, 8); break;
+            }
+        }
+    }
+}
+
+/* All heads, in parallel; scratch: threads * 2 * (length rounded up to 32) * head_dim bf16 values (the packed
+   keys and values); each thread allocates its own score rows. Returns 0, -1 when the head size is not a
+   multiple of 32 up to 128, -2 when out of memory. */
+int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_dim, float scaling, uint16_t *out,
+                           uint16_t *scratch, int threads) {
+    if (head_dim % 32 || head_dim > 128) return -1;
+    const int width = heads * head_dim, padded = (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
+    const size_t per_thread = (size_t)2 * padded * head_dim;
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        float *scores = aligned_alloc(64, (size_t)ENC_QUERIES * padded * (sizeof(float) + sizeof(uint16_t)));
+        uint16_t *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(static)
+        for (int head = 0; head < heads; head++) {
+            if (scores == NULL) {
+#pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            encoder_attention_head(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2,
+                                   scores, (uint16_t *)(scores + (size_t)ENC_QUERIES * padded));
+        }
+        free(scores);
+    }
+    return failed ? -2 : 0;
+}
