@@ -15,7 +15,7 @@ import torch
 
 from .draft_length import DraftLength
 from .drafter import Drafter
-from .logits import LogitRules, Sampling, masks_only
+from .logits import LogitRules, Sampling, greedy_by_mask
 from .stats import DecodeStats
 from .target import Target, as_rows_target
 from .verify import verify_greedy_choices, verify_sampling
@@ -90,8 +90,8 @@ def generate_batch(
         feeds = [row.sequence[row.fed:] + draft for row, draft in zip(batch, drafts)]
         starts, scored = [row.fed for row in batch], [len(draft) + 1 for draft in drafts]
         if _greedy_choices_suffice(target, batch):
-            choices = target.greedy_rows(feeds, starts, scored,
-                                         [(row.settings.rules, len(row.sequence)) for row in batch])
+            choices = target.greedy_rows(feeds, starts, scored, [(row.settings.rules, len(row.sequence), row.sequence + draft)
+                                                                 for row, draft in zip(batch, drafts)])
             verdicts = [verify_greedy_choices(draft, row_choices) for draft, row_choices in zip(drafts, choices)]
         else:
             logits = target.extend_rows(feeds, starts, scored)
@@ -154,7 +154,7 @@ def _greedy_choices_suffice(target, batch: list[_Row]) -> bool:
     """Whether the main model's greedy choices alone verify this round (no sampling, no rule that needs the
     full logits), so the target may pick them without computing every logit (see argmax.py)."""
     return hasattr(target, "greedy_rows") and all(
-        not row.settings.sampling.do_sample and masks_only(row.settings.rules) for row in batch)
+        not row.settings.sampling.do_sample and greedy_by_mask(row.settings.rules) for row in batch)
 
 
 def _verify_scores(row: _Row, draft: list[int], draft_probs, logits: torch.Tensor, generator) -> tuple[int, int]:

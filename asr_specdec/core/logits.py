@@ -9,6 +9,7 @@ can never emit and, when sampling, the accept/reject arithmetic would compare di
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
@@ -39,23 +40,39 @@ class LogitRules:
         mask = self.suppressed(first_index, logits.shape[0], logits.shape[-1], logits.device)
         return logits if mask is None else logits.masked_fill(mask, -float("inf"))
 
+    # Whisper's timestamp rule (see whisper/timestamps.py) forces a choice within the ids from `group_begin` on
+    # when together they are likelier than the best id below; None: no such rule
+    group_begin: ClassVar[int | None] = None
+
+    def greedy_mask(self, first_index: int, rows: int, vocab_size: int, device, tokens: list[int]):
+        """[rows, vocab]: what these rules forbid at rows predicting first_index.., given the sequence `tokens` the
+        rows continue (None: nothing). A greedy choice is the best allowed id, except that the group rule (if
+        `group_begin`) compares the group's total probability with the best allowed id below it first."""
+        return self.suppressed(first_index, rows, vocab_size, device)
+
     def suppressed(self, first_index: int, rows: int, vocab_size: int, device) -> torch.Tensor | None:
-        """[rows, vocab]: True where suppression puts -inf for rows predicting first_index.. (None: nowhere)."""
+        """[rows, vocab]: True where suppression puts -inf for rows predicting first_index.. (None: nowhere).
+        Shared between calls (every decoding step asks): read it, do not modify it."""
         if not self.suppress_tokens and not self.begin_suppress_tokens:
             return None
-        mask = torch.zeros(rows, vocab_size, dtype=torch.bool, device=device)
-        if self.suppress_tokens:
-            mask |= self._mask(self.suppress_tokens, vocab_size, device)
         row = self.begin_index - first_index
-        if self.begin_suppress_tokens and 0 <= row < rows:
-            mask[row] |= self._mask(self.begin_suppress_tokens, vocab_size, device)
-        return mask
+        begin_row = row if self.begin_suppress_tokens and 0 <= row < rows else -1
+        key = ("rows", rows, begin_row, vocab_size, str(device))
+        if key not in self._masks:
+            mask = torch.zeros(rows, vocab_size, dtype=torch.bool, device=device)
+            if self.suppress_tokens:
+                mask |= self._mask(self.suppress_tokens, vocab_size, device)
+            if begin_row >= 0:
+                mask[begin_row] |= self._mask(self.begin_suppress_tokens, vocab_size, device)
+            self._masks[key] = mask
+        return self._masks[key]
 
 
-def masks_only(rules: LogitRules) -> bool:
-    """True when `rules` only ever forbid tokens (suppression), so that a greedy choice needs no full logits
-    (see argmax.py): rules that subclass apply(), such as the timestamp rules, need them."""
-    return type(rules).apply is LogitRules.apply
+def greedy_by_mask(rules: LogitRules) -> bool:
+    """True when a greedy choice under `rules` follows from `greedy_mask` and the group rule alone, so that a
+    target may pick it without the full logits (see argmax.py): suppression does, and so do the timestamp rules;
+    a subclass whose apply() does more must override greedy_mask and say so with `greedy_by_mask = True`."""
+    return type(rules).apply is LogitRules.apply or getattr(rules, "greedy_by_mask", False)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 
 from .drafter import Draft, Drafter
-from .logits import masks_only
+from .logits import greedy_by_mask
 from .target import as_rows_target
 
 
@@ -69,7 +69,8 @@ class ModelDrafter(Drafter):
         while True:
             scored = [1 if feed else 0 for feed in feeds]
             if greedy:
-                rules = [(self._rules(row), len(sequence) + len(tokens[row])) for row, sequence in enumerate(sequences)]
+                rules = [(self._rules(row), len(sequence) + len(tokens[row]), sequence + tokens[row])
+                         for row, sequence in enumerate(sequences)]
                 choices = target.greedy_rows(feeds, starts, scored, rules)
             else:
                 logits = target.extend_rows(feeds, starts, scored)
@@ -109,7 +110,7 @@ class ModelDrafter(Drafter):
         """Whether the target's greedy choices alone make this draft (greedy, no confidence stop, rules that only
         suppress tokens), so that no step computes full logits."""
         return (hasattr(target, "greedy_rows") and not self.context.sampling.do_sample
-                and self.confidence_threshold <= 0 and all(masks_only(self._rules(row)) for row in range(rows)))
+                and self.confidence_threshold <= 0 and all(greedy_by_mask(self._rules(row)) for row in range(rows)))
 
     def _choose(self, row: int, logits: torch.Tensor, context_tokens: list[int], probs_out: list,
                 may_stop: bool) -> int | None:

@@ -30,7 +30,7 @@ _state: dict = {}
 
 class Linear(ctypes.Structure):
     _fields_ = [("format", ctypes.c_int32), ("n", ctypes.c_int32), ("k", ctypes.c_int32),
-                ("n_tiles", ctypes.c_int32), ("packed", ctypes.c_void_p), ("scale", ctypes.c_void_p),
+                ("n_tiles", ctypes.c_int32), ("group", ctypes.c_int32), ("packed", ctypes.c_void_p), ("scale", ctypes.c_void_p),
                 ("bias", ctypes.c_void_p)]
 
 
@@ -51,7 +51,8 @@ class Cache(ctypes.Structure):
     _fields_ = [("kv_format", ctypes.c_int32), ("cross_format", ctypes.c_int32), ("slots", ctypes.c_int32),
                 ("enc_len", ctypes.c_int32), ("enc_pad", ctypes.c_int32), ("self_k", ctypes.POINTER(ctypes.c_void_p)),
                 ("self_v", ctypes.POINTER(ctypes.c_void_p)), ("cross_k", ctypes.POINTER(ctypes.c_void_p)),
-                ("cross_v", ctypes.POINTER(ctypes.c_void_p))]
+                ("cross_v", ctypes.POINTER(ctypes.c_void_p)), ("cross_k_scale", ctypes.POINTER(ctypes.c_void_p)),
+                ("cross_v_scale", ctypes.POINTER(ctypes.c_void_p))]
 
 
 def _cpu_flags() -> set[str]:
@@ -104,11 +105,18 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     library.decoder_pass.restype = i32
     library.linear_forward.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, i32, i32]
     library.linear_forward.restype = None
+    library.linear_tiles.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, i32, i32, pointer, i32, i32]
+    library.linear_tiles.restype = None
     library.certified_argmax.argtypes = [ctypes.POINTER(Linear), ctypes.POINTER(Linear), i32, pointer, i32, pointer,
                                          pointer, pointer, pointer, pointer, i32]
     library.certified_argmax.restype = ctypes.c_long
     library.argmax_rows.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, pointer, pointer, i32]
     library.argmax_rows.restype = None
+    library.draft_choice.argtypes = [ctypes.POINTER(Linear), pointer, pointer, i32, pointer, i32, pointer, pointer,
+                                     i32, pointer, pointer, i32]
+    library.draft_choice.restype = None
+    library.quantize_int8_vectors.argtypes = [pointer, i32, ctypes.c_long, i32, i32, pointer, pointer, i32]
+    library.quantize_int8_vectors.restype = None
     library.encoder_attention_bf16.argtypes = [pointer, i32, i32, i32, ctypes.c_float, pointer, pointer, i32]
     library.encoder_attention_bf16.restype = i32
     return library

@@ -22,6 +22,7 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
     for (int r = 0; r < R; r++)
         for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
     for (int k = 0; k < k_total; k++) {
+        prefetch_ahead((const char *)w + (size_t)k * TILE * format_bytes(format), TILE * format_bytes(format));
         __m512 w0 = load16(w, (size_t)k * TILE, format);
         __m512 w1 = load16(w, (size_t)k * TILE + 16, format);
         __m512 w2 = load16(w, (size_t)k * TILE + 32, format);
@@ -69,6 +70,7 @@ static inline VNNI __attribute__((always_inline)) void tile_block_vnni(const Lin
         for (int c = 0; c < 4; c++) sums[r][c] = _mm512_setzero_si512();
     for (int g = 0; g < k / 4; g++) {
         const uint8_t *group = w + (size_t)g * TILE * 4;
+        prefetch_ahead(group, TILE * 4);
         __m512i w0 = _mm512_loadu_si512(group), w1 = _mm512_loadu_si512(group + 64);
         __m512i w2 = _mm512_loadu_si512(group + 128), w3 = _mm512_loadu_si512(group + 192);
         for (int r = 0; r < R; r++) {
@@ -144,6 +146,10 @@ void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y,
         linear_rows_vnni(lin, rows, x, ldx, y, ldy, epilogue, factor);
         return;
     }
+    if (lin->format == FMT_I4_VNNI) {
+        linear_rows_int4(lin, rows, x, ldx, y, ldy, epilogue, factor);
+        return;
+    }
 #pragma omp for schedule(static)
     for (int tile = 0; tile < lin->n_tiles; tile++) {
         for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
@@ -180,9 +186,11 @@ static void layer_norm_rows(int rows, int d, const float *x, const float *w, con
 
 /* Scores of Q queries (one row, one head) against the CH key chunks from `chunk` (16 keys each); keys_t holds
    blocks of 16 keys transposed, [chunk][head_dim][16]. Each score is one chain of fused multiply-adds over
-   head_dim, whichever chunks and queries share the loop (several chains hide the FMA latency). */
+   head_dim, whichever chunks and queries share the loop (several chains hide the FMA latency). int8 keys
+   (drafters only) are scaled per key afterwards, by key_scales. */
 static inline __attribute__((always_inline)) void score_chunks(int chunk, const float *const *query, int head_dim,
-                                                               const void *keys_t, int kv_format, float *scores,
+                                                               const void *keys_t, int kv_format,
+                                                               const float *key_scales, float *scores,
                                                                int key_stride, int Q, int CH) {
     __m512 acc[QUERY_BLOCK][4];
     for (int q = 0; q < Q; q++)
@@ -196,18 +204,24 @@ static inline __attribute__((always_inline)) void score_chunks(int chunk, const 
             for (int c = 0; c < CH; c++) acc[q][c] = _mm512_fmadd_ps(value, key[c], acc[q][c]);
         }
     }
+    if (kv_format == FMT_I8)
+        for (int c = 0; c < CH; c++) {
+            __m512 scale = _mm512_loadu_ps(key_scales + (chunk + c) * 16);
+            for (int q = 0; q < Q; q++) acc[q][c] = _mm512_mul_ps(acc[q][c], scale);
+        }
     for (int q = 0; q < Q; q++)
         for (int c = 0; c < CH; c++) _mm512_storeu_ps(scores + (size_t)q * key_stride + (chunk + c) * 16, acc[q][c]);
 }
 
 static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query, int head_dim,
-                                                              const void *keys_t, int kv_format, float *scores,
+                                                              const void *keys_t, int kv_format,
+                                                              const float *key_scales, float *scores,
                                                               int key_stride, int Q) {
     int chunk = 0;
     for (; chunk + 4 <= chunks; chunk += 4)
-        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 4);
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, 4);
     for (; chunk < chunks; chunk++)
-        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 1);
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, 1);
 }
 
 /* out[q] = sum_j p[q][j] * values[j] over j < lengths[q], one chain of fused multiply-adds per element in j order */
@@ -232,13 +246,18 @@ static inline __attribute__((always_inline)) void weigh_block(int longest, const
 
 #define SCORE_CASE(Q)                                                                                        \
     case Q:                                                                                                  \
-        if (kv_format == FMT_F32) score_block(chunks, query, head_dim, keys_t, FMT_F32, scores, key_stride, Q); \
-        else score_block(chunks, query, head_dim, keys_t, FMT_BF16, scores, key_stride, Q);                    \
+        if (kv_format == FMT_F32)                                                                            \
+            score_block(chunks, query, head_dim, keys_t, FMT_F32, NULL, scores, key_stride, Q);               \
+        else if (kv_format == FMT_BF16)                                                                      \
+            score_block(chunks, query, head_dim, keys_t, FMT_BF16, NULL, scores, key_stride, Q);              \
+        else                                                                                                 \
+            score_block(chunks, query, head_dim, keys_t, FMT_I8, key_scales, scores, key_stride, Q);          \
         break;
 
 #define WEIGH_FORMATS(Q, HV)                                                                                   \
     if (kv_format == FMT_F32) weigh_block(longest, lengths, scores, key_stride, values, FMT_F32, out, Q, HV);     \
-    else weigh_block(longest, lengths, scores, key_stride, values, FMT_BF16, out, Q, HV);
+    else if (kv_format == FMT_BF16) weigh_block(longest, lengths, scores, key_stride, values, FMT_BF16, out, Q, HV); \
+    else weigh_block(longest, lengths, scores, key_stride, values, FMT_I8, out, Q, HV);
 
 #define WEIGH_CASE(Q)                                                                                        \
     case Q:                                                                                                  \
@@ -255,10 +274,11 @@ static inline __attribute__((always_inline)) void weigh_block(int longest, const
         break;
 
 /* Attention of up to QUERY_BLOCK queries (one row, one head) over keys 0..lengths[q]-1.
-   scores: QUERY_BLOCK * key_stride floats of scratch. */
+   scores: QUERY_BLOCK * key_stride floats of scratch. int8 keys and values carry a scale per key and per value
+   (NULL otherwise): the values' scales multiply the softmax weights. */
 static void attend_block(int queries, const float *const *query, const int *lengths, int head_dim,
-                         const void *keys_t, int key_stride, const void *values, int kv_format, float *scores,
-                         float *const *out) {
+                         const void *keys_t, int key_stride, const void *values, int kv_format,
+                         const float *key_scales, const float *value_scales, float *scores, float *const *out) {
     int longest = 0;
     for (int q = 0; q < queries; q++) longest = lengths[q] > longest ? lengths[q] : longest;
     int chunks = (longest + 15) / 16;
@@ -284,8 +304,13 @@ static void attend_block(int queries, const float *const *query, const int *leng
             total = _mm512_add_ps(total, e);
         }
         __m512 sum = _mm512_set1_ps(sum16(total));
-        for (int chunk = 0; chunk < own_chunks; chunk++)
-            _mm512_storeu_ps(row + chunk * 16, _mm512_div_ps(_mm512_loadu_ps(row + chunk * 16), sum));
+        for (int chunk = 0; chunk < own_chunks; chunk++) {
+            __m512 weight = _mm512_div_ps(_mm512_loadu_ps(row + chunk * 16), sum);
+            if (value_scales)
+                weight = _mm512_mul_ps(weight, _mm512_maskz_loadu_ps(tail_mask(length - chunk * 16),
+                                                                     value_scales + chunk * 16));
+            _mm512_storeu_ps(row + chunk * 16, weight);
+        }
     }
     switch (queries) {
         WEIGH_CASE(1)
@@ -296,7 +321,7 @@ static void attend_block(int queries, const float *const *query, const int *leng
     }
 }
 
-static size_t kv_size(int format) { return format == FMT_BF16 ? 2 : 4; }
+static size_t kv_size(int format) { return format_bytes(format); }
 
 /* one token group = consecutive tokens of one batch row */
 typedef struct {
@@ -315,11 +340,16 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
         int head = item % heads;
         float *scores = scores_all + (size_t)omp_get_thread_num() * QUERY_BLOCK * score_stride;
         const char *keys, *values;
+        const float *key_scales = NULL, *value_scales = NULL;
         int key_stride;
         if (cross) {
             keys = (const char *)c->cross_k[layer] + ((size_t)g->row * heads + head) * head_dim * c->enc_pad * kvs;
             values = (const char *)c->cross_v[layer] + ((size_t)g->row * heads + head) * c->enc_len * head_dim * kvs;
             key_stride = c->enc_pad;
+            if (format == FMT_I8) {
+                key_scales = c->cross_k_scale[layer] + ((size_t)g->row * heads + head) * c->enc_pad;
+                value_scales = c->cross_v_scale[layer] + ((size_t)g->row * heads + head) * c->enc_len;
+            }
         } else {
             keys = (const char *)c->self_k[layer] + ((size_t)g->row * heads + head) * head_dim * c->slots * kvs;
             values = (const char *)c->self_v[layer] + ((size_t)g->row * heads + head) * c->slots * head_dim * kvs;
@@ -335,7 +365,8 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
                 outs[q] = out + (size_t)(t0 + q) * m->d + head * head_dim;
                 lengths[q] = cross ? c->enc_len : limits[t0 + q] + 1;
             }
-            attend_block(queries, query, lengths, head_dim, keys, key_stride, values, format, scores, outs);
+            attend_block(queries, query, lengths, head_dim, keys, key_stride, values, format, key_scales, value_scales,
+                         scores, outs);
         }
     }
 }
@@ -418,6 +449,21 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
 void linear_forward(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads) {
 #pragma omp parallel num_threads(threads)
     linear_rows(lin, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
+}
+
+/* Columns first_tile * 64 .. (first_tile + tiles) * 64 - 1 of x @ W^T (+ bias) into y [rows][ldy], by the same
+   arithmetic as linear_forward, so the same bits as those columns of its output (float formats and int8). */
+void linear_tiles(const Linear *lin, int rows, const float *x, int ldx, int first_tile, int tiles, float *y, int ldy,
+                  int threads) {
+    Linear part = *lin;
+    const int first = first_tile * TILE;
+    part.packed = (const char *)lin->packed + (size_t)first_tile * lin->k * TILE * format_bytes(lin->format);
+    part.n = lin->n - first < tiles * TILE ? lin->n - first : tiles * TILE;
+    part.n_tiles = tiles;
+    part.scale = lin->scale ? lin->scale + first : NULL;
+    part.bias = lin->bias ? lin->bias + first : NULL;
+#pragma omp parallel num_threads(threads)
+    linear_rows(&part, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
 }
 
 /* For the int8 product of `row` (quantize_row: the same operations, so the same q): the ||x - x~|| of its

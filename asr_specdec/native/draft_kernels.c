@@ -1,2 +1,255 @@
-/* The drafter's cheaper products: int4 weights, and its vocabulary choice. */
+/* The drafter's cheaper products. A draft needs no exactness, only agreement with the main model most of the
+time, so what a draft step reads can shrink: int4 weights with a scale per group of inputs, and a vocabulary
+choice that screens every token with int4 rows and settles the best few with int8 ones.
+
+int4 layout: [ceil(n / 64)][k / 8][64][4] bytes; the 4 bytes of a column hold 8 inputs, byte b holding input
+8e + b in its low nibble and input 8e + 4 + b in its high one, each as q + 8 (q in -7..7), so that vpdpbusd
+multiplies the unsigned nibbles by int8 activations: sum(q * x) = sum((q + 8) * x) - 8 * sum(x). Scales are
+[k / group][n]: one per output column and group of `group` inputs. */
 #include "kernels.h"
+
+#define MAX_CANDIDATES 64
+
+static inline VNNI __attribute__((always_inline)) void tile_block_int4(const Linear *lin, int tile, QuantizedRows x,
+                                                                  const int32_t *group_sums, float *y, int ldy,
+                                                                  int epilogue, float factor, int R) {
+    const int k = lin->k, group = lin->group, groups = k / group;
+    const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * (k / 8) * TILE * 4;
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    __m512 acc[ROW_BLOCK][4];
+    __mmask16 valid[4];
+    for (int c = 0; c < 4; c++) valid[c] = tail_mask(lin->n - tile * TILE - c * 16);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+    for (int g = 0; g < groups; g++) {
+        __m512i sums[ROW_BLOCK][4];
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < 4; c++) sums[r][c] = _mm512_setzero_si512();
+        for (int e = g * group / 8; e < (g + 1) * group / 8; e++) {
+            const uint8_t *block = w + (size_t)e * TILE * 4;
+            prefetch_ahead(block, TILE * 4);
+            __m512i low[4], high[4];
+            for (int c = 0; c < 4; c++) {
+                __m512i bytes = _mm512_loadu_si512(block + 64 * c);
+                low[c] = _mm512_and_si512(bytes, nibble);
+                high[c] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+            }
+            for (int r = 0; r < R; r++) {
+                int32_t first, second;
+                memcpy(&first, x.values + (size_t)r * k + 8 * e, 4);
+                memcpy(&second, x.values + (size_t)r * k + 8 * e + 4, 4);
+                __m512i xa = _mm512_set1_epi32(first), xb = _mm512_set1_epi32(second);
+                for (int c = 0; c < 4; c++) {
+                    sums[r][c] = _mm512_dpbusd_epi32(sums[r][c], low[c], xa);
+                    sums[r][c] = _mm512_dpbusd_epi32(sums[r][c], high[c], xb);
+                }
+            }
+        }
+        for (int c = 0; c < 4; c++) {
+            __m512 scale = _mm512_maskz_loadu_ps(valid[c], lin->scale + (size_t)g * lin->n + tile * TILE + c * 16);
+            for (int r = 0; r < R; r++) {
+                __m512i offset = _mm512_set1_epi32(8 * group_sums[r * groups + g]);
+                acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][c], offset)), scale, acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        const RowQuantization *row = x.rows + r;
+        __m512 step = _mm512_set1_ps(row->step);
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_mul_ps(acc[r][c], step);
+        for (int o = 0; o < row->outliers; o++) {
+            const int dim = row->dims[o], e = dim / 8, b = dim % 8;
+            const int shift = 8 * (b % 4) + 4 * (b / 4);
+            __m512 value = _mm512_set1_ps(row->values[o]);
+            for (int c = 0; c < 4; c++) {
+                __m512i bits = _mm512_srli_epi32(_mm512_loadu_si512(w + (size_t)e * TILE * 4 + 64 * c), shift);
+                __m512i q = _mm512_sub_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(0x0f)), _mm512_set1_epi32(8));
+                __m512 scale = _mm512_maskz_loadu_ps(valid[c],
+                                                     lin->scale + (size_t)(dim / group) * lin->n + tile * TILE + c * 16);
+                acc[r][c] = _mm512_fmadd_ps(value, _mm512_mul_ps(_mm512_cvtepi32_ps(q), scale), acc[r][c]);
+            }
+        }
+    }
+    Linear scaled = *lin; /* the group scales are applied: finish_tile adds the bias and the epilogue only */
+    scaled.scale = NULL;
+    finish_tile(&scaled, tile, acc, R, y, ldy, epilogue, factor);
+}
+
+static VNNI void tile_rows_int4(const Linear *lin, int tile, QuantizedRows x, const int32_t *group_sums, int rows,
+                                float *y, int ldy, int epilogue, float factor) {
+    switch (rows) {
+    case 1: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 1); break;
+    case 2: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 2); break;
+    case 3: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 3); break;
+    case 4: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 4); break;
+    case 5: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 5); break;
+    default: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 6); break;
+    }
+}
+
+/* linear_rows for FMT_I4_VNNI: every thread quantizes the rows and sums each group of their int8 values, then the
+   tiles are shared out. */
+void linear_rows_int4(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
+                      float factor) {
+    const int k = lin->k, groups = k / lin->group;
+    RowQuantization *quantized = malloc((size_t)rows * (sizeof(RowQuantization) + k + groups * sizeof(int32_t)));
+    if (quantized == NULL) {
+        fputs("asr_specdec native kernels: out of memory\n", stderr);
+        abort();
+    }
+    int32_t *group_sums = (int32_t *)(quantized + rows);
+    int8_t *values = (int8_t *)(group_sums + (size_t)rows * groups);
+    for (int r = 0; r < rows; r++) {
+        int8_t *row = values + (size_t)r * k;
+        quantize_row(k, x + (size_t)r * ldx, row, quantized + r);
+        for (int g = 0; g < groups; g++) {
+            int32_t total = 0;
+            for (int i = g * lin->group; i < (g + 1) * lin->group; i++) total += row[i];
+            group_sums[r * groups + g] = total;
+        }
+    }
+#pragma omp for schedule(static)
+    for (int tile = 0; tile < lin->n_tiles; tile++) {
+        for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
+            int block = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
+            QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
+            tile_rows_int4(lin, tile, part, group_sums + (size_t)r0 * groups, block, y + (size_t)r0 * ldy, ldy,
+                           epilogue, factor);
+        }
+    }
+    free(quantized);
+}
+
+/* ---------------------------------------------------------------- the drafter's vocabulary choice */
+
+static inline float dot_int8(const float *x, const int8_t *row, int k) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < k; i += 16)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i),
+                              _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(row + i)))), acc);
+    return _mm512_reduce_add_ps(acc);
+}
+
+/* The `count` best-screened allowed columns below `end` (count <= MAX_CANDIDATES); returns how many there are. */
+static int best_screened(const float *scores, int end, const uint8_t *blocked, int count, int *found) {
+    float kept[MAX_CANDIDATES];
+    int size = 0, weakest = 0;
+    float floor = -INFINITY;
+    for (int v0 = 0; v0 < end; v0 += 16) {
+        __mmask16 hits = _mm512_mask_cmp_ps_mask(tail_mask(end - v0), _mm512_loadu_ps(scores + v0),
+                                                 _mm512_set1_ps(floor), _CMP_GT_OQ);
+        while (hits) {
+            const int v = v0 + __builtin_ctz(hits);
+            hits &= hits - 1;
+            if (blocked && blocked[v]) continue;
+            if (scores[v] <= floor) continue; /* the floor rose since this block was compared */
+            if (size < count) {
+                found[size] = v;
+                kept[size++] = scores[v];
+            } else {
+                found[weakest] = v;
+                kept[weakest] = scores[v];
+            }
+            if (size == count) {
+                weakest = 0;
+                for (int i = 1; i < count; i++)
+                    if (kept[i] < kept[weakest]) weakest = i;
+                floor = kept[weakest];
+            }
+        }
+    }
+    return size;
+}
+
+/* Greedy draft token per row: the best of the `candidates` columns that the int4 screen (rows centred on their
+   mean, which shifts every score alike) scores highest, by their int8 rows (rows8 [n][k], scale8 [n]). With
+   Whisper's timestamp rule (group_begins[r] < n): the best text token (ids below it) against every timestamp
+   scored by its int8 row; when the timestamps together outweigh the best text token, the best timestamp (as the
+   main model's rule, on these approximate scores). suppressed: [rows][n] bytes or NULL; group_begins: [rows] or
+   NULL (no rule). scratch: rows * screen->n_tiles * 64 floats. */
+void draft_choice(const Linear *screen, const int8_t *rows8, const float *scale8, int rows, const float *x, int ldx,
+                  const uint8_t *suppressed, const int32_t *group_begins, int candidates, float *scratch,
+                  int64_t *out, int threads) {
+    const int n = screen->n, k = screen->k, stride = screen->n_tiles * TILE;
+    if (candidates > MAX_CANDIDATES) candidates = MAX_CANDIDATES;
+    if (candidates < 1) candidates = 1;
+#pragma omp parallel num_threads(threads)
+    {
+        linear_rows(screen, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const float *row = x + (size_t)r * ldx;
+            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+            const int text_end = group_begins && group_begins[r] < n ? group_begins[r] : n;
+            int found[MAX_CANDIDATES];
+            const int size = best_screened(scratch + (size_t)r * stride, text_end, blocked, candidates, found);
+            int text = -1;
+            float text_score = -INFINITY;
+            for (int i = 0; i < size; i++) {
+                const float score = dot_int8(row, rows8 + (size_t)found[i] * k, k) * scale8[found[i]];
+                if (text < 0 || score > text_score || (score == text_score && found[i] < text)) {
+                    text = found[i];
+                    text_score = score;
+                }
+            }
+            int stamp = -1;
+            float stamp_score = -INFINITY, stamp_total = 0.0f;
+            if (text_end < n) {
+                float stamp_scores[n - text_end];
+                for (int v = text_end; v < n; v++) {
+                    stamp_scores[v - text_end] = blocked && blocked[v] ? -INFINITY
+                                                                       : dot_int8(row, rows8 + (size_t)v * k, k) * scale8[v];
+                    if (stamp_scores[v - text_end] > stamp_score) {
+                        stamp = v;
+                        stamp_score = stamp_scores[v - text_end];
+                    }
+                }
+                if (stamp >= 0)
+                    for (int v = text_end; v < n; v++) stamp_total += expf(stamp_scores[v - text_end] - stamp_score);
+            }
+            int choice = text;
+            if (stamp >= 0) {
+                const int forced = text < 0 || stamp_score + logf(stamp_total) > text_score;
+                if (forced || stamp_score > text_score) choice = stamp;
+            }
+            out[r] = choice < 0 ? 0 : choice;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- the drafter's int8 cross-attention states */
+
+/* src [blocks][dim][lanes] (float32 or bfloat16) to int8 dst of the same layout and float32 scales [blocks][lanes]:
+   each vector of `dim` values (one lane of one block) scaled by its max |value| / 127. lanes: 16 (keys, stored 16
+   transposed per block) or 1 (values, one vector per block). */
+void quantize_int8_vectors(const void *src, int format, long blocks, int dim, int lanes, int8_t *dst, float *scales,
+                           int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long block = 0; block < blocks; block++) {
+        const size_t base = (size_t)block * dim * lanes;
+        if (lanes == 16) {
+            __m512 largest = _mm512_setzero_ps();
+            for (int i = 0; i < dim; i++) largest = _mm512_max_ps(largest, _mm512_abs_ps(load16(src, base + (size_t)i * 16, format)));
+            __m512 scale = _mm512_div_ps(largest, _mm512_set1_ps(127.0f));
+            scale = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f), scale);
+            _mm512_storeu_ps(scales + (size_t)block * 16, scale);
+            __m512 inverse = _mm512_div_ps(_mm512_set1_ps(1.0f), scale);
+            for (int i = 0; i < dim; i++) {
+                __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(load16(src, base + (size_t)i * 16, format), inverse));
+                q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+                _mm_storeu_si128((__m128i *)(dst + base + (size_t)i * 16), _mm512_cvtepi32_epi8(q));
+            }
+        } else { /* dim a multiple of 16 */
+            __m512 largest = _mm512_setzero_ps();
+            for (int i = 0; i < dim; i += 16) largest = _mm512_max_ps(largest, _mm512_abs_ps(load16(src, base + i, format)));
+            const float top = _mm512_reduce_max_ps(largest), scale = top > 0.0f ? top / 127.0f : 1.0f;
+            scales[block] = scale;
+            const __m512 inverse = _mm512_set1_ps(1.0f / scale);
+            for (int i = 0; i < dim; i += 16) {
+                __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(load16(src, base + i, format), inverse));
+                q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+                _mm_storeu_si128((__m128i *)(dst + base + i), _mm512_cvtepi32_epi8(q));
+            }
+        }
+    }
+}

@@ -16,14 +16,20 @@
 #define ROW_BLOCK 6
 #define QUERY_BLOCK 4
 #define MAX_HEAD_VECTORS 8 /* head_dim up to 128 */
+#define PREFETCH_BYTES 2048 /* how far ahead a weight stream is prefetched: DRAM latency hides behind the products */
 
-enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3, FMT_I8_VNNI = 4 };
+static inline void prefetch_ahead(const void *here, size_t bytes) {
+    for (size_t line = 0; line < bytes; line += 64) _mm_prefetch((const char *)here + PREFETCH_BYTES + line, _MM_HINT_T0);
+}
+
+enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3, FMT_I8_VNNI = 4, FMT_I4_VNNI = 5 };
 enum { EPI_STORE = 0, EPI_ADD = 1, EPI_GELU = 2, EPI_SCALE = 3 };
 
 typedef struct {
     int32_t format, n, k, n_tiles;
+    int32_t group;      /* FMT_I4_VNNI: inputs per scale (see draft_kernels.c); else unused */
     const void *packed; /* [n_tiles][k][64]; FMT_I8_VNNI: [n_tiles][k / 4][64][4] of int8 + 128 */
-    const float *scale; /* [n] per output column (int8 only), else NULL */
+    const float *scale; /* [n] per output column (int8 only; FMT_I4_VNNI: [k / group][n]), else NULL */
     const float *bias;  /* [n] or NULL */
 } Linear;
 
@@ -47,13 +53,15 @@ typedef struct {
 
 typedef struct {
     int32_t kv_format;    /* self-attention keys/values: FMT_F32 or FMT_BF16 */
-    int32_t cross_format; /* cross-attention keys/values: FMT_F32 or FMT_BF16 */
+    int32_t cross_format; /* cross-attention keys/values: FMT_F32, FMT_BF16 or (drafters) FMT_I8 */
     int32_t slots;        /* self key/value slots per row (padded to 16) */
     int32_t enc_len, enc_pad;
     void *const *self_k;  /* per layer [batch][heads][slots / 16][head_dim][16]: 16 keys transposed per block */
     void *const *self_v;  /* per layer [batch][heads][slots][head_dim] */
     void *const *cross_k; /* per layer [batch][heads][enc_pad / 16][head_dim][16] */
     void *const *cross_v; /* per layer [batch][heads][enc_len][head_dim] */
+    const float *const *cross_k_scale; /* FMT_I8 only: per layer [batch][heads][enc_pad], one scale per key */
+    const float *const *cross_v_scale; /* FMT_I8 only: per layer [batch][heads][enc_len], one per value */
 } Cache;
 
 /* ---------------------------------------------------------------- elementwise math, fixed per lane */
@@ -254,5 +262,8 @@ static inline void quantize_row(int k, const float *row, int8_t *values, RowQuan
 /* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a parallel region the tiles are shared out */
 void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
                  float factor);
+/* the same for FMT_I4_VNNI weights (draft_kernels.c) */
+void linear_rows_int4(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
+                      float factor);
 
 #endif

@@ -1,8 +1,9 @@
 """Weights in the layouts decoder_kernels.c reads: [ceil(n / 64)][k][64] tiles of one storage format.
 
-Storage formats: float32, float16, bfloat16 and int8 (symmetric, one float32 scale per output column), and
-int8-vnni, the same int8 values + 128 as [ceil(n / 64)][k / 4][64][4] for products with int8 activations
-(drafters only: those products are not float32's). A
+Storage formats: float32, float16, bfloat16 and int8 (symmetric, one float32 scale per output column);
+int8-vnni, the same int8 values + 128 as [ceil(n / 64)][k / 4][64][4] for products with int8 activations, and
+int4-vnni, 4-bit values with a scale per column and group of inputs (draft_kernels.c): drafters only, since
+those products are not float32's. A
 float32 matrix whose every value is a float16 (Whisper checkpoints shipped as float16 are) is stored as
 float16: the kernels widen it back exactly, so the arithmetic is float32's at half the memory traffic.
 """
@@ -19,14 +20,30 @@ import torch
 from . import Linear
 
 TILE = 64
-FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4}
-STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8, 4: torch.uint8}
+FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4, "int4-vnni": 5}
+STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8, 4: torch.uint8, 5: torch.uint8}
+INT4_GROUP = 128  # inputs per int4 scale (the whole row when it does not divide the input width)
 
 
 def lossless_float16(weight: torch.Tensor) -> bool:
     """Whether every value of `weight` is exactly a float16 value (an overflow to inf, or a NaN, compares
     unequal)."""
     return torch.equal(weight.to(torch.float16).to(weight.dtype), weight)
+
+
+def int4_group(k: int) -> int:
+    return INT4_GROUP if k % INT4_GROUP == 0 else k
+
+
+def quantize_int4(weight: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(int4 values in -7..7 as int8 [n, k], float32 scales [k / group, n]): weight[i, j] ~ values[i, j] *
+    scale[j // group, i], each scale the max |weight| of its group / 7."""
+    n, k = weight.shape
+    grouped = weight.float().reshape(n, k // group, group)
+    scale = grouped.abs().amax(dim=2) / 7.0
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    values = torch.round(grouped / scale[..., None]).clamp_(-7, 7).to(torch.int8).reshape(n, k)
+    return values, scale.t().contiguous()
 
 
 def quantize_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -49,9 +66,14 @@ class PackedLinear:
     scale: torch.Tensor | None
     bias: torch.Tensor | None
     struct: Linear
+    group: int = 0  # int4-vnni: inputs per scale
 
     def dequantized(self) -> torch.Tensor:
         """The weight [n, k] as the kernels see it, in float32."""
+        if self.format == "int4-vnni":
+            nibbles = torch.stack([self.packed & 0x0F, self.packed >> 4], dim=3).to(torch.int16) - 8
+            values = nibbles.permute(0, 2, 1, 3, 4).reshape(-1, self.k)[: self.n].float()  # [tiles, 64, k/8, 2, 4]
+            return values * self.scale.repeat_interleave(self.group, dim=0).t()
         if self.format == "int8-vnni":
             tiles = (self.packed.float() - 128).permute(0, 2, 1, 3).reshape(-1, self.k)[: self.n]
         else:
@@ -65,15 +87,23 @@ def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -
     n, k = weight.shape
     if storage == "float32" and lossless_float16(weight):
         storage = "float16"
-    scale = None
-    if storage in ("int8", "int8-vnni"):
+    scale, group = None, None
+    if storage == "int4-vnni":
+        if k % 8:
+            raise ValueError(f"int4-vnni needs an input width that is a multiple of 8, not {k}")
+        group = int4_group(k)
+        values, scale = quantize_int4(weight, group)
+    elif storage in ("int8", "int8-vnni"):
         values, scale = quantize_int8(weight)
     else:
         values = weight.to(STORAGE[FORMATS[storage]])
     tiles = math.ceil(n / TILE)
     padded = torch.zeros(tiles * TILE, k, dtype=values.dtype)
     padded[:n] = values
-    if storage == "int8-vnni":
+    if storage == "int4-vnni":
+        unsigned = (padded.to(torch.int16) + 8).to(torch.uint8).reshape(tiles, TILE, k // 8, 2, 4)
+        packed = (unsigned[:, :, :, 0] | (unsigned[:, :, :, 1] << 4)).permute(0, 2, 1, 3).contiguous()
+    elif storage == "int8-vnni":
         if k % 4:
             raise ValueError(f"int8-vnni needs an input width that is a multiple of 4, not {k}")
         unsigned = (padded.to(torch.int16) + 128).to(torch.uint8)
@@ -81,16 +111,17 @@ def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -
     else:
         packed = padded.reshape(tiles, TILE, k).permute(0, 2, 1).contiguous()
     bias = bias.detach().float().contiguous() if bias is not None else None
-    return packed_linear(n, packed, scale, bias)
+    return packed_linear(n, packed, scale, bias, group or 0)
 
 
-def packed_linear(n: int, packed: torch.Tensor, scale: torch.Tensor | None, bias: torch.Tensor | None) -> PackedLinear:
-    """A PackedLinear around tensors already in the packed layout."""
-    storage = next(name for name, code in FORMATS.items() if STORAGE[code] == packed.dtype)
-    tiles, k = packed.shape[0], packed.shape[1] * (4 if storage == "int8-vnni" else 1)
-    struct = Linear(FORMATS[storage], n, k, tiles, packed.data_ptr(), scale.data_ptr() if scale is not None else None,
-                    bias.data_ptr() if bias is not None else None)
-    return PackedLinear(storage, n, k, packed, scale, bias, struct)
+def packed_linear(n: int, packed: torch.Tensor, scale: torch.Tensor | None, bias: torch.Tensor | None,
+                  group: int = 0) -> PackedLinear:
+    """A PackedLinear around tensors already in the packed layout (`group` > 0: int4-vnni)."""
+    storage = "int4-vnni" if group else next(name for name, code in FORMATS.items() if STORAGE[code] == packed.dtype)
+    tiles, k = packed.shape[0], packed.shape[1] * {"int8-vnni": 4, "int4-vnni": 8}.get(storage, 1)
+    struct = Linear(FORMATS[storage], n, k, tiles, group, packed.data_ptr(),
+                    scale.data_ptr() if scale is not None else None, bias.data_ptr() if bias is not None else None)
+    return PackedLinear(storage, n, k, packed, scale, bias, struct, group)
 
 
 class PackStore:
@@ -126,10 +157,13 @@ class PackStore:
         """The pack stored as `name`, or `build()` (a PackedLinear) stored under it."""
         if f"{name}.packed" in self.tensors or f"{name}.packed" in self.names:
             get = self._get
+            group = get(f"{name}.group")
             return packed_linear(int(get(f"{name}.n")), get(f"{name}.packed"), get(f"{name}.scale"),
-                                 get(f"{name}.bias"))
+                                 get(f"{name}.bias"), int(group) if group is not None else 0)
         packed = build()
         self.tensors.update({f"{name}.packed": packed.packed, f"{name}.n": torch.tensor(packed.n)})
+        if packed.group:
+            self.tensors[f"{name}.group"] = torch.tensor(packed.group)
         for part in ("scale", "bias"):
             if getattr(packed, part) is not None:
                 self.tensors[f"{name}.{part}"] = getattr(packed, part)

@@ -33,7 +33,7 @@ from ..core.argmax import CertifiedArgmax
 from ..core.projection import project_rows, row_blocked
 from ..errors import ModelError
 
-WEIGHT_FORMATS = ("float32", "bfloat16", "float16", "int8", "int8-vnni")
+WEIGHT_FORMATS = ("float32", "bfloat16", "float16", "int8", "int8-vnni", "int4-vnni")
 SLOT_MULTIPLE = 16  # the kernels read keys 16 at a time
 
 
@@ -47,13 +47,16 @@ class KVCache:
     score 16 keys per load, reading memory in order) and values [batch, heads, slots, head_dim] per layer; slots
     hold positions 0..max_positions-1, the scratch slot for padding, then padding to a multiple of 16.
     Cross-attention keys [batch, heads, encoder slots / 16, head_dim, 16] and values [batch, heads,
-    encoder_length, head_dim], computed once from the encoder output."""
+    encoder_length, head_dim], computed once from the encoder output; in int8 (a drafter's, native kernels only)
+    with a scale per key [batch, heads, encoder slots] and per value [batch, heads, encoder_length]."""
 
     self_keys: list[torch.Tensor]
     self_values: list[torch.Tensor]
     cross_keys: list[torch.Tensor]
     cross_values: list[torch.Tensor]
     max_positions: int
+    cross_key_scales: list[torch.Tensor] | None = None
+    cross_value_scales: list[torch.Tensor] | None = None
 
     @property
     def batch_size(self) -> int:
@@ -74,7 +77,8 @@ class KVCache:
             return
         memo[id(self)] = self
         self._native_view = None
-        for states in (self.self_keys, self.self_values, self.cross_keys, self.cross_values):
+        for states in (self.self_keys, self.self_values, self.cross_keys, self.cross_values,
+                       self.cross_key_scales or [], self.cross_value_scales or []):
             for index, tensor in enumerate(states):
                 if id(tensor) not in memo:  # the old tensor stays in memo so its id is not reused meanwhile
                     memo[id(tensor)] = (tensor, tensor.index_select(0, rows))
@@ -157,6 +161,7 @@ class WhisperDecoderRunner:
         """Keys and values of every used layer's cross-attention over the encoder output (computed once), in the
         cache's layout and cross dtype."""
         compute = self.cross_dtype if self.native is not None else self.dtype
+        compute = torch.float32 if compute == torch.int8 else compute  # new_cache quantizes them
         encoder_output = encoder_output.to(compute)
         batch, length, _ = encoder_output.shape
         keys, values = [], []
@@ -164,11 +169,11 @@ class WhisperDecoderRunner:
             attention = layer.encoder_attn
             key = _linear(attention.k_proj, encoder_output).view(batch, length, self.num_heads, self.head_dim)
             value = _linear(attention.v_proj, encoder_output).view(batch, length, self.num_heads, self.head_dim)
-            blocks = torch.zeros(batch, self.num_heads, _padded(length), self.head_dim, dtype=self.cross_dtype,
+            blocks = torch.zeros(batch, self.num_heads, _padded(length), self.head_dim, dtype=compute,
                                  device=self.device)
             blocks[:, :, :length] = key.transpose(1, 2)
             keys.append(_key_blocks(blocks))
-            values.append(value.transpose(1, 2).to(self.cross_dtype).contiguous())
+            values.append(value.transpose(1, 2).to(compute).contiguous())
         return keys, values
 
     def new_cache(self, encoder_output: torch.Tensor, cross_states: tuple[list, list] | None = None,
@@ -179,14 +184,23 @@ class WhisperDecoderRunner:
         positions = min(max_positions or self.max_positions, self.max_positions)
         slots = _padded(positions + 1)
         cross_keys, cross_values = cross_states or self.cross_attention_states(encoder_output)
-        cross_keys = [keys.to(self.cross_dtype) for keys in cross_keys[: self.num_layers]]
-        cross_values = [values.to(self.cross_dtype) for values in cross_values[: self.num_layers]]
+        cross_keys, cross_values = cross_keys[: self.num_layers], cross_values[: self.num_layers]
+        scales = {}
+        if self.cross_dtype == torch.int8:
+            keys = [_int8_vectors(layer, lanes=SLOT_MULTIPLE) for layer in cross_keys]
+            values = [_int8_vectors(layer, lanes=1) for layer in cross_values]
+            cross_keys, cross_values = [pair[0] for pair in keys], [pair[0] for pair in values]
+            scales = {"cross_key_scales": [pair[1].view(*layer.shape[:2], -1) for pair, layer in zip(keys, cross_keys)],
+                      "cross_value_scales": [pair[1].view(*layer.shape[:3]) for pair, layer in zip(values, cross_values)]}
+        else:
+            cross_keys = [keys.to(self.cross_dtype) for keys in cross_keys]
+            cross_values = [values.to(self.cross_dtype) for values in cross_values]
         key_shape = (batch, self.num_heads, slots // SLOT_MULTIPLE, self.head_dim, SLOT_MULTIPLE)
         value_shape = (batch, self.num_heads, slots, self.head_dim)
         return KVCache(
             self_keys=[torch.zeros(key_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers],
             self_values=[torch.zeros(value_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers],
-            cross_keys=cross_keys, cross_values=cross_values, max_positions=positions,
+            cross_keys=list(cross_keys), cross_values=list(cross_values), max_positions=positions, **scales,
         )
 
     # ------------------------------------------------------------------ passes
@@ -252,10 +266,16 @@ class WhisperDecoderRunner:
             return self.proj_out(hidden)
         return project_rows(self.proj_out.weight, hidden.reshape(batch * length, width)).view(batch, length, -1)
 
-    def greedy_choices(self, hidden: torch.Tensor, suppressed: torch.Tensor | None) -> torch.Tensor:
-        """argmax of the vocabulary logits of `hidden` [rows, width] with `suppressed` [rows, vocab] excluded."""
-        if self.native is not None and self.certified_argmax:
-            return self.native.greedy(hidden, suppressed)
+    def greedy_choices(self, hidden: torch.Tensor, suppressed: torch.Tensor | None,
+                       group_begins: list[int | None] | None = None) -> torch.Tensor:
+        """argmax of the vocabulary logits of `hidden` [rows, width] with `suppressed` [rows, vocab] excluded; in
+        rows with a group_begins entry, under the group rule too (LogitRules.group_begin), or -1 where only the
+        full logits can settle it (the caller applies the rules to them)."""
+        grouped = group_begins is not None and any(begin is not None for begin in group_begins)
+        if self.native is not None and (self.certified_argmax or not self.native.exact):
+            return self.native.greedy(hidden, suppressed, group_begins)
+        if grouped:
+            return torch.full((hidden.shape[0],), -1, dtype=torch.int64)
         if (self.native is None and self.certified_argmax and row_blocked(self.proj_out)
                 and self.proj_out.weight.dtype == torch.float32):
             if self._certified is None:
@@ -339,6 +359,23 @@ def _linear(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
 
 
+def _int8_vectors(states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(int8 values, float32 scales [blocks, lanes]) of `states` [..., dim, lanes] (float32 or bfloat16, contiguous):
+    every vector along dim quantized symmetrically with its own scale (native kernels)."""
+    from ..native import kernels
+
+    states = states.contiguous()
+    if states.dtype not in (torch.float32, torch.bfloat16):
+        states = states.float()
+    dim = states.shape[-2] if lanes > 1 else states.shape[-1]
+    blocks = states.numel() // (dim * lanes)
+    values = torch.empty(states.shape, dtype=torch.int8)
+    scales = torch.empty(blocks, lanes)
+    kernels().quantize_int8_vectors(states.data_ptr(), 0 if states.dtype == torch.float32 else 2, blocks, dim, lanes,
+                                    values.data_ptr(), scales.data_ptr(), torch.get_num_threads())
+    return values, scales
+
+
 def _key_blocks(keys: torch.Tensor) -> torch.Tensor:
     """[batch, heads, slots, head_dim] keys (slots a multiple of 16) in the cache's block layout."""
     batch, heads, slots, head_dim = keys.shape
@@ -390,18 +427,29 @@ class DecoderTarget:
 
     def greedy_rows(self, feeds: list[list[int]], starts: list[int], scored: list[int],
                     rules: list[tuple]) -> list[list[int]]:
-        """Like extend_rows, but the main model's greedy token at each scored position instead of its logits;
-        rules[b] = (LogitRules, sequence index the row's first scored position predicts)."""
+        """Like extend_rows, but the greedy token at each scored position instead of its logits; rules[b] =
+        (LogitRules, sequence index the row's first scored position predicts, the row's tokens so far including
+        what this pass feeds). Rules must pass core.logits.greedy_by_mask."""
         hidden = self.runner.feed_rows(self.cache, feeds, starts)
         picked = torch.cat([rows[len(rows) - count:] for rows, count in zip(hidden, scored)])
-        masks = [row_rules.suppressed(first_index, count, self.runner.vocab_size, picked.device)
-                 for (row_rules, first_index), count in zip(rules, scored)]
+        vocab, device = self.runner.vocab_size, picked.device
+        masks = [row_rules.greedy_mask(first_index, count, vocab, device, tokens)
+                 for (row_rules, first_index, tokens), count in zip(rules, scored)]
         mask = None
         if any(row_mask is not None for row_mask in masks):
             mask = torch.cat([row_mask if row_mask is not None else
-                              torch.zeros(count, self.runner.vocab_size, dtype=torch.bool, device=picked.device)
+                              torch.zeros(count, vocab, dtype=torch.bool, device=device)
                               for row_mask, count in zip(masks, scored)])
-        choices = self.runner.greedy_choices(picked, mask).tolist()
+        positions = [(row_rules, first_index + offset, tokens)
+                     for (row_rules, first_index, tokens), count in zip(rules, scored) for offset in range(count)]
+        group_begins = [row_rules.group_begin for row_rules, _, _ in positions]
+        choices = self.runner.greedy_choices(picked, mask, group_begins).tolist()
+        unsettled = [index for index, choice in enumerate(choices) if choice < 0]
+        if unsettled:  # the group rule too close to call (or no way to call it) without every logit
+            logits = self.runner.vocabulary_logits(picked[unsettled][None])[0]
+            for index, row_logits in zip(unsettled, logits):
+                row_rules, position, tokens = positions[index]
+                choices[index] = int(row_rules.apply(row_logits[None], position, tokens).argmax(dim=-1))
         rows, begin = [], 0
         for count in scored:
             rows.append(choices[begin:begin + count])

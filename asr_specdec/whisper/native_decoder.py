@@ -1,9 +1,12 @@
 """The Whisper decoder on the native kernels (asr_specdec/native): its weights packed once in one storage
-format, a pass over any set of tokens in one call, the vocabulary projection and the certified greedy choice.
+format, a pass over any set of tokens in one call, the vocabulary projection and the greedy choice.
 
 Every token's numbers are computed the same way whatever else is in the pass (see decoder_kernels.c), so a
 verification pass over a draft gives each position exactly the logits a one-token step would: speculative
-output equals plain output bit for bit at every weight format, batches included.
+output equals plain output bit for bit at every weight format, batches included. The greedy choice of an exact
+format is certified (the argmax of the full product, without computing it all); that of a drafter's format
+(int8-vnni, int4-vnni) is a cheaper approximation: an int4 screen of the vocabulary, its best few rescored in
+int8 (draft_kernels.c).
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ import torch
 from torch import nn
 
 from ..native import Cache, Layer, Model, fastest_int8
-from ..native.packing import PackedLinear, PackStore, argmax_error, as_pointer, pack_linear, pointer_array
+from ..native.packing import PackedLinear, PackStore, argmax_error, as_pointer, pack_linear, pointer_array, quantize_int8
 
-KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2}
+KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2, torch.int8: 3}
+DRAFT_STORAGES = ("int8-vnni", "int4-vnni")  # products of int8 activations: for drafters, which need no exactness
+DRAFT_CANDIDATES = 32  # tokens the drafter's int4 screen passes on to be scored by their int8 rows
+# the group rule compares a log-sum-exp with a logit; closer than this, only the full logits settle it
+GROUP_MARGIN = 1e-3
 _SHARED_PACKS: dict[int, tuple[weakref.ref, dict]] = {}
 
 
@@ -71,11 +78,18 @@ class NativeDecoder:
                            self.positions.data_ptr(), self._float(norm.weight).data_ptr(),
                            self._float(norm.bias).data_ptr(), structs)
         vocabulary = proj_out.weight
-        self.vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store, "vocabulary")
-        self.vocab_size = self.vocab.n
+        self._vocabulary = vocabulary
+        self.vocab_size = vocabulary.shape[0]
+        self.exact = storage not in DRAFT_STORAGES
+        self._vocab = None
         self.approx = None
         self.approx_norms = None
-        if not storage.startswith("int8"):  # an int8 copy screens the vocabulary, the exact pack settles the rest
+        if not self.exact:
+            self._draft_vocabulary(vocabulary)
+        else:
+            self._vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store,
+                                      "vocabulary")
+        if self.exact and storage != "int8":  # an int8 copy screens the vocabulary, the exact pack settles the rest
             screen = fastest_int8()
             self._approx_store = PackStore(weights_key, screen)  # kept: its tensors may map its file
             self.approx = shared_pack(vocabulary, "linear", screen, lambda: (vocabulary, None), self._approx_store,
@@ -84,9 +98,33 @@ class NativeDecoder:
                 self.approx_norms = self._approx_store.tensor(
                     "vocabulary.norms", lambda: (self.approx.dequantized().norm(dim=1) * (1 + 1e-5)).contiguous())
             self._approx_store.save()
-            self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self.vocab, self.approx))
+            self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self._vocab, self.approx))
         self._store.save()
         self._scratch = torch.empty(0)
+
+    def _draft_vocabulary(self, vocabulary: torch.Tensor) -> None:
+        """The drafter's vocabulary: an int4 screen of the rows centred on their mean (Whisper's output rows share
+        a large common part, 87% of their energy in base, which would swamp int4's resolution; it adds the same
+        to every score) and the rows in int8, row by row, for the screen's best few."""
+        def centred():
+            weight = vocabulary.detach().float()
+            return weight - weight.mean(dim=0), None
+
+        self.screen = shared_pack(vocabulary, "centred", "int4-vnni", centred, self._store, "vocabulary.screen")
+        rows = self._store.tensor("vocabulary.rows8", lambda: quantize_int8(vocabulary.detach())[0].contiguous())
+        self.rows8_scale = self._store.tensor("vocabulary.rows8_scale",
+                                              lambda: quantize_int8(vocabulary.detach())[1].contiguous())
+        self.rows8 = rows
+
+    @property
+    def vocab(self) -> PackedLinear:
+        """The whole vocabulary projection in this decoder's storage (a drafter builds it only to sample)."""
+        if self._vocab is None:
+            vocabulary = self._vocabulary
+            self._vocab = shared_pack(vocabulary, "linear", self.storage, lambda: (vocabulary, None), self._store,
+                                      "vocabulary")
+            self._store.save()
+        return self._vocab
 
     def _float(self, tensor: torch.Tensor) -> torch.Tensor:
         tensor = tensor.detach()
@@ -131,6 +169,8 @@ class NativeDecoder:
             layers = len(self._layers)
             tensors = [cache.self_keys[:layers], cache.self_values[:layers], cache.cross_keys[:layers],
                        cache.cross_values[:layers]]
+            if cache.cross_key_scales is not None:
+                tensors += [cache.cross_key_scales[:layers], cache.cross_value_scales[:layers]]
             arrays = [pointer_array(group) for group in tensors]
             view = Cache(KV_FORMATS[cache.self_keys[0].dtype], KV_FORMATS[cache.cross_keys[0].dtype], cache.slots,
                          cache.encoder_length,
@@ -166,11 +206,19 @@ class NativeDecoder:
                                     logits.data_ptr(), self.vocab_size, torch.get_num_threads())
         return logits
 
-    def greedy(self, hidden: torch.Tensor, suppressed: torch.Tensor | None) -> torch.Tensor:
-        """argmax of logits(hidden) per row with `suppressed` [rows, vocab] excluded, the same token that the
-        full logits give, without computing them all."""
+    def greedy(self, hidden: torch.Tensor, suppressed: torch.Tensor | None,
+               group_begins: list[int | None] | None = None) -> torch.Tensor:
+        """The greedy token per row of logits(hidden) with `suppressed` [rows, vocab] excluded, and under the group
+        rule (see LogitRules.group_begin) in rows whose group_begins entry is not None. An exact format gives the
+        token that the full logits give, without computing them all, or -1 in a row whose group rule is too close
+        to call from partial scores (the caller settles it with the full logits); a drafter's format its
+        approximation (see _draft_vocabulary)."""
         hidden = hidden.float().contiguous()
         rows = hidden.shape[0]
+        if not self.exact:
+            return self._draft_choices(hidden, suppressed, group_begins)
+        if group_begins is not None and any(begin is not None for begin in group_begins):
+            return self._grouped_choices(hidden, suppressed, group_begins)
         mask = suppressed.contiguous().view(torch.uint8) if suppressed is not None else None
         choices = torch.empty(rows, dtype=torch.int64)
         if self.approx is None:  # int8 weights: the product is cheap, take it whole
@@ -183,4 +231,70 @@ class NativeDecoder:
                                       hidden.data_ptr(), self.width, as_pointer(mask), self.error.data_ptr(),
                                       as_pointer(self.approx_norms), scores.data_ptr(), choices.data_ptr(),
                                       torch.get_num_threads())
+        return choices
+
+    def _draft_choices(self, hidden: torch.Tensor, suppressed: torch.Tensor | None,
+                       group_begins: list[int | None] | None) -> torch.Tensor:
+        rows = hidden.shape[0]
+        mask = suppressed.contiguous().view(torch.uint8) if suppressed is not None else None
+        begins = None
+        if group_begins is not None and any(begin is not None for begin in group_begins):
+            begins = torch.tensor([self.vocab_size if begin is None else begin for begin in group_begins],
+                                  dtype=torch.int32)
+        choices = torch.empty(rows, dtype=torch.int64)
+        scores = torch.empty(rows, self.screen.struct.n_tiles * 64)
+        self.library.draft_choice(ctypes.byref(self.screen.struct), self.rows8.data_ptr(), self.rows8_scale.data_ptr(),
+                                  rows, hidden.data_ptr(), self.width, as_pointer(mask), as_pointer(begins),
+                                  DRAFT_CANDIDATES, scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
+        return choices
+
+    def tile_logits(self, hidden: torch.Tensor, first_column: int, last_column: int | None = None) -> torch.Tensor:
+        """Logits [rows, columns] of the 64-column tiles holding first_column..last_column (default: the last
+        column), from the tile's first column on: the same bits as those columns of logits(hidden)."""
+        hidden = hidden.float().contiguous()
+        first_tile = first_column // 64
+        last_tile = (self.vocab_size - 1 if last_column is None else last_column) // 64
+        tiles = last_tile - first_tile + 1
+        out = torch.empty(hidden.shape[0], tiles * 64)
+        self.library.linear_tiles(ctypes.byref(self.vocab.struct), hidden.shape[0], hidden.data_ptr(), self.width,
+                                  first_tile, tiles, out.data_ptr(), tiles * 64, torch.get_num_threads())
+        return out
+
+    def _grouped_choices(self, hidden: torch.Tensor, suppressed: torch.Tensor | None,
+                         group_begins: list[int | None]) -> torch.Tensor:
+        """Exact greedy choices under the group rule: the best allowed token below the group (certified), every
+        group token's exact logit, and the rule's comparison of the group's log-sum-exp with the best token's
+        logit; a row where the two are within GROUP_MARGIN of each other gets -1 (the rule on the full,
+        normalised logits rounds differently from this comparison by far less, but not provably never)."""
+        rows = hidden.shape[0]
+        mask = (suppressed.clone() if suppressed is not None
+                else torch.zeros(rows, self.vocab_size, dtype=torch.bool))
+        below = mask.clone()
+        for row, begin in enumerate(group_begins):
+            if begin is not None:
+                below[row, begin:] = True
+        best_below = self.greedy(hidden, below)
+        choices = best_below.clone()
+        for row, begin in enumerate(group_begins):
+            if begin is None:
+                continue
+            row_hidden = hidden[row:row + 1]
+            group = self.tile_logits(row_hidden, begin)[0]
+            offset = begin - begin // 64 * 64
+            group = group[offset: offset + self.vocab_size - begin].masked_fill(mask[row, begin:], -float("inf"))
+            token = int(best_below[row])
+            if bool(below[row].all()):
+                token_logit = -float("inf")
+            else:
+                token_logit = float(self.tile_logits(row_hidden, token, token)[0, token % 64])
+            group_total = float(group.logsumexp(dim=0))
+            group_best = float(group.max())
+            if group_best == -float("inf"):
+                continue  # every group token forbidden: the best token below stands
+            if token_logit == -float("inf") or group_total > token_logit + GROUP_MARGIN:
+                choices[row] = begin + int(group.argmax())
+            elif group_total < token_logit - GROUP_MARGIN:
+                choices[row] = begin + int(group.argmax()) if group_best > token_logit else token
+            else:
+                choices[row] = -1
         return choices

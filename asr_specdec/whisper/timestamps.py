@@ -16,6 +16,7 @@ in one pass and a drafter stepping one token at a time constrain every position 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -32,10 +33,25 @@ class TimestampRules(LogitRules):
     no_timestamps: int = -1
     end_of_text: int = -1  # ids below it are text
     max_initial_timestamp_index: int | None = None
+    greedy_by_mask: ClassVar[bool] = True  # greedy_mask + the group rule on timestamps are the whole rule
 
     def __post_init__(self):
         if min(self.timestamp_begin, self.no_timestamps, self.end_of_text) < 0:
             raise ValueError("timestamp rules need timestamp_begin, no_timestamps and end_of_text ids")
+
+    @property
+    def group_begin(self) -> int:
+        return self.timestamp_begin
+
+    def greedy_mask(self, first_index: int, rows: int, vocab_size: int, device, tokens: list[int]) -> torch.Tensor:
+        """Suppression, then <|notimestamps|>, pairing and order per row, as a mask; the rule that forces a
+        timestamp when the timestamps together outweigh the best text token is the group rule (`group_begin`)."""
+        mask = self.suppressed(first_index, rows, vocab_size, device)
+        mask = torch.zeros(rows, vocab_size, dtype=torch.bool, device=device) if mask is None else mask.clone()
+        for row in range(rows):
+            if first_index + row >= self.begin_index:
+                self._pairing_and_order(mask[row], tokens[self.begin_index: first_index + row], True)
+        return mask
 
     def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
         if tokens is None:
@@ -57,24 +73,25 @@ class TimestampRules(LogitRules):
             ruled[row, :self.timestamp_begin] = NEGATIVE_INFINITY
         return scores
 
-    def _pairing_and_order(self, row: torch.Tensor, generated: list[int]) -> None:
-        """Edit one row in place from the tokens generated before it."""
+    def _pairing_and_order(self, row: torch.Tensor, generated: list[int], banned=NEGATIVE_INFINITY) -> None:
+        """Set what one row may not choose to `banned` (-inf in scores, True in a mask), in place, from the tokens
+        generated before it."""
         begin = self.timestamp_begin
-        row[self.no_timestamps] = NEGATIVE_INFINITY
+        row[self.no_timestamps] = banned
         if not generated:
-            row[:begin] = NEGATIVE_INFINITY
+            row[:begin] = banned
             if self.max_initial_timestamp_index is not None:
-                row[begin + self.max_initial_timestamp_index + 1:] = NEGATIVE_INFINITY
+                row[begin + self.max_initial_timestamp_index + 1:] = banned
             return
         last_was_timestamp = generated[-1] >= begin
         penultimate_was_timestamp = len(generated) < 2 or generated[-2] >= begin
         if last_was_timestamp:
             if penultimate_was_timestamp:
-                row[begin:] = NEGATIVE_INFINITY
+                row[begin:] = banned
             else:
-                row[:self.end_of_text] = NEGATIVE_INFINITY
+                row[:self.end_of_text] = banned
         timestamps = [token for token in generated if token >= begin]
         if timestamps:
             # a segment ends after it starts; the next one may start where the last one ended
             last = timestamps[-1] if last_was_timestamp and not penultimate_was_timestamp else timestamps[-1] + 1
-            row[begin:last] = NEGATIVE_INFINITY
+            row[begin:last] = banned

@@ -57,10 +57,11 @@ class QuantizedSelfDrafter(ModelDrafter):
     def __init__(self, main_model: nn.Module, confidence_threshold: float = 0.0, weights: str | None = None):
         super().__init__(confidence_threshold)
         if native_decoder_unavailable(main_model) is None:
-            from ...native import fastest_int8
+            from ...native import int8_activations
 
-            weights = weights or fastest_int8()
-            self.runner = WhisperDecoderRunner(main_model, weights=weights, kv_dtype=torch.bfloat16)
+            weights = weights or ("int8-vnni" if int8_activations() else "int8")
+            self.runner = WhisperDecoderRunner(main_model, weights=weights, kv_dtype=torch.bfloat16,
+                                               cross_dtype=torch.int8 if int8_activations() else torch.bfloat16)
         else:
             self.runner = WhisperDecoderRunner(quantize_decoder(main_model))
 
