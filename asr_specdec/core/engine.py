@@ -90,8 +90,8 @@ def generate_batch(
         feeds = [row.sequence[row.fed:] + draft for row, draft in zip(batch, drafts)]
         starts, scored = [row.fed for row in batch], [len(draft) + 1 for draft in drafts]
         if _greedy_choices_suffice(target, batch):
-            choices = target.greedy_rows(feeds, starts, scored, [(row.settings.rules, len(row.sequence), row.sequence + draft)
-                                                                 for row, draft in zip(batch, drafts)])
+            rules = [(row.settings.rules, len(row.sequence), row.sequence + draft) for row, draft in zip(batch, drafts)]
+            choices = target.greedy_rows(feeds, starts, scored, rules)
             verdicts = [verify_greedy_choices(draft, row_choices) for draft, row_choices in zip(drafts, choices)]
         else:
             logits = target.extend_rows(feeds, starts, scored)

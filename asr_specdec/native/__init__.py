@@ -30,8 +30,8 @@ _state: dict = {}
 
 class Linear(ctypes.Structure):
     _fields_ = [("format", ctypes.c_int32), ("n", ctypes.c_int32), ("k", ctypes.c_int32),
-                ("n_tiles", ctypes.c_int32), ("group", ctypes.c_int32), ("packed", ctypes.c_void_p), ("scale", ctypes.c_void_p),
-                ("bias", ctypes.c_void_p)]
+                ("n_tiles", ctypes.c_int32), ("group", ctypes.c_int32), ("packed", ctypes.c_void_p),
+                ("scale", ctypes.c_void_p), ("bias", ctypes.c_void_p)]
 
 
 class Layer(ctypes.Structure):

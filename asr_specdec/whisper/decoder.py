@@ -187,11 +187,12 @@ class WhisperDecoderRunner:
         cross_keys, cross_values = cross_keys[: self.num_layers], cross_values[: self.num_layers]
         scales = {}
         if self.cross_dtype == torch.int8:
-            keys = [_int8_vectors(layer, lanes=SLOT_MULTIPLE) for layer in cross_keys]
-            values = [_int8_vectors(layer, lanes=1) for layer in cross_values]
-            cross_keys, cross_values = [pair[0] for pair in keys], [pair[0] for pair in values]
-            scales = {"cross_key_scales": [pair[1].view(*layer.shape[:2], -1) for pair, layer in zip(keys, cross_keys)],
-                      "cross_value_scales": [pair[1].view(*layer.shape[:3]) for pair, layer in zip(values, cross_values)]}
+            quantized_keys = [_int8_vectors(layer, lanes=SLOT_MULTIPLE) for layer in cross_keys]
+            quantized_values = [_int8_vectors(layer, lanes=1) for layer in cross_values]
+            cross_keys, cross_values = [pair[0] for pair in quantized_keys], [pair[0] for pair in quantized_values]
+            scales = {"cross_key_scales": [scale.view(*layer.shape[:2], -1)
+                                           for (layer, scale) in quantized_keys],
+                      "cross_value_scales": [scale.view(*layer.shape[:3]) for (layer, scale) in quantized_values]}
         else:
             cross_keys = [keys.to(self.cross_dtype) for keys in cross_keys]
             cross_values = [values.to(self.cross_dtype) for values in cross_values]

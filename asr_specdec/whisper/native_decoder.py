@@ -19,7 +19,15 @@ import torch
 from torch import nn
 
 from ..native import Cache, Layer, Model, fastest_int8
-from ..native.packing import PackedLinear, PackStore, argmax_error, as_pointer, pack_linear, pointer_array, quantize_int8
+from ..native.packing import (
+    PackedLinear,
+    PackStore,
+    argmax_error,
+    as_pointer,
+    pack_linear,
+    pointer_array,
+    quantize_int8,
+)
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2, torch.int8: 3}
 DRAFT_STORAGES = ("int8-vnni", "int4-vnni")  # products of int8 activations: for drafters, which need no exactness
