@@ -403,22 +403,46 @@ class _Context:
 
 class DecoderTarget:
     """A Whisper decoder and its cache as the engine's target: one sequence (`extend`) or a batch of rows, each
-    at its own position (`extend_rows`)."""
+    at its own position (`extend_rows`).
 
-    def __init__(self, runner: WhisperDecoderRunner, cache: KVCache):
+    `record_hidden`: keep every position's final hidden state per row (the last pass that fed a position wrote
+    it, so at the end they are those of the row's final tokens): a score pass then needs no decoder pass of its
+    own. Only where a token's numbers do not depend on the rest of its pass (the native kernels), so that they
+    are the bits a fresh pass over the final tokens gives."""
+
+    def __init__(self, runner: WhisperDecoderRunner, cache: KVCache, record_hidden: bool = False):
         self.runner, self.cache = runner, cache
         self.max_positions = cache.max_positions
+        self._slot_rows = list(range(cache.batch_size))  # the starting row each batch slot holds now
+        self._recorded: list[torch.Tensor | None] | None = [None] * cache.batch_size if record_hidden else None
 
     def extend(self, token_ids: list[int], start: int, scored: int | None = None) -> torch.Tensor:
-        ids = torch.tensor([token_ids], dtype=torch.long, device=self.runner.device)
-        return self.runner.forward(self.cache, ids, start, scored)[0]
+        return self.extend_rows([token_ids], [start], [len(token_ids) if scored is None else scored])[0]
+
+    def _feed(self, feeds: list[list[int]], starts: list[int]) -> list[torch.Tensor]:
+        hidden = self.runner.feed_rows(self.cache, feeds, starts)
+        if self._recorded is not None:
+            for slot, (rows, start) in enumerate(zip(hidden, starts)):
+                if len(rows):
+                    row = self._slot_rows[slot]
+                    if self._recorded[row] is None:
+                        self._recorded[row] = rows.new_empty(self.max_positions, rows.shape[1])
+                    self._recorded[row][start:start + len(rows)] = rows
+        return hidden
+
+    def recorded_hidden(self, row: int, count: int) -> torch.Tensor | None:
+        """The final hidden states [count, width] of starting row `row`'s first `count` positions (None when not
+        recorded)."""
+        if self._recorded is None or self._recorded[row] is None:
+            return None
+        return self._recorded[row][:count]
 
     def extend_rows(self, feeds: list[list[int]], starts: list[int], scored: list[int]) -> list[torch.Tensor]:
         """Feed row b `feeds[b]` at positions starts[b]..; logits [scored[b], vocab] of its last scored[b] tokens.
         A row with nothing to feed (it is not drafting this step) is left alone."""
-        if len(feeds) == 1 and self.cache.batch_size == 1:
-            return [self.extend(feeds[0], starts[0], scored[0])]
-        hidden = self.runner.feed_rows(self.cache, feeds, starts)
+        if any(start + len(feed) > self.max_positions for feed, start in zip(feeds, starts)):
+            raise ValueError(f"decoder positions exceed the model's {self.max_positions}")
+        hidden = self._feed(feeds, starts)
         picked = [rows[len(rows) - count:] for rows, count in zip(hidden, scored) if count]
         if not picked:
             return [torch.empty(0, self.runner.vocab_size, device=self.runner.device) for _ in feeds]
@@ -431,7 +455,7 @@ class DecoderTarget:
         """Like extend_rows, but the greedy token at each scored position instead of its logits; rules[b] =
         (LogitRules, sequence index the row's first scored position predicts, the row's tokens so far including
         what this pass feeds). Rules must pass core.logits.greedy_by_mask."""
-        hidden = self.runner.feed_rows(self.cache, feeds, starts)
+        hidden = self._feed(feeds, starts)
         picked = torch.cat([rows[len(rows) - count:] for rows, count in zip(hidden, scored)])
         vocab, device = self.runner.vocab_size, picked.device
         masks = [row_rules.greedy_mask(first_index, count, vocab, device, tokens)
@@ -458,4 +482,5 @@ class DecoderTarget:
         return rows
 
     def keep(self, rows: torch.Tensor, memo: dict) -> None:
+        self._slot_rows = [self._slot_rows[slot] for slot in rows.tolist()]
         self.cache.keep(rows, memo)

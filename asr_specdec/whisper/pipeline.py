@@ -125,12 +125,15 @@ class WindowPipeline:
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
                                                   encoder_output, cross_states, cache,
                                                   [row.sampling for row in settings])
-            rows = generate_batch(DecoderTarget(self.runner, cache), [prompt + extra for prompt, extra in
-                                                                      zip(prompts, forced)],
+            # a score pass reads the hidden states of decoding where they are a fresh pass's bits (native kernels)
+            target = DecoderTarget(self.runner, cache, record_hidden=self.runner.native is not None
+                                   and any(window.score for window in windows))
+            rows = generate_batch(target, [prompt + extra for prompt, extra in zip(prompts, forced)],
                                   settings, self.drafter, generator)
             extras = [window_extras(self, window, row, encoder_output[row:row + 1],
                                     tuple([layer[row:row + 1] for layer in side] for side in cross_states),
-                                    prompt, extra, tokens, rules.rules, language_id)
+                                    prompt, extra, tokens, rules.rules, language_id,
+                                    target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1))
                       if window.score or window.word_tokens else None
                       for row, (window, prompt, extra, (tokens, _), rules, (language_id, _))
                       in enumerate(zip(windows, prompts, forced, rows, settings, languages))]

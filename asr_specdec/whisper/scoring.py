@@ -1,9 +1,10 @@
 """What openai's transcribe judges a window by, read after decoding from one extra main-model pass.
 
 The engine's greedy loop never computes full logits (the certified argmax picks tokens without them), so the
-log-probabilities of the chosen tokens and the no-speech probability come from one more decoder pass over the
-window's final sequence: drafter-independent by construction, and the same numbers for plain and speculative
-decoding of the same tokens.
+log-probabilities of the chosen tokens and the no-speech probability come from the vocabulary projection of the
+final hidden states of the window's final sequence: those decoding kept (on the native kernels a token's numbers
+do not depend on the rest of its pass, so they are a fresh pass's bits), else one more decoder pass.
+Drafter-independent by construction, and the same numbers for plain and speculative decoding of the same tokens.
 
 - `avg_logprob`: the log-probabilities of the generated tokens (end-of-text included) under the main model
   with the decoding rules applied, at temperature 1, summed and divided by the number of text tokens + 1, as
@@ -31,13 +32,15 @@ class WindowScore:
 
 def score_window(runner: WhisperDecoderRunner, encoder_output: torch.Tensor, cross_states: tuple[list, list],
                  prompt: list[int], generated: list[int], rules: LogitRules, start_of_transcript_index: int,
-                 no_speech: int, end_of_text: int) -> WindowScore:
+                 no_speech: int, end_of_text: int, hidden: torch.Tensor | None = None) -> WindowScore:
     """Score one row: `prompt` (as fed to the engine, forced prefix included), `generated` (what the engine added),
-    the row's own encoder output [1, frames, width] and cross-attention states."""
+    the row's own encoder output [1, frames, width] and cross-attention states; `hidden`, when given, the final
+    hidden states of every position but the last."""
     sequence = prompt + generated
-    cache = runner.new_cache(encoder_output, cross_states=cross_states, max_positions=len(sequence))
-    ids = torch.tensor([sequence], device=runner.device)
-    hidden = runner.hidden_states(cache, ids, 0)[0]
+    if hidden is None:
+        cache = runner.new_cache(encoder_output, cross_states=cross_states, max_positions=len(sequence))
+        ids = torch.tensor([sequence], device=runner.device)
+        hidden = runner.hidden_states(cache, ids, 0)[0]
     begin = len(prompt)
     rows = [start_of_transcript_index, *range(begin - 1, len(sequence) - 1)]
     logits = runner.vocabulary_logits(hidden[rows][None])[0].float()

@@ -20,17 +20,18 @@ class WindowExtras:
 
 
 def window_extras(pipeline, window, row: int, encoder_output: torch.Tensor, cross_states: tuple[list, list],
-                  prompt: list[int], forced: list[int], generated: list[int], rules, language_id: int | None
-                  ) -> WindowExtras:
+                  prompt: list[int], forced: list[int], generated: list[int], rules, language_id: int | None,
+                  hidden: torch.Tensor | None = None) -> WindowExtras:
     """The extras `window` (batch row `row` of a decode call) asked for; `prompt` is its prompt without the
-    `forced` prefix, `generated` what the engine produced after both."""
+    `forced` prefix, `generated` what the engine produced after both; `hidden` the main model's final hidden
+    states of every position but the last, when decoding kept them."""
     tokens = pipeline.tokens
     extras = WindowExtras()
     if window.score:
         start_index = len(prompt) - 1 - (0 if window.timestamps else 1)
         start_index -= 2 if tokens.multilingual else 0
         extras.score = score_window(pipeline.runner, encoder_output, cross_states, prompt + forced, generated,
-                                    rules, start_index, tokens.no_speech, tokens.end_of_text)
+                                    rules, start_index, tokens.no_speech, tokens.end_of_text, hidden)
     if window.word_tokens is not None:
         extras.words = _aligned_words(pipeline, window, cross_states, window.word_tokens(forced + generated),
                                       language_id)

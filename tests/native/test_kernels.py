@@ -34,8 +34,9 @@ def test_a_pass_over_many_tokens_equals_one_token_steps_bit_for_bit(weights):
             alone = torch.cat([runner.feed_rows(cache, [[token]], [position])[0]
                                for position, token in enumerate(ids[:length])])
             assert torch.equal(together[row], alone), (weights, row)
-        logits = runner.vocabulary_logits(together[0][None])[0]
-        assert torch.equal(runner.greedy_choices(together[0], None), logits.argmax(dim=1))
+        if runner.native.exact:  # a drafter's format chooses approximately (test_draft_kernels.py)
+            logits = runner.vocabulary_logits(together[0][None])[0]
+            assert torch.equal(runner.greedy_choices(together[0], None), logits.argmax(dim=1))
 
 
 @pytest.mark.parametrize("weights", ["float32", "bfloat16"])
@@ -102,7 +103,7 @@ def test_int8_products_of_int8_activations_stay_close_to_float32():
 def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
     weight, bias = torch.randn(70, 32), torch.randn(70)
-    for storage in FORMATS:
+    for storage in FORMATS + (("int4-vnni",) if int8_activations() else ()):
         store = PackStore("model-key", storage)
         built = store.linear("layer", lambda storage=storage: pack_linear(weight, bias, storage))
         store.save()
