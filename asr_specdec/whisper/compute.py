@@ -153,7 +153,7 @@ def fused_forward(encoder: nn.Module, fused: list, features: torch.Tensor) -> to
     from ..native import bfloat16_attention, kernels
 
     hidden = F.gelu(encoder.conv1(features))
-    hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1)
+    hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
     hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
     batch, length, width = hidden.shape
     native = (hidden.dtype == torch.bfloat16 and hidden.device.type == "cpu" and bfloat16_attention()
