@@ -176,5 +176,15 @@ def fused_forward(encoder: nn.Module, fused: list, features: torch.Tensor) -> to
             attended = F.scaled_dot_product_attention(query * attention.scaling, key, value, scale=1.0)
             attended = attended.transpose(1, 2).reshape(batch, length, width)
         hidden = hidden + attention.out_proj(attended)
-        hidden = hidden + layer.fc2(layer.activation_fn(layer.fc1(layer.final_layer_norm(hidden))))
+        hidden = hidden + layer.fc2(_linear_gelu(layer.fc1, layer.final_layer_norm(hidden)))
     return encoder.layer_norm(hidden)
+
+
+def _linear_gelu(linear: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
+    """GELU(linear(inputs)); on a CPU as one product with the GELU applied to its output in place (oneDNN's
+    fused activation: the same bits, without a second pass over a [frames, 4 * width] tensor)."""
+    if inputs.device.type != "cpu" or not hasattr(torch, "_addmm_activation"):
+        return F.gelu(linear(inputs))
+    flat = inputs.reshape(-1, inputs.shape[-1])
+    output = torch._addmm_activation(linear.bias, flat, linear.weight.t(), use_gelu=True)
+    return output.view(*inputs.shape[:-1], -1)
