@@ -146,15 +146,15 @@ def step_costs(main: str, repeats: int, clip: Path) -> list[str]:
         encoded = EncoderRunner(model.model.encoder, "float32")(features)
         prefix, following = sequence[:30], sequence[30:40]
         for weights, cross in (("float32", None), ("float32", torch.bfloat16), ("bfloat16", None), ("int8", None),
-                               ("int8-vnni", torch.bfloat16)):
-            runner = WhisperDecoderRunner(model, weights=weights, cross_dtype=cross)
+                               ("int8-vnni", torch.int8)):
+            runner = WhisperDecoderRunner(model, weights=weights, cross_dtype=cross,
+                                          kv_dtype=torch.bfloat16 if cross == torch.int8 else None)
             if runner.native is None:
                 rows.append(f"| decoder {weights}: native kernels unavailable | |")
                 break
             cache = runner.new_cache(encoded)
             runner.feed_rows(cache, [prefix], [0])
-            label = f"{weights} weights, {'bfloat16' if cross else runner.cross_dtype} cross keys/values".replace(
-                "torch.", "")
+            label = f"{weights} weights, {runner.cross_dtype} cross keys/values".replace("torch.", "")
 
             def one(runner=runner, cache=cache):
                 hidden = runner.feed_rows(cache, [following[:1]], [30])[0]
@@ -169,7 +169,43 @@ def step_costs(main: str, repeats: int, clip: Path) -> list[str]:
             rows.append(f"| decoder token + greedy choice, {label} | {one_token * 1e3:.2f} |")
             rows.append(f"| verification over 9 tokens, {label} | {nine_tokens * 1e3:.2f} "
                         f"({nine_tokens / one_token:.2f}x one token) |")
+        rows += speculative_round(model, encoded, prefix, following, repeats)
     return rows
+
+
+def speculative_round(model, encoded, prefix: list[int], following: list[int], repeats: int) -> list[str]:
+    """A round as `auto` decoding runs it: the main model (float32 decoder, bfloat16 cross-attention states)
+    verifies 9 tokens, then the int8 self-drafter (int8 weights and cross states) steps 8 times, then one plain
+    main step: each pass costs more here than alone, since each evicts the others' weights from the cache."""
+    from asr_specdec.native import int8_activations
+    from asr_specdec.whisper.decoder import WhisperDecoderRunner
+
+    main = WhisperDecoderRunner(model, weights="float32", cross_dtype=torch.bfloat16)
+    drafter = WhisperDecoderRunner(model, weights="int8-vnni" if int8_activations() else "int8",
+                                   kv_dtype=torch.bfloat16, cross_dtype=torch.int8 if int8_activations() else None)
+    if main.native is None or drafter.native is None:
+        return []
+    states = main.cross_attention_states(encoded)
+    main_cache, draft_cache = main.new_cache(encoded, cross_states=states), drafter.new_cache(encoded, states)
+    start = len(prefix)
+    main.feed_rows(main_cache, [prefix], [0])
+    drafter.feed_rows(draft_cache, [prefix], [0])
+    times = {"verification over 9 tokens": [], "draft step": [], "one main step": []}
+    for _ in range(10 * repeats):
+        began = time.perf_counter()
+        main.greedy_choices(main.feed_rows(main_cache, [following[:9]], [start])[0], None)
+        verified = time.perf_counter()
+        for index in range(8):
+            drafter.greedy_choices(drafter.feed_rows(draft_cache, [following[index:index + 1]], [start + index])[0],
+                                   None)
+        drafted = time.perf_counter()
+        main.greedy_choices(main.feed_rows(main_cache, [following[:1]], [start])[0], None)
+        times["verification over 9 tokens"].append(verified - began)
+        times["draft step"].append((drafted - verified) / 8)
+        times["one main step"].append(time.perf_counter() - drafted)
+    median = {name: float(np.median(values)) for name, values in times.items()}
+    return [f"| in a round (median): {name} | {seconds * 1e3:.2f} |" for name, seconds in median.items()] + [
+        f"| in a round: a draft step / a main step | {median['draft step'] / median['one main step']:.2f} |"]
 
 
 def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int) -> tuple[list[str], dict]:
