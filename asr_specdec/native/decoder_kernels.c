@@ -63,45 +63,8 @@ static void tile_rows(const Linear *lin, int tile, const float *x, int ldx, int 
 static inline VNNI __attribute__((always_inline)) void tile_block_vnni(const Linear *lin, int tile, QuantizedRows x,
                                                                   float *y, int ldy, int epilogue, float factor,
                                                                   int R) {
-    const int k = lin->k;
-    const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
-    __m512i sums[ROW_BLOCK][4];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < 4; c++) sums[r][c] = _mm512_setzero_si512();
-    for (int g = 0; g < k / 4; g++) {
-        const uint8_t *group = w + (size_t)g * TILE * 4;
-        prefetch_ahead(group, TILE * 4);
-        __m512i w0 = _mm512_loadu_si512(group), w1 = _mm512_loadu_si512(group + 64);
-        __m512i w2 = _mm512_loadu_si512(group + 128), w3 = _mm512_loadu_si512(group + 192);
-        for (int r = 0; r < R; r++) {
-            int32_t four;
-            memcpy(&four, x.values + (size_t)r * k + 4 * g, 4);
-            __m512i xb = _mm512_set1_epi32(four);
-            sums[r][0] = _mm512_dpbusd_epi32(sums[r][0], w0, xb);
-            sums[r][1] = _mm512_dpbusd_epi32(sums[r][1], w1, xb);
-            sums[r][2] = _mm512_dpbusd_epi32(sums[r][2], w2, xb);
-            sums[r][3] = _mm512_dpbusd_epi32(sums[r][3], w3, xb);
-        }
-    }
     __m512 acc[ROW_BLOCK][4];
-    for (int r = 0; r < R; r++) {
-        const RowQuantization *row = x.rows + r;
-        __m512i offset = _mm512_set1_epi32(row->offset);
-        __m512 step = _mm512_set1_ps(row->step);
-        for (int c = 0; c < 4; c++)
-            acc[r][c] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][c], offset)), step);
-        for (int o = 0; o < row->outliers; o++) {
-            const int dim = row->dims[o];
-            const uint8_t *group = w + (size_t)(dim / 4) * TILE * 4;
-            __m512 value = _mm512_set1_ps(row->values[o]);
-            for (int c = 0; c < 4; c++) {
-                __m512i bytes = _mm512_srli_epi32(_mm512_loadu_si512(group + 64 * c), 8 * (dim % 4));
-                __m512i weight = _mm512_sub_epi32(_mm512_and_si512(bytes, _mm512_set1_epi32(0xff)),
-                                                  _mm512_set1_epi32(128));
-                acc[r][c] = _mm512_fmadd_ps(value, _mm512_cvtepi32_ps(weight), acc[r][c]);
-            }
-        }
-    }
+    vnni_accumulate(lin, tile, x, acc, R);
     finish_tile(lin, tile, acc, R, y, ldy, epilogue, factor);
 }
 

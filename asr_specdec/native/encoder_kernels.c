@@ -155,3 +155,88 @@ int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_
     }
     return failed ? -2 : 0;
 }
+
+/* ---------------------------------------------------------------- the encoder's linear layers in int8 (VNNI) */
+
+#define ENC_PANEL 48 /* rows quantized and multiplied together: their int8 values stay in L1/L2 across the tiles */
+#define ENC_ROWS 4   /* rows per product block: 16 accumulators, 4 weight vectors, no spills */
+
+static inline __m256i bf16_round(__m512 value) { /* round to nearest even (no NaN in these products) */
+    __m512i bits = _mm512_castps_si512(value);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    bits = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
+}
+
+static inline VNNI __attribute__((always_inline)) void int8_tile_bf16(const Linear *lin, int tile, QuantizedRows x,
+                                                                 uint16_t *y, int ldy, int gelu, int R) {
+    __m512 acc[ROW_BLOCK][4];
+    vnni_accumulate(lin, tile, x, acc, R);
+    for (int c = 0; c < 4; c++) {
+        const int column = tile * TILE + c * 16;
+        if (column >= lin->n) break;
+        const __mmask16 mask = tail_mask(lin->n - column);
+        const __m512 scale = _mm512_maskz_loadu_ps(mask, lin->scale + column);
+        const __m512 bias = lin->bias ? _mm512_maskz_loadu_ps(mask, lin->bias + column) : _mm512_setzero_ps();
+        for (int r = 0; r < R; r++) {
+            __m512 value = _mm512_fmadd_ps(acc[r][c], scale, bias);
+            if (gelu) value = gelu16(value);
+            _mm256_mask_storeu_epi16(y + (size_t)r * ldy + column, mask, bf16_round(value));
+        }
+    }
+}
+
+static VNNI void int8_tile_rows_bf16(const Linear *lin, int tile, QuantizedRows x, int rows, uint16_t *y, int ldy,
+                                     int gelu) {
+    switch (rows) {
+    case 1: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 1); break;
+    case 2: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 2); break;
+    case 3: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 3); break;
+    case 4: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 4); break;
+    case 5: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 5); break;
+    default: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 6); break;
+    }
+}
+
+/* y = x @ W^T + bias (then GELU when `gelu`), bfloat16 x [rows][ldx] and y [rows][ldy], W an FMT_I8_VNNI pack
+   (a scale per output column): each row of x quantized to int8 with its own scale, its outliers (above 6x its
+   rms) multiplied in float32, as in the decoder's int8-vnni products. Returns 0, -1 when the weights are not
+   FMT_I8_VNNI, -2 when out of memory. */
+int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
+                     int threads) {
+    if (lin->format != FMT_I8_VNNI) return -1;
+    const int k = lin->k, panels = (rows + ENC_PANEL - 1) / ENC_PANEL;
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        float *row = malloc((size_t)k * sizeof(float));
+        int8_t *values = malloc((size_t)ENC_PANEL * k);
+        RowQuantization *quantized = malloc(ENC_PANEL * sizeof(RowQuantization));
+        if (row == NULL || values == NULL || quantized == NULL) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int panel = 0; panel < panels; panel++) {
+            if (row == NULL || values == NULL || quantized == NULL) continue;
+            const int first = panel * ENC_PANEL, count = rows - first < ENC_PANEL ? rows - first : ENC_PANEL;
+            for (int r = 0; r < count; r++) {
+                const uint16_t *source = x + (size_t)(first + r) * ldx;
+                for (int i = 0; i < k; i += 16)
+                    _mm512_storeu_ps(row + i, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                                  _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(source + i))), 16)));
+                quantize_row(k, row, values + (size_t)r * k, quantized + r);
+            }
+            for (int tile = 0; tile < lin->n_tiles; tile++)
+                for (int r0 = 0; r0 < count; r0 += ENC_ROWS) {
+                    QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
+                    int8_tile_rows_bf16(lin, tile, part, count - r0 < ENC_ROWS ? count - r0 : ENC_ROWS,
+                                        y + (size_t)(first + r0) * ldy, ldy, gelu);
+                }
+        }
+        free(row);
+        free(values);
+        free(quantized);
+    }
+    return failed ? -2 : 0;
+}

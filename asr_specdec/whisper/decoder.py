@@ -157,18 +157,21 @@ class WhisperDecoderRunner:
 
     # ------------------------------------------------------------------ caches
 
-    def cross_attention_states(self, encoder_output: torch.Tensor) -> tuple[list, list]:
+    def cross_attention_states(self, encoder_output: torch.Tensor, project=None) -> tuple[list, list]:
         """Keys and values of every used layer's cross-attention over the encoder output (computed once), in the
-        cache's layout and cross dtype."""
+        cache's layout and cross dtype; `project(linears, states)`, when given, computes the projections instead,
+        all in one call (the encoder's int8 products)."""
         compute = self.cross_dtype if self.native is not None else self.dtype
         compute = torch.float32 if compute == torch.int8 else compute  # new_cache quantizes them
         encoder_output = encoder_output.to(compute)
         batch, length, _ = encoder_output.shape
+        linears = [linear for layer in self.layers for linear in (layer.encoder_attn.k_proj, layer.encoder_attn.v_proj)]
+        projected = (project(linears, encoder_output) if project is not None
+                     else [_linear(linear, encoder_output) for linear in linears])
         keys, values = [], []
-        for layer in self.layers:
-            attention = layer.encoder_attn
-            key = _linear(attention.k_proj, encoder_output).view(batch, length, self.num_heads, self.head_dim)
-            value = _linear(attention.v_proj, encoder_output).view(batch, length, self.num_heads, self.head_dim)
+        for key, value in zip(projected[0::2], projected[1::2]):
+            key = key.view(batch, length, self.num_heads, self.head_dim)
+            value = value.view(batch, length, self.num_heads, self.head_dim)
             blocks = torch.zeros(batch, self.num_heads, _padded(length), self.head_dim, dtype=compute,
                                  device=self.device)
             blocks[:, :, :length] = key.transpose(1, 2)

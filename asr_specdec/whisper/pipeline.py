@@ -24,8 +24,9 @@ from ..core.engine import GenerationSettings, generate_batch
 from ..core.logits import LogitRules, Sampling
 from ..core.stats import DecodeStats
 from . import audio as audio_io
-from .compute import ComputeType, EncoderRunner
+from .compute import ComputeType
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
+from .encoder import EncoderRunner
 from .longform import Frames
 from .tokens import WhisperTokens
 from .window_extras import WindowExtras, window_extras
@@ -75,9 +76,11 @@ class WindowPipeline:
         self.model, self.processor, self.drafter = model, processor, drafter
         self.tokens = WhisperTokens.from_model(model)
         self.compute = compute or ComputeType()
-        self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder)
-        # the cross-attention keys/values are computed once per window, with the encoder: in its precision
-        cross_dtype = torch.bfloat16 if self.compute.encoder == "bfloat16" else None
+        self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder, getattr(model, "weights_key", None))
+        # the cross-attention keys/values are computed once per window, with the encoder: in its precision (kept in
+        # bfloat16 when that is bfloat16 or native int8)
+        reduced = self.compute.encoder == "bfloat16" or self.encoder.cross_projection is not None
+        cross_dtype = torch.bfloat16 if reduced else None
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         self.task, self.sampling, self.draft_length = task, sampling, draft_length
         self.max_new_tokens = max_new_tokens or self.tokens.max_positions
@@ -150,7 +153,7 @@ class WindowPipeline:
         of one batch. Each row is encoded on its own, so its bits equal those of the row decoded alone (the
         encoder is compute-bound: batching it buys little)."""
         encoded = [self.encoder(row) for row in features]
-        cross_rows = [self.runner.cross_attention_states(row) for row in encoded]
+        cross_rows = [self.runner.cross_attention_states(row, self.encoder.cross_projection) for row in encoded]
         cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
                              for side in (0, 1))
         encoder_output = _rows(encoded)

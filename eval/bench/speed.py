@@ -122,8 +122,8 @@ def step_costs(main: str, repeats: int, clip: Path) -> list[str]:
     from asr_specdec.weights.whisper_models import resolve_model_dir
     from asr_specdec.whisper import SpeculativeWhisper
     from asr_specdec.whisper.audio import load_audio
-    from asr_specdec.whisper.compute import EncoderRunner
     from asr_specdec.whisper.decoder import WhisperDecoderRunner
+    from asr_specdec.whisper.encoder import EncoderRunner
     from asr_specdec.whisper.lean_model import load_lean_whisper
     from asr_specdec.whisper.lean_processor import load_lean_processor
 

@@ -1,0 +1,217 @@
+"""The main model's encoder in the compute type's encoder precision: features in, float32 states out.
+
+float32 runs the model's own encoder (transformers' arithmetic, bit for bit). bfloat16 and float16 run a copy
+through `fused_forward`: one product for q, k and v, fc1 and its GELU fused, and on a CPU with AVX512-BF16 the
+attention by a native kernel. int8 runs the same bfloat16 forward with every linear layer as int8 products of
+int8 activations on the native kernels (AVX512-VNNI: weights with a scale per output column, each row of
+activations quantized with its own scale, its outlier dimensions multiplied in float32), and projects the
+decoder's cross-attention keys/values the same way (`cross_projection`); without those kernels, torch's
+dynamic int8 quantization of a float32 copy.
+
+The encoder runs once per window, identically for plain and speculative decoding: its precision changes the
+text as any model change may (measured in the README), never the equality of speculative and plain output.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import warnings
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .compute import DTYPES
+
+_ENCODER_COPIES: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _encoder_copy(encoder: nn.Module, precision: str) -> nn.Module:
+    """The encoder in `precision`, one copy per (encoder, precision) in the process (several transcribers on
+    the same model share it; the model itself is left as it was)."""
+    key = id(encoder)
+    entry = _ENCODER_COPIES.get(key)
+    if entry is None or entry[0]() is not encoder:
+        entry = _ENCODER_COPIES[key] = (weakref.ref(encoder, lambda _: _ENCODER_COPIES.pop(key, None)), {})
+    copies = entry[1]
+    if precision not in copies:
+        if precision == "int8":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # torch announces the move of this API to torchao
+                copies[precision] = torch.ao.quantization.quantize_dynamic(
+                    copy.deepcopy(encoder).float().eval(), {nn.Linear}, dtype=torch.qint8)
+        else:
+            copies[precision] = copy.deepcopy(encoder).to(DTYPES[precision]).eval()
+    return copies[precision]
+
+
+class EncoderRunner:
+    """Features [batch, mel bins, frames] in, float32 encoder states out, in `precision` (see the module's
+    docstring). `weights_key` names the model's exact weights: int8 packs are then kept on disk."""
+
+    def __init__(self, encoder: nn.Module, precision: str, weights_key: str | None = None):
+        self.precision = precision
+        self.products = None
+        own = next(encoder.parameters()).dtype
+        if precision == "int8" and native_int8_products():
+            encoder = _encoder_copy(encoder, "bfloat16")
+            self.products = Int8Products(encoder, weights_key)
+            self.input_dtype = torch.bfloat16
+        else:
+            if precision == "int8" or DTYPES.get(precision) != own:
+                encoder = _encoder_copy(encoder, precision)
+            self.input_dtype = torch.float32 if precision == "int8" else DTYPES[precision]
+        self.encoder = encoder
+        self._project = (self.products if self.products is not None
+                         else float_products(encoder) if precision in ("bfloat16", "float16") else None)
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        features = features.to(self.input_dtype)
+        if self._project is not None:
+            output = fused_forward(self.encoder, self._project, features)
+        else:
+            output = self.encoder(features).last_hidden_state
+        return output if output.dtype == torch.float32 else output.float()
+
+    @property
+    def cross_projection(self):
+        """For WhisperDecoderRunner.cross_attention_states: the decoder's cross-attention keys/values projected
+        in this precision's products (int8), or None (the decoder runner's own products)."""
+        return self.products.cross if self.products is not None else None
+
+
+def fused_qkv(attention) -> tuple[torch.Tensor, torch.Tensor]:
+    """The q, k and v projections as one weight [3 * width, width] and bias (k has none)."""
+    bias = torch.cat([attention.q_proj.bias, torch.zeros_like(attention.q_proj.bias), attention.v_proj.bias])
+    return (torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight]).detach(),
+            bias.detach())
+
+
+def float_products(encoder: nn.Module):
+    """The encoder's linear layers in its own dtype, as fused_forward asks for them: (layer index, part, inputs)
+    with part "qkv" (one product), "out", "fc1" (with its GELU) or "fc2"."""
+    fused = [fused_qkv(layer.self_attn) for layer in encoder.layers]
+
+    def project(index: int, part: str, inputs: torch.Tensor) -> torch.Tensor:
+        layer = encoder.layers[index]
+        if part == "qkv":
+            return F.linear(inputs, *fused[index])
+        if part == "out":
+            return layer.self_attn.out_proj(inputs)
+        if part == "fc1":
+            return _linear_gelu(layer.fc1, inputs)
+        return layer.fc2(inputs)
+
+    return project
+
+
+def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.Tensor:
+    """Whisper's encoder forward with its linear layers from `project` (float_products, Int8Products): q, k
+    and v by one product per layer (queries scaled after it, as transformers does), and, in bfloat16 on a CPU
+    with AVX512-BF16, attention by the native flash kernel (bfloat16 products, float32 softmax and sums); the
+    same operations otherwise."""
+    from ..native import bfloat16_attention, kernels
+
+    hidden = F.gelu(encoder.conv1(features))
+    hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
+    hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
+    batch, length, width = hidden.shape
+    native = (hidden.dtype == torch.bfloat16 and hidden.device.type == "cpu" and bfloat16_attention()
+              and encoder.layers[0].self_attn.head_dim % 32 == 0)
+    for index, layer in enumerate(encoder.layers):
+        attention = layer.self_attn
+        projected = project(index, "qkv", layer.self_attn_layer_norm(hidden))
+        if native:
+            attended = torch.empty(batch, length, width, dtype=hidden.dtype)
+            scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
+                                  dtype=hidden.dtype)
+            for row in range(batch):
+                kernels().encoder_attention_bf16(projected[row].contiguous().data_ptr(), length, attention.num_heads,
+                                                 attention.head_dim, float(attention.scaling),
+                                                 attended[row].data_ptr(), scratch.data_ptr(),
+                                                 torch.get_num_threads())
+        else:
+            query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
+                2, 0, 3, 1, 4)
+            attended = F.scaled_dot_product_attention(query * attention.scaling, key, value, scale=1.0)
+            attended = attended.transpose(1, 2).reshape(batch, length, width)
+        hidden = hidden + project(index, "out", attended)
+        hidden = hidden + project(index, "fc2", project(index, "fc1", layer.final_layer_norm(hidden)))
+    return encoder.layer_norm(hidden)
+
+
+def _linear_gelu(linear: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
+    """GELU(linear(inputs)); on a CPU as one product with the GELU applied to its output in place (oneDNN's
+    fused activation: the same bits, without a second pass over a [frames, 4 * width] tensor)."""
+    if inputs.device.type != "cpu" or not hasattr(torch, "_addmm_activation"):
+        return F.gelu(linear(inputs))
+    flat = inputs.reshape(-1, inputs.shape[-1])
+    output = torch._addmm_activation(linear.bias, flat, linear.weight.t(), use_gelu=True)
+    return output.view(*inputs.shape[:-1], -1)
+
+
+def native_int8_products() -> bool:
+    """Whether the native int8 products of int8 activations (AVX512-VNNI) can run here."""
+    from ..native import int8_activations
+
+    return int8_activations()
+
+
+class Int8Products:
+    """The encoder's linear layers (and the decoder's cross-attention key/value projections) as native int8
+    products: bfloat16 in, bfloat16 out, float32 sums. Packed once per model, kept on disk under `weights_key`."""
+
+    def __init__(self, encoder: nn.Module, weights_key: str | None):
+        from ..native import kernels
+        from ..native.packing import PackStore, pack_linear
+
+        self.library = kernels()
+        self._store = PackStore(weights_key, "encoder-int8-vnni")
+        self._pack = lambda name, build: self._store.linear(name, lambda: pack_linear(*build(), "int8-vnni"))
+        self.layers = []
+        for index, layer in enumerate(encoder.layers):
+            prefix = f"encoder.{index}"
+            self.layers.append({
+                "qkv": self._pack(f"{prefix}.qkv", lambda layer=layer: fused_qkv(layer.self_attn)),
+                "out": self._pack(f"{prefix}.out", lambda layer=layer: _weight_bias(layer.self_attn.out_proj)),
+                "fc1": self._pack(f"{prefix}.fc1", lambda layer=layer: _weight_bias(layer.fc1)),
+                "fc2": self._pack(f"{prefix}.fc2", lambda layer=layer: _weight_bias(layer.fc2)),
+            })
+        self._store.save()
+        self._cross: dict[tuple, object] = {}
+
+    def __call__(self, index: int, part: str, inputs: torch.Tensor) -> torch.Tensor:
+        return self.product(self.layers[index][part], inputs, gelu=part == "fc1")
+
+    def product(self, packed, inputs: torch.Tensor, gelu: bool = False) -> torch.Tensor:
+        flat = inputs.reshape(-1, inputs.shape[-1])
+        if flat.dtype != torch.bfloat16 or not flat.is_contiguous():
+            flat = flat.to(torch.bfloat16).contiguous()
+        output = torch.empty(flat.shape[0], packed.n, dtype=torch.bfloat16)
+        status = self.library.linear_int8_bf16(ctypes.byref(packed.struct), flat.shape[0], flat.data_ptr(),
+                                               flat.shape[1], output.data_ptr(), packed.n, int(gelu),
+                                               torch.get_num_threads())
+        if status != 0:
+            raise RuntimeError(f"native int8 product failed ({status})")
+        return output.view(*inputs.shape[:-1], packed.n)
+
+    def cross(self, linears: list[nn.Linear], inputs: torch.Tensor) -> list[torch.Tensor]:
+        """`linears` (the decoder's cross-attention key and value projections) of the encoder states `inputs`, in
+        bfloat16, as one product: the states are quantized once for all of them."""
+        key = tuple(id(linear.weight) for linear in linears)
+        if key not in self._cross:
+            def build():
+                parts = [_weight_bias(linear) for linear in linears]
+                biases = [bias if bias is not None else torch.zeros(weight.shape[0]) for weight, bias in parts]
+                return torch.cat([weight for weight, _ in parts]), torch.cat(biases)
+
+            self._cross[key] = self._pack(f"cross.{len(linears)}", build)
+            self._store.save()
+        output = self.product(self._cross[key], inputs)
+        return list(output.split([linear.out_features for linear in linears], dim=-1))
+
+
+def _weight_bias(linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+    return linear.weight.detach(), linear.bias.detach() if linear.bias is not None else None
