@@ -10,7 +10,7 @@ def add_compute_type_arguments(parser) -> None:
     """--compute-type and its older spelling --dtype, as transcribe and serve take them."""
     parser.add_argument("--compute-type", default=None, metavar="TYPE",
                         help="precision of the main model's encoder and decoder: float32, bfloat16, float16 (CUDA), "
-                             "int8, auto, or ENCODER:DECODER such as bfloat16:float32 (default auto: see README)")
+                             "int8, auto, or ENCODER:DECODER such as int8:float32 (default auto: see README)")
     parser.add_argument("--dtype", choices=("auto", "float32", "float16", "bfloat16"), default="auto",
                         help="older spelling of --compute-type (one precision for both halves)")
 

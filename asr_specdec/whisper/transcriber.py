@@ -106,7 +106,7 @@ class SpeculativeWhisper:
     too; `condition_on_previous_text=True` prompts each window with the text before it.
 
     `compute_type` sets the precision of the main model's encoder and decoder (compute.py): "float32",
-    "bfloat16", "float16" (CUDA), "int8", "ENCODER:DECODER" (e.g. "bfloat16:float32"), or "auto" (the
+    "bfloat16", "float16" (CUDA), "int8", "ENCODER:DECODER" (e.g. "int8:float32"), or "auto" (the
     default). `dtype` is its older spelling (a torch dtype for both halves).
 
     `draft_schedule` ("adaptive", the default; "fixed"; "heuristic", transformers' +2/-1; or transformers'

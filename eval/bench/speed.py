@@ -28,7 +28,7 @@ from .drafters import manifest_clips
 from .longform import joined_clips
 
 LANGUAGE = "en"
-DEFAULT_COMPUTE_TYPES = "float32,bfloat16:float32,bfloat16,int8"
+DEFAULT_COMPUTE_TYPES = "float32,int8:float32,bfloat16:float32,bfloat16,int8"
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
 
 

@@ -49,6 +49,7 @@ def test_compute_types_offered_follow_the_hardware_and_say_how_they_measured():
 
     on_cpu = [value for _, value in compute_choices("cpu", native=True)]
     assert on_cpu[0] == "auto" and "int8" in on_cpu and "float16" not in on_cpu
-    assert [value for _, value in compute_choices("cpu", native=False)] == ["auto", "float32", "bfloat16:float32"]
+    assert [value for _, value in compute_choices("cpu", native=False)] == ["auto", "float32", "int8:float32",
+                                                                              "bfloat16:float32"]
     assert "float16" in [value for _, value in compute_choices("cuda", native=True)]
-    assert "9 of 12" in compute_help("int8", "cpu") and "Not measured" in compute_help("float16", "cuda")
+    assert "12 test clips" in compute_help("int8", "cpu") and "Not measured" in compute_help("float16", "cuda")

@@ -1,0 +1,67 @@
+"""The encoder in each precision: bfloat16's fused forward is the model's forward in bfloat16, int8's native
+products (bfloat16 in and out, a scale per output column, per-row int8 activations) stay close to float32, and
+the decoder's cross-attention keys/values projected by them in one product match the per-layer projections."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+import torch
+
+from asr_specdec.native.packing import pack_linear
+from asr_specdec.whisper.decoder import WhisperDecoderRunner
+from asr_specdec.whisper.encoder import EncoderRunner, native_int8_products
+
+from ..tiny_whisper import features_for, tiny_whisper
+
+MODEL = tiny_whisper(0, layers=3)
+needs_int8 = pytest.mark.skipif(not native_int8_products(), reason="native int8 products need AVX512-VNNI")
+
+
+def relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).norm() / b.float().norm())
+
+
+@pytest.mark.parametrize("precision, tolerance", [("bfloat16", 0.05), ("int8", 0.1)])  # a random model: large errors
+def test_reduced_encoders_stay_close_to_float32(precision, tolerance):
+    features = features_for(MODEL, 0)
+    with torch.inference_mode():
+        expected = EncoderRunner(MODEL.model.encoder, "float32")(features)
+        actual = EncoderRunner(MODEL.model.encoder, precision)(features)
+    assert actual.dtype == torch.float32 and actual.shape == expected.shape
+    assert 0 < relative(actual, expected) < tolerance
+
+
+@needs_int8
+@pytest.mark.parametrize("gelu", [False, True])
+def test_int8_products_take_and_give_bfloat16(gelu):
+    from asr_specdec.native import kernels
+
+    generator = torch.Generator().manual_seed(int(gelu))
+    weight, bias = torch.randn(150, 128, generator=generator) * 0.1, torch.randn(150, generator=generator)
+    x = torch.randn(100, 128, generator=generator).bfloat16()
+    x[7, 3] = 80.0  # an outlier dimension: multiplied in float32
+    packed = pack_linear(weight, bias, "int8-vnni")
+    out = torch.empty(100, 150, dtype=torch.bfloat16)
+    status = kernels().linear_int8_bf16(ctypes.byref(packed.struct), 100, x.data_ptr(), 128, out.data_ptr(), 150,
+                                        int(gelu), 2)
+    expected = x.float() @ weight.T + bias
+    expected = torch.nn.functional.gelu(expected) if gelu else expected
+    assert status == 0
+    assert relative(out, expected) < 0.02
+    assert relative(out[7], expected[7]) < 0.02
+
+
+@needs_int8
+def test_cross_attention_states_from_one_int8_product_match_each_projection():
+    runner = WhisperDecoderRunner(MODEL, weights="float32", cross_dtype=torch.bfloat16)
+    encoder = EncoderRunner(MODEL.model.encoder, "int8")
+    with torch.inference_mode():
+        states = encoder(features_for(MODEL, 1))
+        expected = runner.cross_attention_states(states)
+        actual = runner.cross_attention_states(states, encoder.cross_projection)
+    for side in (0, 1):
+        for layer_expected, layer_actual in zip(expected[side], actual[side]):
+            assert layer_actual.shape == layer_expected.shape and layer_actual.dtype == torch.bfloat16
+            assert relative(layer_actual, layer_expected) < 0.03
