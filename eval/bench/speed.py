@@ -386,7 +386,7 @@ def main(argv=None) -> int:
             print(f"## {len(clips)} shared clips, one at a time\n\n" + "\n".join(lines) + "\n", flush=True)
         if "long" not in skip:
             audio = joined_clips(Path(args.audio))
-            lines = long_file(ours, fw, hf, audio, max(1, args.repeats - 1))
+            lines = long_file(ours, fw, hf, audio, args.repeats)
             print("## the long file\n\n" + "\n".join(lines) + "\n", flush=True)
         if "batch" not in skip:
             print("## batches\n\n" + "\n".join(batches(args.main, "auto", clips, args.repeats)) + "\n", flush=True)
