@@ -13,8 +13,8 @@ CPU_TYPES = ("float32", "int8:float32", "bfloat16:float32", "bfloat16", "int8")
 NATIVE_DECODER = ("bfloat16", "int8")  # decoder precisions that run only on the native kernels
 CUDA_TYPES = ("float16", "float32")
 # (speed vs float32, clips whose text equals float32's, of 12)
-CPU_MEASURED = {"float32": (1.00, 12), "int8:float32": (2.11, 12), "bfloat16:float32": (1.88, 12),
-                "bfloat16": (1.87, 12), "int8": (2.18, 12)}
+CPU_MEASURED = {"float32": (1.00, 12), "int8:float32": (2.02, 12), "bfloat16:float32": (1.78, 12),
+                "bfloat16": (1.81, 12), "int8": (2.14, 12)}
 WHAT = {
     "float32": "full precision, transformers' own arithmetic",
     "int8:float32": "int8 encoder products (bfloat16 attention), float32 decoder",
@@ -56,7 +56,7 @@ def compute_help(name: str, device: str) -> str:
         return f"{line[0].upper()}{line[1:]}. Not measured on this device."
     speed, same = measured
     if chosen == "float32":
-        return f"{line[0].upper()}{line[1:]}. The other types measured 1.9-2.2x its speed (Whisper base, 2-core CPU)."
+        return f"{line[0].upper()}{line[1:]}. The other types measured 1.8-2.1x its speed (Whisper base, 2-core CPU)."
     text = "float32's text on all 12 test clips" if same == 12 else f"float32's text on {same} of 12 test clips"
     return (f"{line[0].upper()}{line[1:]}. Measured (Whisper base, 2-core CPU): {speed:.2f}x float32's speed, "
             f"{text}.")
