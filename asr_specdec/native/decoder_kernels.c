@@ -49,14 +49,7 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
 
 static void tile_rows(const Linear *lin, int tile, const float *x, int ldx, int rows, float *y, int ldy,
                       int epilogue, float factor) {
-    switch (rows) {
-    case 1: FORMAT_CASES(1) break;
-    case 2: FORMAT_CASES(2) break;
-    case 3: FORMAT_CASES(3) break;
-    case 4: FORMAT_CASES(4) break;
-    case 5: FORMAT_CASES(5) break;
-    default: FORMAT_CASES(6) break;
-    }
+    WITH_CONSTANT_ROWS(rows, FORMAT_CASES)
 }
 
 
@@ -70,14 +63,9 @@ static inline VNNI __attribute__((always_inline)) void tile_block_vnni(const Lin
 
 static VNNI void tile_rows_vnni(const Linear *lin, int tile, QuantizedRows x, int rows, float *y, int ldy,
                                 int epilogue, float factor) {
-    switch (rows) {
-    case 1: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 1); break;
-    case 2: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 2); break;
-    case 3: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 3); break;
-    case 4: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 4); break;
-    case 5: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 5); break;
-    default: tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, 6); break;
-    }
+#define BLOCK(R) tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
 }
 
 /* linear_rows for FMT_I8_VNNI: every thread quantizes the rows (cheap next to the product), then the tiles are
@@ -489,14 +477,9 @@ static inline __attribute__((always_inline)) void vnni_tile_float(const Linear *
 }
 
 static void vnni_tile_float_rows(const Linear *lin, int tile, const float *x, int ldx, float *y, int ldy, int rows) {
-    switch (rows) {
-    case 1: vnni_tile_float(lin, tile, x, ldx, y, ldy, 1); break;
-    case 2: vnni_tile_float(lin, tile, x, ldx, y, ldy, 2); break;
-    case 3: vnni_tile_float(lin, tile, x, ldx, y, ldy, 3); break;
-    case 4: vnni_tile_float(lin, tile, x, ldx, y, ldy, 4); break;
-    case 5: vnni_tile_float(lin, tile, x, ldx, y, ldy, 5); break;
-    default: vnni_tile_float(lin, tile, x, ldx, y, ldy, 6); break;
-    }
+#define BLOCK(R) vnni_tile_float(lin, tile, x, ldx, y, ldy, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
 }
 
 typedef struct {

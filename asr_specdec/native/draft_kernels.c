@@ -77,14 +77,9 @@ static inline VNNI __attribute__((always_inline)) void tile_block_int4(const Lin
 
 static VNNI void tile_rows_int4(const Linear *lin, int tile, QuantizedRows x, const int32_t *group_sums, int rows,
                                 float *y, int ldy, int epilogue, float factor) {
-    switch (rows) {
-    case 1: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 1); break;
-    case 2: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 2); break;
-    case 3: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 3); break;
-    case 4: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 4); break;
-    case 5: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 5); break;
-    default: tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, 6); break;
-    }
+#define BLOCK(R) tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
 }
 
 /* linear_rows for FMT_I4_VNNI: every thread quantizes the rows and sums each group of their int8 values, then the

@@ -188,14 +188,9 @@ static inline VNNI __attribute__((always_inline)) void int8_tile_bf16(const Line
 
 static VNNI void int8_tile_rows_bf16(const Linear *lin, int tile, QuantizedRows x, int rows, uint16_t *y, int ldy,
                                      int gelu) {
-    switch (rows) {
-    case 1: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 1); break;
-    case 2: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 2); break;
-    case 3: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 3); break;
-    case 4: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 4); break;
-    case 5: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 5); break;
-    default: int8_tile_bf16(lin, tile, x, y, ldy, gelu, 6); break;
-    }
+#define BLOCK(R) int8_tile_bf16(lin, tile, x, y, ldy, gelu, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
 }
 
 /* y = x @ W^T + bias (then GELU when `gelu`), bfloat16 x [rows][ldx] and y [rows][ldy], W an FMT_I8_VNNI pack

@@ -16,6 +16,18 @@
 #define ROW_BLOCK 6
 #define QUERY_BLOCK 4
 #define MAX_HEAD_VECTORS 8 /* head_dim up to 128 */
+/* Calls BLOCK(R) with R the compile-time constant equal to `rows` (1 to ROW_BLOCK), so that a kernel's loops over
+   its rows unroll and its accumulators stay in registers. */
+#define WITH_CONSTANT_ROWS(rows, BLOCK)                                                                      \
+    switch (rows) {                                                                                          \
+    case 1: BLOCK(1); break;                                                                                 \
+    case 2: BLOCK(2); break;                                                                                 \
+    case 3: BLOCK(3); break;                                                                                 \
+    case 4: BLOCK(4); break;                                                                                 \
+    case 5: BLOCK(5); break;                                                                                 \
+    default: BLOCK(6); break;                                                                                \
+    }
+
 #define PREFETCH_BYTES 2048 /* how far ahead a weight stream is prefetched: DRAM latency hides behind the products */
 
 static inline void prefetch_ahead(const void *here, size_t bytes) {
