@@ -2,8 +2,8 @@
 
 Storage formats: float32, float16, bfloat16 and int8 (symmetric, one float32 scale per output column);
 int8-vnni, the same int8 values + 128 as [ceil(n / 64)][k / 4][64][4] for products with int8 activations, and
-int4-vnni, 4-bit values with a scale per column and group of inputs (draft_kernels.c): drafters only, since
-those products are not float32's. A
+int4-vnni, 4-bit values with a scale per column and group of inputs (draft_kernels.c; the drafter's
+vocabulary screen): drafters and the int8 encoder only, since those products are not float32's. A
 float32 matrix whose every value is a float16 (Whisper checkpoints shipped as float16 are) is stored as
 float16: the kernels widen it back exactly, so the arithmetic is float32's at half the memory traffic.
 """

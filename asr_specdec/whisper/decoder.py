@@ -33,7 +33,7 @@ from ..core.argmax import CertifiedArgmax
 from ..core.projection import project_rows, row_blocked
 from ..errors import ModelError
 
-WEIGHT_FORMATS = ("float32", "bfloat16", "float16", "int8", "int8-vnni", "int4-vnni")
+WEIGHT_FORMATS = ("float32", "bfloat16", "float16", "int8", "int8-vnni")
 SLOT_MULTIPLE = 16  # the kernels read keys 16 at a time
 
 

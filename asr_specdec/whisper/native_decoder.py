@@ -4,9 +4,9 @@ format, a pass over any set of tokens in one call, the vocabulary projection and
 Every token's numbers are computed the same way whatever else is in the pass (see decoder_kernels.c), so a
 verification pass over a draft gives each position exactly the logits a one-token step would: speculative
 output equals plain output bit for bit at every weight format, batches included. The greedy choice of an exact
-format is certified (the argmax of the full product, without computing it all); that of a drafter's format
-(int8-vnni, int4-vnni) is a cheaper approximation: an int4 screen of the vocabulary, its best few rescored in
-int8 (draft_kernels.c).
+format is certified (the argmax of the full product, without computing it all); that of the drafter's format
+(int8-vnni) is a cheaper approximation: an int4 screen of the vocabulary, its best few rescored in int8
+(draft_kernels.c).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..native.packing import (
 )
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2, torch.int8: 3}
-DRAFT_STORAGES = ("int8-vnni", "int4-vnni")  # products of int8 activations: for drafters, which need no exactness
+DRAFT_STORAGES = ("int8-vnni",)  # products of int8 activations: for drafters, which need no exactness
 DRAFT_CANDIDATES = 32  # tokens the drafter's int4 screen passes on to be scored by their int8 rows
 # the group rule compares a log-sum-exp with a logit; closer than this, only the full logits settle it
 GROUP_MARGIN = 1e-3
@@ -118,11 +118,16 @@ class NativeDecoder:
             weight = vocabulary.detach().float()
             return weight - weight.mean(dim=0), None
 
+        quantized: list = []  # built once for both tensors, when the store has neither
+
+        def int8_rows(part: int) -> torch.Tensor:
+            if not quantized:
+                quantized.extend(quantize_int8(vocabulary.detach()))
+            return quantized[part].contiguous()
+
         self.screen = shared_pack(vocabulary, "centred", "int4-vnni", centred, self._store, "vocabulary.screen")
-        rows = self._store.tensor("vocabulary.rows8", lambda: quantize_int8(vocabulary.detach())[0].contiguous())
-        self.rows8_scale = self._store.tensor("vocabulary.rows8_scale",
-                                              lambda: quantize_int8(vocabulary.detach())[1].contiguous())
-        self.rows8 = rows
+        self.rows8 = self._store.tensor("vocabulary.rows8", lambda: int8_rows(0))
+        self.rows8_scale = self._store.tensor("vocabulary.rows8_scale", lambda: int8_rows(1))
 
     @property
     def vocab(self) -> PackedLinear:
@@ -275,26 +280,24 @@ class NativeDecoder:
         logit; a row where the two are within GROUP_MARGIN of each other gets -1 (the rule on the full,
         normalised logits rounds differently from this comparison by far less, but not provably never)."""
         rows = hidden.shape[0]
-        mask = (suppressed.clone() if suppressed is not None
-                else torch.zeros(rows, self.vocab_size, dtype=torch.bool))
+        mask = suppressed if suppressed is not None else torch.zeros(rows, self.vocab_size, dtype=torch.bool)
         below = mask.clone()
-        for row, begin in enumerate(group_begins):
-            if begin is not None:
-                below[row, begin:] = True
+        grouped = [row for row, begin in enumerate(group_begins) if begin is not None]
+        for row in grouped:
+            below[row, group_begins[row]:] = True
         best_below = self.greedy(hidden, below)
         choices = best_below.clone()
-        for row, begin in enumerate(group_begins):
-            if begin is None:
-                continue
-            row_hidden = hidden[row:row + 1]
-            group = self.tile_logits(row_hidden, begin)[0]
-            offset = begin - begin // 64 * 64
-            group = group[offset: offset + self.vocab_size - begin].masked_fill(mask[row, begin:], -float("inf"))
+        first_column = min(group_begins[row] for row in grouped) // 64 * 64
+        group_logits = self.tile_logits(hidden[grouped], first_column)  # every grouped row's in one call
+        for index, row in enumerate(grouped):
+            begin = group_begins[row]
+            group = group_logits[index, begin - first_column: self.vocab_size - first_column]
+            group = group.masked_fill(mask[row, begin:], -float("inf"))
             token = int(best_below[row])
             if bool(below[row].all()):
                 token_logit = -float("inf")
             else:
-                token_logit = float(self.tile_logits(row_hidden, token, token)[0, token % 64])
+                token_logit = float(self.tile_logits(hidden[row:row + 1], token, token)[0, token % 64])
             group_total = float(group.logsumexp(dim=0))
             group_best = float(group.max())
             if group_best == -float("inf"):
