@@ -55,7 +55,7 @@ class EncoderRunner:
         self.precision = precision
         self.products = None
         own = next(encoder.parameters()).dtype
-        if precision == "int8" and native_int8_products():
+        if precision == "int8" and native_int8_products(encoder):
             encoder = _encoder_copy(encoder, "bfloat16")
             self.products = Int8Products(encoder, weights_key)
             self.input_dtype = torch.bfloat16
@@ -152,10 +152,14 @@ def _linear_gelu(linear: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
     return output.view(*inputs.shape[:-1], -1)
 
 
-def native_int8_products() -> bool:
-    """Whether the native int8 products of int8 activations (AVX512-VNNI) can run here."""
+def native_int8_products(encoder: nn.Module | None = None) -> bool:
+    """Whether the native int8 products of int8 activations (AVX512-VNNI) can run here, and on `encoder`'s
+    linear layers (their input widths must be multiples of 16)."""
     from ..native import int8_activations
 
+    if encoder is not None and any(module.in_features % 16 for module in encoder.modules()
+                                   if isinstance(module, nn.Linear)):
+        return False
     return int8_activations()
 
 
