@@ -203,7 +203,7 @@ class SpeculativeWhisper:
         if tokenizer is None:
             raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
         return UniversalDrafter(model, tokenizer, self.processor.tokenizer, language=self.language or "en",
-                                task=self.task, confidence_threshold=threshold)
+                                task=self.task, confidence_threshold=threshold, main_model=self.model)
 
     def _labels(self) -> dict:
         return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,

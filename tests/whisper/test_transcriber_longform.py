@@ -151,16 +151,26 @@ def test_sampling_with_timestamps_keeps_whisper_structure(main_pair, long_audio)
 
 def test_universal_drafter_translates_exactly_when_the_assistant_is_the_main_model(main_pair, long_audio, plain):
     """Text and timestamps cross to the assistant's vocabulary and back; with the main model as its own
-    assistant, a correct translation has every draft token accepted."""
-    result = SpeculativeWhisper(main_pair, mode="universal", assistant_model=main_pair).transcribe(long_audio)
-    assert result.tokens == plain.tokens
+    assistant, a correct translation has every draft token accepted. Stated at float32: at a reduced encoder
+    precision the main model's cross-attention states come from int8 products while the assistant projects
+    them in float32, so near-ties on a random model may break apart (tokens stay exact either way)."""
+    result = SpeculativeWhisper(main_pair, mode="universal", assistant_model=main_pair,
+                                compute_type="float32").transcribe(long_audio)
+    assert result.tokens == SpeculativeWhisper(main_pair, mode="off", compute_type="float32").transcribe(
+        long_audio).tokens
     assert result.stats.accepted_tokens == result.stats.drafted_tokens > 0
 
 
-def test_universal_drafter_in_a_batch(main_pair, long_audio):
+@pytest.mark.parametrize("compute_type", ["float32", "int8:float32", "bfloat16:float32"])
+def test_universal_drafter_in_a_batch(main_pair, long_audio, compute_type):
+    """Exact at each compute type that runs on every CPU (stated, not left to what `auto` picks on this one);
+    every draft accepted where the assistant computes the main model's numbers (float32: see the test above)."""
     clips = [long_audio[: 16000 * seconds] for seconds in (3, 9, 5)]
-    expected = [SpeculativeWhisper(main_pair, mode="off").transcribe(clip).tokens for clip in clips]
-    universal = SpeculativeWhisper(main_pair, mode="universal", assistant_model=main_pair)
+    expected = [SpeculativeWhisper(main_pair, mode="off", compute_type=compute_type).transcribe(clip).tokens
+                for clip in clips]
+    universal = SpeculativeWhisper(main_pair, mode="universal", assistant_model=main_pair, compute_type=compute_type)
     results = universal.transcribe_batch(clips, batch_size=3)
     assert [result.tokens for result in results] == expected
-    assert sum(r.stats.accepted_tokens for r in results) == sum(r.stats.drafted_tokens for r in results) > 0
+    drafted = sum(r.stats.drafted_tokens for r in results)
+    accepted = sum(r.stats.accepted_tokens for r in results)
+    assert drafted > 0 and (accepted == drafted if compute_type == "float32" else accepted > drafted // 2)

@@ -23,6 +23,7 @@ from ...core.retokenize import continuation_tokens
 from ..decoder import DecoderTarget, WhisperDecoderRunner
 from ..timestamps import TimestampRules
 from ..tokens import WhisperTokens
+from .assistant import same_encoder
 
 TIMESTAMP_NAME = re.compile(r"<\|\d+\.\d\d\|>")
 
@@ -36,10 +37,14 @@ class UniversalDrafter(ModelDrafter):
     name = "universal"
 
     def __init__(self, assistant_model, assistant_tokenizer, main_tokenizer, main_prompt_length: int | None = None,
-                 language: str = "en", task: str = "transcribe", confidence_threshold: float = 0.0):
+                 language: str = "en", task: str = "transcribe", confidence_threshold: float = 0.0,
+                 main_model=None):
         # main_prompt_length is accepted for compatibility: the rules' begin index gives the prompt length
         super().__init__(confidence_threshold)
         self.model = assistant_model.eval()
+        # an assistant whose encoder is the main one reads the main encoder output (computed at the main
+        # model's compute type) instead of running a float32 copy that near-ties could tell apart
+        self.shares_encoder = main_model is not None and same_encoder(main_model, assistant_model)
         self.runner = WhisperDecoderRunner(assistant_model)
         self.assistant_tokenizer = assistant_tokenizer
         self.main_tokenizer = main_tokenizer
@@ -54,8 +59,11 @@ class UniversalDrafter(ModelDrafter):
 
     def start(self, context: DraftContext) -> None:
         super().start(context)
-        features = context.input_features.to(self.runner.device, self.runner.dtype)
-        encoder_output = self.model.model.encoder(features).last_hidden_state
+        if self.shares_encoder:
+            encoder_output = context.encoder_output.to(self.runner.dtype)
+        else:
+            features = context.input_features.to(self.runner.device, self.runner.dtype)
+            encoder_output = self.model.model.encoder(features).last_hidden_state
         self.target = DecoderTarget(self.runner, self.runner.new_cache(encoder_output))
         self.timestamps = isinstance(context.rules, TimestampRules)
         # per batch row: (main prompt length, assistant prompt, assistant rules), from the first draft on
