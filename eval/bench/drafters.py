@@ -10,7 +10,6 @@ argmax (every greedy step projects all of the vocabulary in float32), to show wh
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import warnings
@@ -22,6 +21,7 @@ import torch
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 
 
 @dataclass
@@ -173,7 +173,7 @@ def table(tallies: dict, runs: int) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.drafters")
     parser.add_argument("--main", default="base")
     parser.add_argument("--assistant", default="tiny.en", help="universal-mode assistant ('' to skip)")
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
