@@ -11,6 +11,7 @@ argmax (every greedy step projects all of the vocabulary in float32), to show wh
 from __future__ import annotations
 
 import json
+import logging
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ def our_modes(main, assistant, draft_tokens: int, language: str):
 def transformers_modes(main, assistant, draft_tokens: int, language: str):
     """name -> function(features) -> generated ids, through transformers' own generate()."""
     model = main.model
+    # transformers logs "Both max_new_tokens and max_length..." for every round an assistant drafts
+    logging.getLogger("transformers.generation.utils").setLevel(logging.ERROR)
     common = {"language": language, "task": "transcribe"}
     assisted = {**common, "num_assistant_tokens": draft_tokens}
     modes = {
