@@ -76,7 +76,7 @@ def run(output: Path, names: list[str], threads: int) -> int:
         entry = {"command": shlex.join(command), "commit": git("rev-parse", "--short", "HEAD"),
                  "changed_files": bool(git("status", "--porcelain", "--untracked-files=no")),
                  "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                 "machine": machine(), "load_average": round(os.getloadavg()[0], 2)}
+                 "machine": machine(), "cpus": os.cpu_count(), "load_average": round(os.getloadavg()[0], 2)}
         started = time.monotonic()
         done = subprocess.run([sys.executable, *command[1:]], cwd=PROJECT_ROOT, capture_output=True, text=True)
         entry["seconds"] = round(time.monotonic() - started)
@@ -98,6 +98,10 @@ def provenance(record: dict) -> str:
         commit = entry["commit"] + (" + changes" if entry["changed_files"] else "")
         lines.append(f"| {name} | `{entry['command']}` | {entry['date']} | {commit} | {entry['machine']} "
                      f"({entry['load_average']:g}) | {entry['seconds'] // 60} min {entry['seconds'] % 60} s |")
+    loaded = [name for name, entry in record.items() if entry["load_average"] > entry.get("cpus", os.cpu_count())]
+    if loaded:
+        lines.append(f"\n{', '.join(loaded)} started with more runnable work than CPUs (load average above the CPU "
+                     "count): other processes competed for the CPUs, so their times and ratios are unreliable.")
     if len(commits) > 1:
         lines.append(f"\nThese benchmarks ran at {len(commits)} different commits ({', '.join(sorted(commits))}).")
     return "\n".join(lines) + "\n"

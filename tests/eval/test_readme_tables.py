@@ -17,7 +17,8 @@ def region(name: str, body: str) -> str:
 
 def entry(commit: str, changed: bool = False) -> dict:
     return {"command": "python -m eval.bench.longform --threads 2", "commit": commit, "changed_files": changed,
-            "date": "2026-11-25 12:00 UTC", "machine": "Test CPU, 2 CPUs, Linux", "load_average": 3.5, "seconds": 75}
+            "date": "2026-11-25 12:00 UTC", "machine": "Test CPU, 2 CPUs, Linux", "cpus": 2,
+            "load_average": 3.5 if changed else 1.0, "seconds": 75}
 
 
 def test_write_fills_the_regions_from_the_run(tmp_path, capsys):
@@ -36,6 +37,7 @@ def test_write_fills_the_regions_from_the_run(tmp_path, capsys):
     assert "**the long file**\n\nplain 1.81 s\n<!-- /readme-tables:speed -->" in text
     assert parts[3] in text and text.startswith("intro 1") and text.endswith("end\n")
     assert "| longform | `python -m eval.bench.longform --threads 2` | 2026-11-25 12:00 UTC | abc1234 |" in text
+    assert "\nspeed started with more runnable work than CPUs" in text
     assert "def5678 + changes" in text and "2 different commits (abc1234, def5678)" in text
     assert "no result for duel" in capsys.readouterr().err
 
