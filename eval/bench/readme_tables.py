@@ -11,8 +11,9 @@ benchmarks and keeps the others' earlier results; `write` then says which benchm
 
 `write` replaces, in the README, the text between `<!-- readme-tables:NAME -->` and `<!-- /readme-tables:NAME -->`
 by benchmark NAME's output (its `##` headings made bold lines, so they do not break the README's outline), and the
-region `readme-tables:run` by the run's provenance: date, commit, machine and command of each benchmark. Prose
-around the regions should quote no number of its own: every number comes from the regions.
+region `readme-tables:run` by the run's provenance: date, commit, machine and command of each benchmark; and the
+web app's quoted figures (app/measured.json) from the speed and drafters results. Prose around the regions should
+quote no number of its own: every number comes from the regions.
 """
 
 from __future__ import annotations
@@ -112,7 +113,77 @@ def as_region(printed: str) -> str:
     return text + "\n"
 
 
-def write(output: Path, readme: Path) -> int:
+def markdown_tables(text: str) -> list[list[dict[str, str]]]:
+    """Every Markdown table in `text`, as rows keyed by the header's cells."""
+    tables, lines = [], text.splitlines()
+    for index in range(len(lines) - 1):
+        if lines[index].startswith("|") and re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", lines[index + 1].strip()):
+            header = [cell.strip() for cell in lines[index].strip().strip("|").split("|")]
+            rows = []
+            for line in lines[index + 2:]:
+                if not line.startswith("|"):
+                    break
+                rows.append(dict(zip(header, (cell.strip() for cell in line.strip().strip("|").split("|")))))
+            tables.append(rows)
+    return tables
+
+
+def number(cell: str) -> float:
+    return float(cell.strip("*x% "))
+
+
+def compute_type_figures(speed_output: str) -> dict:
+    """compute type -> speed vs float32 and clips with float32's text, from the speed benchmark's clip table
+    (its rows "ours TYPE, plain")."""
+    table = next((rows for rows in markdown_tables(speed_output)
+                  if rows and {"system", "total s", "text = float32"} <= set(rows[0])), [])
+    plain = {row["system"].removeprefix("ours ").removesuffix(", plain"): row for row in table
+             if row["system"].startswith("ours ") and row["system"].endswith(", plain")}
+    if "float32" not in plain:
+        return {}
+    reference = number(plain["float32"]["total s"])
+    figures = {}
+    for name, row in plain.items():
+        same, clips = (int(part) for part in row["text = float32"].split("/"))
+        figures[name] = {"speed_vs_float32": round(reference / number(row["total s"]), 2), "same_text": same,
+                         "clips": clips}
+    return figures
+
+
+def drafter_figures(drafters_output: str) -> dict:
+    """mode -> total-time speedup over our plain loop, from the drafters benchmark's table (the first row whose
+    name, before any parenthesis, is the mode)."""
+    from asr_specdec.core.modes import MODES
+
+    table = next((rows for rows in markdown_tables(drafters_output)
+                  if rows and {"mode", "speedup vs plain"} <= set(rows[0])), [])
+    figures = {}
+    for row in table:
+        mode = row["mode"].split(" (")[0]
+        if mode in MODES and mode not in figures and row["speedup vs plain"].endswith("x"):
+            figures[mode] = number(row["speedup vs plain"])
+    return figures
+
+
+def write_app_figures(output: Path, record: dict, path: Path) -> list[str]:
+    """The app's quoted figures (app/measured.json) from the same run; returns what was rewritten."""
+    measured = json.loads(path.read_text())
+    done = []
+    for name, key, parse in (("speed", "compute_types", compute_type_figures),
+                             ("drafters", "drafters", drafter_figures)):
+        if name in record and (output / f"{name}.md").is_file():
+            figures = parse((output / f"{name}.md").read_text())
+            if figures:
+                measured[key] = figures
+                done.append(name)
+    if done:
+        measured["source"] = "; ".join(f"{record[name]['command']} ({record[name]['date']}, commit "
+                                       f"{record[name]['commit']})" for name in done)
+        path.write_text(json.dumps(measured, indent=2, ensure_ascii=False) + "\n")
+    return done
+
+
+def write(output: Path, readme: Path, app_figures: Path | None = None) -> int:
     record_path = output / "run.json"
     if not record_path.is_file():
         print(f"error: no benchmark run in {output} (run `python -m eval.bench.readme_tables run` first)",
@@ -138,6 +209,10 @@ def write(output: Path, readme: Path) -> int:
     regions = [match["name"] for match in REGION.finditer(updated)]
     print(f"rewrote {len(regions) - len(missing)} of {len(regions)} regions in {readme}"
           + (f"; no result for {', '.join(missing)} (kept as they were)" if missing else ""), file=sys.stderr)
+    if app_figures is not None:
+        done = write_app_figures(output, record, app_figures)
+        print(f"{app_figures}: " + (f"figures from {', '.join(done)}" if done else "kept (no speed or drafters "
+                                    "result)"), file=sys.stderr)
     return 0
 
 
@@ -150,10 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(BENCHMARKS), help="run: these benchmarks (comma-separated)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="run: torch threads per benchmark")
     parser.add_argument("--readme", default=str(PROJECT_ROOT / "README.md"), help="write: the file to rewrite")
+    parser.add_argument("--app-figures", default=str(PROJECT_ROOT / "app" / "measured.json"),
+                        help="write: the web app's quoted figures, rewritten from the speed and drafters results "
+                             "('' leaves them)")
     args = parser.parse_args(argv)
     output = Path(args.output)
     if args.action == "write":
-        return write(output, Path(args.readme))
+        return write(output, Path(args.readme), Path(args.app_figures) if args.app_figures else None)
     names = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:
