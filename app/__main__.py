@@ -25,8 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="default drafter (when not given: quantized-self on CPU, off on a GPU)")
     parser.add_argument("--max-upload-mb", type=float, default=AppSettings.max_upload_mb,
                         help="largest upload accepted")
-    parser.add_argument("--max-seconds", type=float, default=AppSettings.max_seconds,
-                        help="longest audio transcribed, in seconds")
+    parser.add_argument("--max-audio-seconds", type=float, default=AppSettings.max_audio_seconds,
+                        help="longest audio transcribed, in seconds (the server's name for the same limit)")
     parser.add_argument("--concurrency", type=int, default=1, help="requests decoded at the same time")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     return parser
@@ -43,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     mode = args.mode or ("quantized-self" if device == "cpu" else "off")
     settings = make_settings(args.main, args.assistant, default_mode=mode, max_upload_mb=args.max_upload_mb,
-                             max_seconds=args.max_seconds, device=device)
+                             max_audio_seconds=args.max_audio_seconds, device=device)
     print(f"loading {settings.default_main} (drafter {settings.default_mode}); uploads up to "
-          f"{settings.max_upload_mb:g} MB and {settings.max_seconds:g} s", file=sys.stderr)
+          f"{settings.max_upload_mb:g} MB and {settings.max_audio_seconds:g} s", file=sys.stderr)
     try:
         launch(settings, args.host, args.port, args.share, args.concurrency)
     except SpecdecError as error:

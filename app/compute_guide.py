@@ -1,20 +1,20 @@
 """The compute types the page offers on this hardware, each with one line on what it is and how it measured.
 
-The figures are from `python -m eval.bench.speed --threads 2 --repeats 2` (Whisper base, the 12 shared clips,
-plain decoding, an idle 2-core CPU; run-to-run noise is about 5%). Reduced decoder precisions need the native
-CPU kernels."""
+The figures are from `eval.bench.speed` (Whisper base, the 12 shared clips, plain decoding, a 2-core CPU), kept in
+app/measured.json by the README's benchmark run. Reduced decoder precisions need the native CPU kernels."""
 
 from __future__ import annotations
 
 from asr_specdec.whisper.compute import auto_compute_type
 
+from .measured import COMPUTE_TYPES
+
 AUTO = "auto"
 CPU_TYPES = ("float32", "int8:float32", "bfloat16:float32", "bfloat16", "int8")
 NATIVE_DECODER = ("bfloat16", "int8")  # decoder precisions that run only on the native kernels
 CUDA_TYPES = ("float16", "float32")
-# (speed vs float32, clips whose text equals float32's, of 12)
-CPU_MEASURED = {"float32": (1.00, 12), "int8:float32": (2.02, 12), "bfloat16:float32": (1.78, 12),
-                "bfloat16": (1.81, 12), "int8": (2.14, 12)}
+# (speed vs float32, clips whose text equals float32's, clips), from the README's benchmark run
+CPU_MEASURED = COMPUTE_TYPES
 WHAT = {
     "float32": "full precision, transformers' own arithmetic",
     "int8:float32": "int8 encoder products (bfloat16 attention), float32 decoder",
@@ -54,9 +54,12 @@ def compute_help(name: str, device: str) -> str:
     measured = CPU_MEASURED.get(chosen) if not str(device).startswith("cuda") else None
     if measured is None:
         return f"{line[0].upper()}{line[1:]}. Not measured on this device."
-    speed, same = measured
+    speed, same, clips = measured
     if chosen == "float32":
-        return f"{line[0].upper()}{line[1:]}. The other types measured 1.8-2.1x its speed (Whisper base, 2-core CPU)."
-    text = "float32's text on all 12 test clips" if same == 12 else f"float32's text on {same} of 12 test clips"
+        others = [figures[0] for other, figures in CPU_MEASURED.items() if other != "float32"]
+        return (f"{line[0].upper()}{line[1:]}. The other types measured {min(others):.1f}-{max(others):.1f}x its "
+                "speed (Whisper base, 2-core CPU).")
+    text = f"all {clips}" if same == clips else f"{same} of {clips}"
+    text = f"float32's text on {text} test clips"
     return (f"{line[0].upper()}{line[1:]}. Measured (Whisper base, 2-core CPU): {speed:.2f}x float32's speed, "
             f"{text}.")

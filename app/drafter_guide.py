@@ -1,11 +1,13 @@
 """What each drafter does, in one line, and how fast it measured against plain decoding.
 
-The speeds are total-time ratios from `python -m eval.bench.drafters` (Whisper base, the 12 shared clips,
-8 draft tokens, a 2-core CPU; the README's drafter table): they hold for a CPU server, not for a GPU."""
+The speeds are total-time ratios from `eval.bench.drafters` (Whisper base, the 12 shared clips, 8 draft tokens, a
+2-core CPU), kept in app/measured.json by the README's benchmark run: they hold for a CPU server, not for a GPU."""
 
 from __future__ import annotations
 
 from asr_specdec.core.modes import MODES
+
+from .measured import DRAFTERS
 
 EXPLANATIONS = {
     "off": "plain greedy decoding by the main model alone: the reference every other drafter reproduces exactly",
@@ -20,8 +22,7 @@ EXPLANATIONS = {
     "universal": "a Whisper with another tokenizer drafts (tiny.en for base); drafts cross over as text and it "
                  "runs its own encoder too",
 }
-CPU_SPEEDUPS = {"off": 1.0, "quantized-self": 1.20, "prompt-lookup": 1.04, "assistant": 0.81, "early-exit": 0.27,
-                "universal": 0.72}
+CPU_SPEEDUPS = DRAFTERS
 MEASURED_ON = "Whisper base on a 2-core CPU"
 
 

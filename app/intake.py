@@ -31,7 +31,7 @@ def uploaded_path(value: str | None, folder: Path | None = None) -> Path:
     return path
 
 
-def read_audio(path: Path, max_bytes: int, max_seconds: float) -> np.ndarray:
+def read_audio(path: Path, max_bytes: int, max_audio_seconds: float) -> np.ndarray:
     """16 kHz mono samples of an uploaded file, after checking its size and then its duration."""
     if path.is_file() and path.stat().st_size > max_bytes:
         raise LimitError(f"{path.name} is {_megabytes(path.stat().st_size)}; this server accepts uploads up to "
@@ -42,8 +42,8 @@ def read_audio(path: Path, max_bytes: int, max_seconds: float) -> np.ndarray:
         # the message names the server's temporary path; the user knows the file by its name
         raise AudioError(str(error).replace(str(path), path.name)) from None
     seconds = duration_seconds(samples)
-    if seconds > max_seconds:
-        raise LimitError(f"{path.name} lasts {seconds:.1f} s; this server transcribes at most {max_seconds:g} s")
+    if seconds > max_audio_seconds:
+        raise LimitError(f"{path.name} lasts {seconds:.1f} s; this server transcribes at most {max_audio_seconds:g} s")
     return samples
 
 

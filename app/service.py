@@ -94,7 +94,7 @@ class TranscriptionService:
             return self._decoders[key]
 
     def read(self, upload: str | None):
-        return read_audio(uploaded_path(upload), self.settings.max_upload_bytes, self.settings.max_seconds)
+        return read_audio(uploaded_path(upload), self.settings.max_upload_bytes, self.settings.max_audio_seconds)
 
     def transcribe(self, upload: str | None, options: DecodeOptions, report: Progress = _no_progress,
                    timestamps: bool | None = None, recipe: RecipeChoices = PLAIN_RECIPE) -> TranscriptionResult:

@@ -15,7 +15,7 @@ class AppSettings:
     default_assistant: str = "tiny.en"
     default_mode: str = "quantized-self"
     max_upload_mb: float = 25.0
-    max_seconds: float = 600.0
+    max_audio_seconds: float = 600.0
     device: str = "cpu"
 
     @property

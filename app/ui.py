@@ -152,7 +152,7 @@ def _controls(service: TranscriptionService) -> Controls:
         hotwords = gr.Textbox("", label="Hotwords", elem_id="hotwords", info="words to listen for, in every window")
     with gr.Accordion("About the drafters", open=False, elem_id="drafter-guide"):
         gr.Markdown(guide_markdown(settings.device))
-    gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_seconds:g} s of audio.")
+    gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_audio_seconds:g} s of audio.")
     return Controls(main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
                     vad_filter, initial_prompt, hotwords)
 

@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m asr_specdec.serve", description=__doc__.splitlines()[0],
                                      epilog=DEFAULTS_HELP)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     models = parser.add_argument_group("model (as in python -m asr_specdec.transcribe)")
     # the names and meanings of transcribe's options, so that transcribe.build_transcriber builds the model
     models.add_argument("--main", help="main model (see below)")
@@ -35,18 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--num-draft-tokens", type=int, default=None,
                         help="tokens drafted in the first round, every round with --draft-schedule fixed (default 8)")
     models.add_argument("--draft-schedule", choices=("adaptive", "fixed", "heuristic"), default="adaptive",
-                        help="draft length per round (as in transcribe)")
+                        help="draft length per round (as in transcribe; default adaptive)")
     models.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
     models.add_argument("--confidence-threshold", type=float, default=0.0,
-                        help="stop a draft when the drafter's top probability falls below this")
+                        help="stop a draft when the drafter's top probability falls below this (default 0: never)")
     models.add_argument("--early-exit-layer", type=int, default=None,
-                        help="decoder layers the early-exit drafter uses")
-    models.add_argument("--top-k", type=int, default=0, help="for requests with temperature > 0")
-    models.add_argument("--top-p", type=float, default=1.0, help="for requests with temperature > 0")
+                        help="decoder layers the early-exit drafter uses (default: half of them)")
+    models.add_argument("--top-k", type=int, default=0, help="for requests with temperature > 0 (default 0: off)")
+    models.add_argument("--top-p", type=float, default=1.0, help="for requests with temperature > 0 (default 1: off)")
     models.add_argument("--seed", type=int, default=None, help="random seed of sampled requests (default: fresh)")
     models.add_argument("--language", help="language of requests that give none (default: detected)")
     models.add_argument("--long-form", choices=LONG_FORM_MODES, default="sequential",
-                        help="audio over 30 s: Whisper's sequential seeking or independent quiet-point windows")
+                        help="audio over 30 s: Whisper's sequential seeking (the default) or independent quiet-point "
+                             "windows")
     models.add_argument("--condition-on-previous-text", action="store_true",
                         help="prompt each 30-s window with the text before it")
     models.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
@@ -56,25 +57,29 @@ def build_parser() -> argparse.ArgumentParser:
     add_recipe_arguments(parser, subtitles=False)  # server-wide defaults; requests set temperature, words, prompt
     serving = parser.add_argument_group("serving")
     serving.add_argument("--max-batch-size", type=int, default=8,
-                         help="windows decoded together as rows of one batch (1: no batching)")
+                         help="windows decoded together as rows of one batch (default 8; 1: no batching)")
     serving.add_argument("--batch-window-ms", type=float, default=5.0,
-                         help="how long a window waits for others to join its batch")
+                         help="how long a window waits for others to join its batch (default 5)")
     serving.add_argument("--max-queue", type=int, default=32,
-                         help="requests inside the server at once; more get 503 with Retry-After")
+                         help="requests inside the server at once; more get 503 with Retry-After (default 32)")
     serving.add_argument("--max-concurrent", type=int, default=None,
                          help="requests transcribed at once, the rest wait in the queue (default: all; 1 serves "
                               "one request at a time)")
-    serving.add_argument("--max-upload-mb", type=float, default=25.0)
-    serving.add_argument("--max-audio-seconds", type=float, default=3600.0)
-    serving.add_argument("--request-timeout", type=float, default=600.0, help="seconds; then 504")
+    serving.add_argument("--max-upload-mb", type=float, default=25.0, help="largest upload accepted; more get 413 "
+                                                                            "(default 25)")
+    serving.add_argument("--max-audio-seconds", type=float, default=3600.0,
+                         help="longest audio transcribed; longer gets 413 (default 3600)")
+    serving.add_argument("--request-timeout", type=float, default=600.0,
+                         help="seconds a request may take; then 504 (default 600)")
     serving.add_argument("--api-key", default=None,
                          help=f"require 'Authorization: Bearer KEY' on /v1 (or set {API_KEY_ENVIRONMENT})")
     serving.add_argument("--served-model-name", action="append", default=None, metavar="NAME",
                          help="a model id clients may send (repeatable; default: the main model's name and "
                               "whisper-1)")
     serving.add_argument("--shutdown-timeout", type=float, default=30.0,
-                         help="seconds in-flight requests get to finish on shutdown")
-    serving.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+                         help="seconds in-flight requests get to finish on shutdown (default 30)")
+    serving.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                         help="access and server log level (default info)")
     # what transcribe.build_transcriber reads and a server decides per request
     parser.set_defaults(do_sample=False, temperature=1.0, task="transcribe", format="json", timestamps=None,
                         stats=False)

@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
     parser.add_argument("--confidence-threshold", type=float, default=0.0,
                         help="stop a draft when the drafter's top probability falls below this")
-    parser.add_argument("--early-exit-layer", type=int, default=None, help="decoder layers the early-exit drafter uses")
+    parser.add_argument("--early-exit-layer", type=int, default=None,
+                        help="decoder layers the early-exit drafter uses (default: half of them)")
     parser.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-k", type=int, default=0)

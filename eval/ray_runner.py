@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
-import threading
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 from .errors import EvalError
 from .evaluator import UtteranceEvaluator
 from .paths import PROJECT_ROOT
+from .ray_join import join
 from .rows import failed_row, score_utterance
 from .settings import EvalSettings
 from .sources import Utterance
@@ -28,9 +27,6 @@ from .store import RowStore
 
 INSTALL_HINT = "the Ray engine needs Ray: pip install 'asr-specdec[ray]' (or pip install 'ray[data]')"
 RETRIES_AFTER_WORKER_DEATH = 1  # a second death on the same batch is taken as the batch's fault
-# Ray retries an unreachable or wrong address for minutes; a user who typed a wrong --address wants one line now
-REACH_SECONDS = 5
-JOIN_SECONDS = 25
 
 
 def import_ray():
@@ -40,40 +36,6 @@ def import_ray():
     except ImportError:
         raise EvalError(INSTALL_HINT) from None
     return ray
-
-
-def check_reachable(address: str) -> None:
-    """Refuse at once an address whose host does not accept a connection ("auto" is Ray's to resolve)."""
-    host_port = address.removeprefix("ray://").rsplit(":", 1)
-    if address == "auto" or len(host_port) != 2 or not host_port[1].isdigit():
-        return
-    try:
-        socket.create_connection((host_port[0], int(host_port[1])), timeout=REACH_SECONDS).close()
-    except OSError as error:
-        raise EvalError(f"cannot reach a Ray head at {address}: {error.strerror or error} (start one with "
-                        "`ray start --head` and pass its address, e.g. HEAD:6379 or ray://HEAD:10001)") from None
-
-
-def join_within(seconds: float, address: str, join: Callable[[], object]) -> None:
-    """Run `join` (ray.init), giving up after `seconds`: an address that answers but is not a Ray head (or whose
-    head cannot take this driver) keeps Ray retrying for minutes. The abandoned attempt is a daemon thread."""
-    outcome: dict = {}
-
-    def attempt():
-        try:
-            join()
-        except BaseException as error:  # noqa: B036 (Ray raises SystemExit-like errors from its own threads)
-            outcome["error"] = error
-
-    thread = threading.Thread(target=attempt, name="ray-join", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        raise EvalError(f"could not join a Ray cluster at {address} within {seconds:g} s: is it the address of a "
-                        "running Ray head (its GCS port, 6379 by default, or ray://HEAD:10001)?")
-    if "error" in outcome:
-        reason = " ".join(str(outcome["error"]).split())[:300] or type(outcome["error"]).__name__
-        raise EvalError(f"could not join a Ray cluster at {address}: {reason}")
 
 
 class EvaluatorActor:
@@ -126,13 +88,12 @@ class RayEngine:
         import eval as eval_package
 
         if self.address:
-            check_reachable(self.address)
-            runtime_env = {"py_modules": [asr_specdec, eval_package]}
-            join_within(JOIN_SECONDS, self.address, lambda: ray.init(
-                address=self.address, runtime_env=runtime_env, logging_level=logging.ERROR, log_to_driver=False))
+            join(ray, self.address, runtime_env={"py_modules": [asr_specdec, eval_package]},
+                 logging_level=logging.ERROR, log_to_driver=False)
             return
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-        ray.init(num_cpus=os.cpu_count(), num_gpus=self._local_gpus(), include_dashboard=False,
+        # "local": a Ray of its own even where `ray start` runs a head on this machine (plain init would join it)
+        ray.init(address="local", num_cpus=os.cpu_count(), num_gpus=self._local_gpus(), include_dashboard=False,
                  logging_level=logging.ERROR, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONPATH": path}})
 

@@ -5,6 +5,7 @@ text drafters need to know about such a model (its layers, context length, vocab
 from __future__ import annotations
 
 import contextlib
+import inspect
 
 import torch
 from torch import nn
@@ -120,6 +121,8 @@ class CausalLMTarget:
         self.cache = cache if cache is not None else full_attention_cache(num_layers(model))
         self.max_positions = max_positions or context_length(model)
         self.device = model_device(model)
+        # transformers 5.24 renamed forward's past_key_values to cache (the old name warns); older ones know only it
+        self.cache_argument = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
     def _run(self, token_ids: list[int], start: int, rows: int) -> torch.Tensor:
         held = min(layer.get_seq_length() for layer in self.cache.layers)
@@ -131,8 +134,8 @@ class CausalLMTarget:
         ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
         positions = torch.arange(start, start + len(token_ids), device=self.device).unsqueeze(0)
         with row_blocked_head(self.model, rows or len(token_ids)):
-            output = self.model(input_ids=ids, position_ids=positions, past_key_values=self.cache, use_cache=True,
-                                logits_to_keep=rows)
+            output = self.model(input_ids=ids, position_ids=positions, **{self.cache_argument: self.cache},
+                                use_cache=True, logits_to_keep=rows)
         return output.logits[0]
 
     def extend(self, token_ids: list[int], start: int, scored: int | None = None) -> torch.Tensor:

@@ -18,6 +18,7 @@ padding moves back to where speech ended.
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -193,5 +194,7 @@ def _silero():
         torch.set_num_threads(threads)
     with _model_lock:
         if _silero_model is None:
-            _silero_model = load_silero_vad(onnx=True)
+            with warnings.catch_warnings():  # the wheel finds its model file with importlib's deprecated path()
+                warnings.simplefilter("ignore", DeprecationWarning)
+                _silero_model = load_silero_vad(onnx=True)
     return _silero_model, get_speech_timestamps

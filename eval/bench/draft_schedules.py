@@ -10,12 +10,12 @@ A bad drafter should cost little more than plain decoding; a good one should kee
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import torch
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 from .drafters import manifest_clips
 
 SCHEDULES = {
@@ -89,7 +89,7 @@ def run(args) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.draft_schedules")
     parser.add_argument("--main", default="base")
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
     parser.add_argument("--limit", type=int, default=0, help="first N clips only")

@@ -10,8 +10,8 @@ argmax (every greedy step projects all of the vocabulary in float32), to show wh
 
 from __future__ import annotations
 
-import argparse
 import json
+import logging
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ import torch
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 
 
 @dataclass
@@ -63,6 +64,8 @@ def our_modes(main, assistant, draft_tokens: int, language: str):
 def transformers_modes(main, assistant, draft_tokens: int, language: str):
     """name -> function(features) -> generated ids, through transformers' own generate()."""
     model = main.model
+    # transformers logs "Both max_new_tokens and max_length..." for every round an assistant drafts
+    logging.getLogger("transformers.generation.utils").setLevel(logging.ERROR)
     common = {"language": language, "task": "transcribe"}
     assisted = {**common, "num_assistant_tokens": draft_tokens}
     modes = {
@@ -173,7 +176,7 @@ def table(tallies: dict, runs: int) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.drafters")
     parser.add_argument("--main", default="base")
     parser.add_argument("--assistant", default="tiny.en", help="universal-mode assistant ('' to skip)")
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")

@@ -9,7 +9,6 @@ and whether the segments (start, end, text) are identical.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 import torch
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 
 GAP_SECONDS = 0.5
 
@@ -53,8 +53,8 @@ def measure(model_name: str, mode: str, audio: np.ndarray, repeats: int) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="base,tiny.en")
+    parser = bench_parser(__doc__, "eval.bench.longform")
+    parser.add_argument("--main", default="base,tiny.en", help="main models, comma-separated")
     parser.add_argument("--mode", default="quantized-self")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     audio = joined_clips(Path(args.audio))
     print(f"{len(audio) / 16000:.1f} s of audio, {args.threads} threads, mode {args.mode}, {args.repeats} runs each")
-    for model_name in args.models.split(","):
+    for model_name in args.main.split(","):
         print(measure(model_name, args.mode, audio, args.repeats))
     return 0
 

@@ -15,7 +15,6 @@ silences and noise, the extra time of word timestamps, and word times against fa
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 from .longform import joined_clips
 
 SAMPLE_RATE = 16000
@@ -149,8 +149,8 @@ PAUSES = [(25.0, "silence"), (20.0, "noise"), (12.0, "silence"), (8.0, "noise")]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="base")
+    parser = bench_parser(__doc__, "eval.bench.recipe")
+    parser.add_argument("--main", default="base", help="main model")
     parser.add_argument("--mode", default="quantized-self")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
@@ -161,14 +161,14 @@ def main(argv=None) -> int:
     from asr_specdec.whisper import SpeculativeWhisper
 
     folder = Path(args.audio)
-    asr = SpeculativeWhisper(args.model, mode=args.mode, language="en")
+    asr = SpeculativeWhisper(args.main, mode=args.mode, language="en")
     asr.transcribe(np.zeros(SAMPLE_RATE, dtype=np.float32))  # warm-up
-    print(f"model {args.model}, mode {args.mode}, {args.threads} threads, {args.repeats} runs each, interleaved")
+    print(f"model {args.main}, mode {args.mode}, {args.threads} threads, {args.repeats} runs each, interleaved")
     audio, onsets = paused_clips(folder, PAUSES)
     bench_vad(asr, audio, onsets, args.repeats)
     bench_words(asr, joined_clips(folder), args.repeats)
     if args.faster_whisper:
-        compare_faster_whisper(args.model, folder, args.threads)
+        compare_faster_whisper(args.main, folder, args.threads)
     return 0
 
 

@@ -17,7 +17,6 @@ which other programs sharing the machine disturb far less.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -30,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 
 SERVERS = {
     "batched": [],  # the server's own --max-batch-size, set below
@@ -233,7 +233,7 @@ def ratios(measurements: list[Measurement]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.server")
     parser.add_argument("--main", default="base")
     parser.add_argument("--mode", default=None, help="drafting mode (default: the server's own)")
     parser.add_argument("--language", default=None, help="e.g. en (default: detected per request)")

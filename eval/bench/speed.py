@@ -12,7 +12,6 @@ compare times from this one run. "text = float32" counts clips whose text equals
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 from .drafters import manifest_clips
 from .longform import joined_clips
 
@@ -356,7 +356,7 @@ def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.speed")
     parser.add_argument("--main", default="base")
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
     parser.add_argument("--limit", type=int, default=0, help="first N clips only")

@@ -18,7 +18,6 @@ update's tokens were identical across the three ways.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 from .longform import joined_clips
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -98,7 +98,7 @@ def row(name: str, duration: float, wer: float, summary: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.streaming")
     parser.add_argument("--main", default="base")
     parser.add_argument("--mode", default="quantized-self", help="the transcriber's own drafter (the fallback)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")

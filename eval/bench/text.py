@@ -11,7 +11,6 @@ Modes: prompt-lookup, quantized-self (transformers: the same int8 copy as assist
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import warnings
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..paths import PROJECT_ROOT
+from .cli import bench_parser
 
 QUOTE = PROJECT_ROOT / "samples" / "prompts" / "quote_passage.txt"
 PROMPTS = {
@@ -182,7 +182,7 @@ def identical(tally: Tally, runs: int) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.text")
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--num-draft-tokens", type=int, default=8)

@@ -13,7 +13,7 @@ def server(tiny_en_dir) -> str:  # tiny_en_dir: the pack converted into this ses
     from app.server import free_port, launch, make_settings
 
     # two requests decode at once, so the concurrency test also runs two decoders on one shared model
-    app = launch(make_settings("tiny.en", max_upload_mb=MAX_UPLOAD_MB, max_seconds=MAX_SECONDS),
+    app = launch(make_settings("tiny.en", max_upload_mb=MAX_UPLOAD_MB, max_audio_seconds=MAX_SECONDS),
                  port=free_port(), concurrency=2, block=False, quiet=True)
     yield app.local_url
     app.close()

@@ -54,17 +54,17 @@ def test_size_limit_is_checked_before_decoding(tmp_path):
     path = tmp_path / "big.wav"
     path.write_bytes(b"\0" * 3 * 1024 * 1024)  # not audio either: the size must be what is reported
     with pytest.raises(LimitError, match=r"big\.wav is 3\.0 MB; this server accepts uploads up to 2\.0 MB"):
-        read_audio(path, max_bytes=2 * 1024 * 1024, max_seconds=60)
+        read_audio(path, max_bytes=2 * 1024 * 1024, max_audio_seconds=60)
 
 
 def test_duration_limit(tmp_path):
     path = write_tone(tmp_path / "long.wav", 3.0)
     with pytest.raises(LimitError, match=r"long\.wav lasts 3\.0 s; this server transcribes at most 2\.5 s"):
-        read_audio(path, max_bytes=10**7, max_seconds=2.5)
+        read_audio(path, max_bytes=10**7, max_audio_seconds=2.5)
 
 
 def test_audio_within_limits_comes_back_as_16k_samples(tmp_path):
-    samples = read_audio(write_tone(tmp_path / "ok.wav", 1.0, rate=8000), max_bytes=10**7, max_seconds=2)
+    samples = read_audio(write_tone(tmp_path / "ok.wav", 1.0, rate=8000), max_bytes=10**7, max_audio_seconds=2)
     assert samples.dtype == np.float32 and len(samples) == 16000
 
 
@@ -72,5 +72,5 @@ def test_corrupt_audio_error_names_the_file_not_the_server_path(tmp_path):
     path = tmp_path / "notes.wav"
     path.write_text("not audio\n" * 50)
     with pytest.raises(AudioError) as raised:
-        read_audio(path, max_bytes=10**7, max_seconds=60)
+        read_audio(path, max_bytes=10**7, max_audio_seconds=60)
     assert str(raised.value).startswith("notes.wav: ") and str(tmp_path) not in str(raised.value)

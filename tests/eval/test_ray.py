@@ -33,7 +33,7 @@ class KillingEvaluator(UtteranceEvaluator):
 def ray_session(pack_cache):
     """One embedded Ray for the module (starting Ray costs ~10 s on 2 cores); the engine joins it."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT), "ASR_SPECDEC_CACHE": str(pack_cache)}})
     yield ray
     ray.shutdown()

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import eval.ray_runner as ray_runner
+import eval.ray_join as ray_join
 from eval.run import main
 
 FAST = ["--main", "tiny.en", "--modes", "off", "--engine", "ray"]
@@ -59,7 +59,7 @@ def test_an_unreachable_address_fails_at_once(shared_audio, tmp_path, capsys):
 
 def test_an_address_that_is_no_ray_head_fails_within_the_join_limit(silent_server, shared_audio, tmp_path, capsys,
                                                                      monkeypatch):
-    monkeypatch.setattr(ray_runner, "JOIN_SECONDS", 3)
+    monkeypatch.setattr(ray_join, "JOIN_SECONDS", 3)
     address = f"127.0.0.1:{silent_server}"
     code, err, seconds = run_with_address(address, shared_audio, tmp_path, capsys)
     assert code == 2 and len(err.splitlines()) == 1, err

@@ -1,0 +1,17 @@
+"""The CPU figures the page quotes (compute types, drafters), from app/measured.json, which
+`python -m eval.bench.readme_tables write` rewrites from the same benchmark run as the README's tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MEASURED_FILE = Path(__file__).with_name("measured.json")
+_measured = json.loads(MEASURED_FILE.read_text())
+
+SOURCE: str = _measured["source"]
+# compute type -> (speed vs float32, clips whose text equals float32's, clips)
+COMPUTE_TYPES = {name: (entry["speed_vs_float32"], entry["same_text"], entry["clips"])
+                 for name, entry in _measured["compute_types"].items()}
+# drafting mode -> total-time speedup over plain decoding
+DRAFTERS: dict[str, float] = dict(_measured["drafters"])

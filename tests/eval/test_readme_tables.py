@@ -1,0 +1,100 @@
+"""eval.bench.readme_tables: the README's marked regions rewritten from one run's outputs, each benchmark's
+provenance listed, regions without a result left alone, and the real README's regions all known benchmarks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from eval.bench import readme_tables
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def region(name: str, body: str) -> str:
+    return f"<!-- readme-tables:{name} -->\n{body}<!-- /readme-tables:{name} -->"
+
+
+def entry(commit: str, changed: bool = False) -> dict:
+    return {"command": "python -m eval.bench.longform --threads 2", "commit": commit, "changed_files": changed,
+            "date": "2026-11-25 12:00 UTC", "machine": "Test CPU, 2 CPUs, Linux", "cpus": 2,
+            "load_average": 3.5 if changed else 1.0, "seconds": 75}
+
+
+def test_write_fills_the_regions_from_the_run(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "longform.md").write_text("# long audio, base\n\n| mode | s |\n|---|---|\n| plain | 1.16 |\n")
+    (run / "speed.md").write_text("## the long file\n\nplain 1.81 s\n")
+    (run / "run.json").write_text(json.dumps({"longform": entry("abc1234"), "speed": entry("def5678", True)}))
+    readme = tmp_path / "README.md"
+    parts = [region("run", "old\n"), region("longform", "stale 8.4 s\n"), region("speed", "old\n"),
+             region("duel", "kept as it was\n")]
+    readme.write_text("intro 1\n\n" + "\n\ntext\n".join(parts) + "\nend\n")
+    assert readme_tables.main(["write", "--output", str(run), "--readme", str(readme), "--app-figures", ""]) == 0
+    text = readme.read_text()
+    assert "stale 8.4 s" not in text and "| plain | 1.16 |" in text and "**long audio, base**" in text
+    assert "**the long file**\n\nplain 1.81 s\n<!-- /readme-tables:speed -->" in text
+    assert parts[3] in text and text.startswith("intro 1") and text.endswith("end\n")
+    assert "| longform | `python -m eval.bench.longform --threads 2` | 2026-11-25 12:00 UTC | abc1234 |" in text
+    assert "\nspeed started with more runnable work than CPUs" in text
+    assert "def5678 + changes" in text and "2 different commits (abc1234, def5678)" in text
+    assert "no result for duel" in capsys.readouterr().err
+
+
+SPEED = """## 12 shared clips, one at a time
+
+| system | total s | per clip ms (median) | vs faster-whisper int8 | vs faster-whisper float32 | WER | \
+text = float32 | acceptance |
+|---|---|---|---|---|---|---|---|
+| ours float32, plain | 8.00 | 600 | 0.97x | 1.45x | 1.14% | 12/12 |  |
+| ours float32, quantized-self | 7.90 | 590 | 0.99x | 1.48x | 1.14% | 12/12 | 98% |
+| ours int8:float32, plain | 4.00 | 300 | 1.96x | 2.92x | 1.14% | 11/12 |  |
+| faster-whisper int8 | 8.30 | 610 | 1.00x | 1.49x | 1.14% | 8/12 |  |
+"""
+DRAFTERS = """| mode | total s | speedup vs plain | decoder-only speedup | acceptance | tokens/main pass | identical |
+|---|---|---|---|---|---|---|
+| off | 10.00 | 1.00x | 1.00x |  | 1.00 | yes |
+| off (float32 argmax) | 11.00 | 0.91x | 0.71x |  | 1.00 | yes |
+| quantized-self | 8.00 | 1.25x | 1.67x | 98% | 6.70 | yes |
+| assistant (main copy) | 12.50 | 0.80x | 0.58x | 100% | 7.18 | yes |
+| hf off | 13.00 | 1.00x |  |  |  | yes |
+"""
+
+
+def test_write_gives_the_app_the_same_runs_figures(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "speed.md").write_text(SPEED)
+    (run / "drafters.md").write_text(DRAFTERS)
+    (run / "run.json").write_text(json.dumps({"speed": entry("abc1234"), "drafters": entry("abc1234")}))
+    figures = tmp_path / "measured.json"
+    figures.write_text((PROJECT / "app" / "measured.json").read_text())
+    readme = tmp_path / "README.md"
+    readme.write_text(region("run", "old\n"))
+    assert readme_tables.main(["write", "--output", str(run), "--readme", str(readme),
+                               "--app-figures", str(figures)]) == 0
+    measured = json.loads(figures.read_text())
+    assert measured["compute_types"] == {"float32": {"speed_vs_float32": 1.0, "same_text": 12, "clips": 12},
+                                         "int8:float32": {"speed_vs_float32": 2.0, "same_text": 11, "clips": 12}}
+    assert measured["drafters"] == {"off": 1.0, "quantized-self": 1.25, "assistant": 0.8}
+    assert "abc1234" in measured["source"]
+
+
+def test_the_apps_figures_file_covers_every_mode_and_cpu_type():
+    from app.compute_guide import CPU_TYPES
+    from app.measured import COMPUTE_TYPES, DRAFTERS
+    from asr_specdec.core.modes import MODES
+
+    assert set(DRAFTERS) == set(MODES) and set(COMPUTE_TYPES) == set(CPU_TYPES)
+
+
+def test_write_without_a_run_says_so(tmp_path, capsys):
+    assert readme_tables.main(["write", "--output", str(tmp_path / "none"), "--readme", str(tmp_path / "R.md")]) == 2
+    assert "no benchmark run in" in capsys.readouterr().err
+
+
+def test_every_region_of_the_readme_names_a_benchmark_of_the_run():
+    names = [match["name"] for match in readme_tables.REGION.finditer((PROJECT / "README.md").read_text())]
+    assert "run" in names and len(names) == len(set(names))
+    assert set(names) - {"run"} == set(readme_tables.BENCHMARKS)

@@ -1,0 +1,133 @@
+"""The README as a new user runs it: every file its examples read exists, every Python block runs as written (the
+server blocks against the server its own command starts), and a cheap subset of its shell commands runs and says
+what the README says it does.
+
+Everything runs in a scratch folder laid out like a checkout (`samples/` here, `../shared/audio/` beside it), so
+what the examples write (long.wav, out/) lands there; the server's port is the one change made to a block.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+README = (PROJECT / "README.md").read_text()
+BLOCKS = [(language, text) for language, text in re.findall(r"```(\w+)\n(.*?)```", README, re.S)]
+AUDIO = re.compile(r"[\w./*-]+\.(?:wav|flac|mp3|ogg|m4a|txt)\b")
+MADE = {"long.wav"}  # the README's own first command writes it
+SERVER_PORT = "8000"
+# the README's shell commands run here, as written: cheap ones (a few seconds each), and what each must print
+COMMANDS = {
+    "python -m asr_specdec.transcribe samples/message.wav": "Please call me back when you get this message.",
+    "python -m asr_specdec.transcribe samples/message.wav samples/greeting.flac --format json -o out/": "",
+    "python -m asr_specdec.transcribe samples/message.wav --stats --compare": "Please call me back",
+}
+
+
+def commands(language: str) -> list[str]:
+    lines = [line for block_language, text in BLOCKS if block_language == language for line in text.splitlines()]
+    return [line.split("  #")[0].strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+@pytest.fixture
+def checkout(tmp_path, shared_audio, pack_cache) -> tuple[Path, dict]:
+    """A scratch checkout: samples/ in it, ../shared/audio beside it, this project importable."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    (root / "samples").symlink_to(PROJECT / "samples")
+    (tmp_path / "shared").symlink_to(shared_audio.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")])),
+           "ASR_SPECDEC_CACHE": str(pack_cache)}
+    return root, env
+
+
+def test_every_file_the_examples_read_exists(shared_audio):
+    named = set()
+    for language, text in BLOCKS:
+        if language not in ("bash", "python"):
+            continue
+        for line in text.splitlines():
+            code = line.split("#")[0] if language == "python" else line.split("  #")[0]
+            outputs = set(re.findall(r"-o (\S+)", code))
+            named |= {name for name in AUDIO.findall(code) if name not in outputs and name not in MADE}
+    assert {"samples/message.wav", "../shared/audio/librivox-0870.wav"} <= named  # the pattern finds them
+    missing = [name for name in sorted(named) if not glob.glob(str(PROJECT / name))]
+    assert not missing, f"README examples read files that do not exist: {missing}"
+    assert any("soundfile.write('long.wav'" in line for line in commands("bash"))
+
+
+@pytest.mark.slow
+def test_the_cheap_shell_commands_do_what_the_readme_says(checkout):
+    root, env = checkout
+    written = commands("bash")
+    for command, expected in COMMANDS.items():
+        assert command in written, f"no longer in the README: {command}"
+        done = subprocess.run(shlex.split(command), cwd=root, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert expected in done.stdout + done.stderr
+        assert "Traceback" not in done.stderr and "Warning" not in done.stderr, done.stderr[-2000:]
+    assert json.loads((root / "out" / "message.json").read_text())["text"].strip() == COMMANDS[
+        "python -m asr_specdec.transcribe samples/message.wav"]
+    assert (root / "out" / "greeting.json").is_file()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def server(checkout):
+    """The README's server command, on a free port."""
+    root, env = checkout
+    command = next(line for line in commands("bash") if line.startswith("python -m asr_specdec.serve"))
+    port = str(free_port())
+    process = subprocess.Popen(shlex.split(command.replace(SERVER_PORT, port)), cwd=root, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()[-2000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
+@pytest.mark.slow
+def test_every_python_block_runs_as_written(checkout, server):
+    root, env = checkout
+    blocks = [text for language, text in BLOCKS if language == "python" and "How to add a drafter" not in text]
+    assert len(blocks) >= 5
+    updates = None
+    for text in blocks:
+        script = text.replace(f"127.0.0.1:{SERVER_PORT}", f"127.0.0.1:{server}")
+        done = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, f"{text[:200]}\n{done.stderr[-3000:]}"
+        assert "Warning" not in done.stderr, done.stderr[-2000:]
+        if "transcriptions/live" in text:
+            updates = done.stdout.splitlines()
+    # the WebSocket client prints updates while it is still sending: several, the audio heard growing
+    heard = [float(line.split(" s ")[0]) for line in updates if " s  " in line]
+    assert len(heard) >= 3 and heard == sorted(heard) and heard[0] < heard[-1], updates
+    assert updates[-1].startswith("transcript.done")
