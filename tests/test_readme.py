@@ -29,7 +29,10 @@ AUDIO = re.compile(r"[\w./*-]+\.(?:wav|flac|mp3|ogg|m4a|txt)\b")
 MADE = {"long.wav"}  # the README's own first command writes it
 SERVER_PORT = "8000"
 # the README's shell commands run here, as written: cheap ones (a few seconds each), and what each must print
+LONG = ("python -c \"import soundfile; from eval.bench.longform import joined_clips; from eval.paths import "
+        "SHARED_AUDIO; soundfile.write('long.wav', joined_clips(SHARED_AUDIO), 16000)\"")
 COMMANDS = {
+    LONG: "",
     "python -m asr_specdec.transcribe samples/message.wav": "Please call me back when you get this message.",
     "python -m asr_specdec.transcribe samples/message.wav samples/greeting.flac --format json -o out/": "",
     "python -m asr_specdec.transcribe samples/message.wav --stats --compare": "Please call me back",
@@ -65,7 +68,7 @@ def test_every_file_the_examples_read_exists(shared_audio):
     assert {"samples/message.wav", "../shared/audio/librivox-0870.wav"} <= named  # the pattern finds them
     missing = [name for name in sorted(named) if not glob.glob(str(PROJECT / name))]
     assert not missing, f"README examples read files that do not exist: {missing}"
-    assert any("soundfile.write('long.wav'" in line for line in commands("bash"))
+    assert LONG in commands("bash")
 
 
 @pytest.mark.slow
@@ -81,6 +84,9 @@ def test_the_cheap_shell_commands_do_what_the_readme_says(checkout):
     assert json.loads((root / "out" / "message.json").read_text())["text"].strip() == COMMANDS[
         "python -m asr_specdec.transcribe samples/message.wav"]
     assert (root / "out" / "greeting.json").is_file()
+    import soundfile
+
+    assert 60 < soundfile.info(root / "long.wav").duration < 70  # the 12 shared clips and their gaps
 
 
 def free_port() -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..cli_args import OneLineParser
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 from .systems import LANGUAGE, SAMPLE_RATE, SYSTEMS, Setup, System, one_line
 
 DEFAULT_BATCH_SIZES = (1, 4, 8, 16)
@@ -398,7 +399,7 @@ def write_outputs(report: dict, output: Path) -> list[str]:
 
 
 def parse_args(argv):
-    parser = OneLineParser(prog="python -m eval.bench.duel", description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.duel", OneLineParser)
     parser.add_argument("--main", default="base", help="main model: pack name or CTranslate2 dir (faster-whisper "
                                                        "needs one), or a transformers dir")
     parser.add_argument("--batch-sizes", default=",".join(map(str, DEFAULT_BATCH_SIZES)))
