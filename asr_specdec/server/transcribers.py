@@ -71,7 +71,7 @@ class Transcribers:
         sibling = SpeculativeWhisper(
             _Loaded(default.model, default.processor, default.main_name), drafter, mode=None if drafter else mode,
             num_draft_tokens=num_draft_tokens, draft_schedule=default.draft_length.schedule,
-            compute_type=default.compute_type, device=str(default.model.device),
+            compute_type=default.compute_type, device=str(default.device),
             do_sample=sampling.do_sample, temperature=sampling.temperature, top_k=sampling.top_k,
             top_p=sampling.top_p, seed=default.seed, language=default.language, task=default.task,
             max_new_tokens=default.max_new_tokens, timestamps=default.timestamps, long_form=default.long_form,
