@@ -486,9 +486,10 @@ class DecoderTarget:
         unsettled = [index for index, choice in enumerate(choices) if choice < 0]
         if unsettled:  # the group rule too close to call (or no way to call it) without every logit
             logits = self.runner.vocabulary_logits(picked[unsettled][None])[0]
-            for index, row_logits in zip(unsettled, logits):
-                row_rules, position, tokens = positions[index]
-                choices[index] = int(row_rules.apply(row_logits[None], position, tokens).argmax(dim=-1))
+            picks = [positions[index][0].apply(row_logits[None], *positions[index][1:]).argmax(dim=-1)
+                     for index, row_logits in zip(unsettled, logits)]
+            for index, choice in zip(unsettled, torch.cat(picks).tolist()):  # one wait for the device, not one each
+                choices[index] = choice
         rows, begin = [], 0
         for count in scored:
             rows.append(choices[begin:begin + count])
