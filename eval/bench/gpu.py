@@ -4,6 +4,7 @@ in float16; and the large-v3 ⟵ distil-large-v3 speed-up those costs project.
 
     python -m eval.bench.gpu                                   # CUDA when there is one, float16
     python -m eval.bench.gpu --tiny --device cpu --clips 2     # tiny shapes on a CPU: checks that it all runs
+    python -m eval.bench.gpu --smoke                           # every user path on the device, one line each
 
 Passes are timed on the device (synchronised), median of --repeats after a warm-up, on random weights: their
 cost does not depend on the values (on the PyTorch path a GPU takes; the CPU's certified argmax does, so CPU pass
@@ -210,6 +211,9 @@ def main(argv=None) -> int:
                         help="tokens per window for the projection (default: the clips' mean under plain decoding)")
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: passes, clips")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="instead: every mode, batches, VAD, sampling, fallback, long-form, --compare and the "
+                             "server on this device, one line per case (exit 1 when one fails)")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA GPU here (use --device cpu)")
@@ -218,6 +222,8 @@ def main(argv=None) -> int:
     dtype_name = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
     dtype = getattr(torch, dtype_name)
     shape, main_model = (TINY, args.main or "tiny.en") if args.tiny else (LARGE_V3, args.main or "base")
+    if args.smoke:
+        return smoke_run(args, main_model if args.main or args.tiny else "base")
     skip = set(filter(None, args.skip.split(",")))
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
     print(f"# GPU benchmark on {args.device} ({where}), {dtype_name}, torch {torch.__version__}, "
@@ -241,6 +247,19 @@ def main(argv=None) -> int:
         print("## projected large-v3 ⟵ distil-large-v3 speed-up\n\n" + "\n".join(projection(costs, tokens, acceptances))
               + "\n", flush=True)
     return 0
+
+
+def smoke_run(args, main_model: str) -> int:
+    from .gpu_smoke import smoke
+
+    on_cuda = args.device.startswith("cuda")
+    compute_types = [args.dtype] if args.dtype else (["float16", "float32"] if on_cuda else ["float32"])
+    print(f"# GPU smoke run on {args.device}, {main_model}, {', '.join(compute_types)}, torch {torch.__version__}"
+          + ("" if on_cuda else " (float16: CUDA only)"), flush=True)
+    lines = smoke(main_model, args.assistant, args.device, Path(args.audio), compute_types)
+    failed = sum("FAILED" in line for line in lines)
+    print(f"{len(lines) - failed} of {len(lines)} cases passed")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

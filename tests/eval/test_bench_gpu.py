@@ -45,3 +45,15 @@ def test_cuda_without_a_gpu_is_one_clear_error(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["--device", "cuda"])
     assert exited.value.code == 2 and "no CUDA GPU here" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_smoke_run_passes_every_case_on_a_cpu(capsys, tiny_en_dir, shared_audio):
+    code = main(["--smoke", "--tiny", "--device", "cpu", "--threads", "1", "--audio", str(shared_audio)])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("float32 ")]
+    assert code == 0, "\n".join(lines)
+    verdicts = {line[9:57].strip(): line[57:].strip().split(" (")[0] for line in lines}
+    assert {name for name, verdict in verdicts.items() if verdict != "ok"} == {"mode assistant", "mode universal"}
+    for name in ("mode quantized-self", "batch of 8, uneven lengths", "vad", "temperature fallback, seeded",
+                 "long-form, timestamps and words", "--compare", "two concurrent server requests, different modes"):
+        assert verdicts[name] == "ok"
