@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from asr_specdec.core.modes import MODES
+from asr_specdec.core.modes import MODES, check_mode_on
 
 from .settings import AppSettings
 
@@ -41,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     from .server import launch, make_settings
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    mode = args.mode or ("quantized-self" if device == "cpu" else "off")
+    mode = args.mode or ("quantized-self" if check_mode_on("quantized-self", device) is None else "off")
+    if check_mode_on(mode, device):
+        print(f"error: {check_mode_on(mode, device)}", file=sys.stderr)
+        return 2
     settings = make_settings(args.main, args.assistant, default_mode=mode, max_upload_mb=args.max_upload_mb,
                              max_audio_seconds=args.max_audio_seconds, device=device)
     print(f"loading {settings.default_main} (drafter {settings.default_mode}); uploads up to "

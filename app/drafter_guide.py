@@ -5,7 +5,7 @@ The speeds are total-time ratios from `eval.bench.drafters` (Whisper base, the 1
 
 from __future__ import annotations
 
-from asr_specdec.core.modes import MODES
+from asr_specdec.core.modes import modes_for
 
 from .measured import DRAFTERS
 
@@ -39,7 +39,8 @@ def mode_label(mode: str, device: str) -> str:
 
 
 def mode_choices(device: str) -> list[tuple[str, str]]:
-    return [(mode_label(mode, device), mode) for mode in MODES]
+    """The drafters that run on `device` (no int8 self-drafter on a GPU)."""
+    return [(mode_label(mode, device), mode) for mode in modes_for(device)]
 
 
 def mode_help(mode: str, device: str) -> str:
@@ -60,7 +61,7 @@ def guide_markdown(device: str) -> str:
     """Every drafter with its explanation and measured speed, as a Markdown list (a table is too wide for a
     phone)."""
     lines = []
-    for mode in MODES:
+    for mode in modes_for(device):
         speedup = measured_speedup(mode, device)
         speed = "" if mode == "off" or speedup is None else f" ({speedup:.2f}x{', slower' if speedup < 1 else ''})"
         lines.append(f"- **{mode}**{speed}: {EXPLANATIONS[mode]}")

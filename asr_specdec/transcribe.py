@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .commands import add_compute_type_arguments, format_stats, run_command
-from .core.modes import ASSISTANT_MODES, MODES
+from .core.modes import ASSISTANT_MODES, MODES, check_mode_on
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 from .whisper.records import result_record
 
@@ -113,10 +113,18 @@ def choose_models(args) -> tuple[str, str | None, str, str]:
     if main is None:
         main, default_assistant, reason = default_models()
         assistant = assistant or default_assistant
-    mode = args.mode or ("assistant" if assistant else "quantized-self")
-    if mode == "quantized-self" and args.device.startswith("cuda"):
-        mode = "assistant" if assistant else "off"
-    return main, assistant, mode, reason
+    if args.mode is not None:
+        refused = check_mode_on(args.mode, args.device)
+        if refused:
+            from .errors import SpecdecError
+
+            raise SpecdecError(refused)
+        return main, assistant, args.mode, reason
+    if assistant:
+        return main, assistant, "assistant", reason
+    if check_mode_on("quantized-self", args.device) is None:
+        return main, assistant, "quantized-self", reason
+    return main, assistant, "off", f"{reason}; mode off: no assistant given, and quantized-self runs on the CPU only"
 
 
 def build_transcriber(args, mode_override: str | None = None):

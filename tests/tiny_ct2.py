@@ -64,15 +64,21 @@ def write_tiny_ct2(directory: Path, quantization: str = "float16", n_mels: int =
     return model
 
 
-def converted_whisper(directory: Path, seed: int):
-    """(model, processor) of a tiny random Whisper written as a CTranslate2 checkpoint under `directory` and
-    converted by our reader: a real tokenizer with timestamp tokens, alignment heads, a 64-token context."""
-    from transformers import WhisperForConditionalGeneration, WhisperProcessor
-
+def converted_dir(directory: Path, seed: int) -> Path:
+    """The transformers directory of a tiny random Whisper written as a CTranslate2 checkpoint under `directory`
+    and converted by our reader (what `SpeculativeWhisper(str(path))` loads with the lean loader, as a pack)."""
     from asr_specdec.weights.ct2 import convert_ct2_whisper
 
     write_tiny_ct2(directory / "ct2", quantization="float32", seed=seed)
-    out = convert_ct2_whisper(directory / "ct2", directory / "model")
+    return Path(convert_ct2_whisper(directory / "ct2", directory / "model"))
+
+
+def converted_whisper(directory: Path, seed: int):
+    """(model, processor) of converted_dir's model, as transformers' classes: a real tokenizer with timestamp
+    tokens, alignment heads, a 64-token context."""
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    out = converted_dir(directory, seed)
     return WhisperForConditionalGeneration.from_pretrained(out).eval(), WhisperProcessor.from_pretrained(out)
 
 

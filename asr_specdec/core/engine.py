@@ -121,9 +121,11 @@ def _drop(active: list[int], finished: list[bool], target, drafter) -> list[int]
     kept = [slot for slot, done in enumerate(finished) if not done]
     if kept:
         memo: dict = {}  # caches that share tensors (a drafter reading the main cross-attention) stay sharing
-        target.keep(torch.tensor(kept), memo)
+        # slot numbers are host-side bookkeeping: each cache moves them to its own tensors' device
+        rows = torch.tensor(kept, device="cpu")
+        target.keep(rows, memo)
         if drafter is not None:
-            drafter.keep(torch.tensor(kept), memo)
+            drafter.keep(rows, memo)
     return [active[slot] for slot in kept]
 
 

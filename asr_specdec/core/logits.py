@@ -92,7 +92,8 @@ class Sampling:
 
     def generator(self, seed: int | None) -> torch.Generator | None:
         """The random source of one decoding run: None for greedy decoding, else a CPU generator seeded with
-        `seed` (a fresh random seed when None)."""
+        `seed` (a fresh random seed when None). On the CPU whatever the model's device, so that a seed draws the
+        same numbers everywhere; `draw` and `uniform` take it there."""
         if not self.do_sample:
             return None
         generator = torch.Generator(device="cpu")
@@ -113,3 +114,20 @@ class Sampling:
             drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
             scores = scores.masked_fill(drop, -float("inf"))
         return scores.softmax(dim=-1)
+
+
+# Every random number of decoding is drawn here, on the generator's device (the CPU, see Sampling.generator),
+# whatever device the probabilities come from: torch refuses a generator on another device than its output.
+
+
+def draw(probabilities: torch.Tensor, generator: torch.Generator | None) -> int:
+    """One token id drawn from `probabilities` [vocab]."""
+    if generator is not None and probabilities.device != generator.device:
+        probabilities = probabilities.to(generator.device)
+    return int(torch.multinomial(probabilities, 1, generator=generator))
+
+
+def uniform(generator: torch.Generator | None) -> float:
+    """One number drawn uniformly from [0, 1)."""
+    device = generator.device if generator is not None else torch.device("cpu")
+    return float(torch.rand((), generator=generator, device=device))

@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 
 from .drafter import Draft, Drafter
-from .logits import greedy_by_mask
+from .logits import draw, greedy_by_mask
 from .target import as_rows_target
 
 
@@ -122,7 +122,7 @@ class ModelDrafter(Drafter):
         if sampling.do_sample:
             probs = sampling.probabilities(scores)
             probs_out.append(probs)
-            return int(torch.multinomial(probs, 1, generator=context.generator))
+            return draw(probs, context.generator)
         token = int(scores.argmax())
         if self.confidence_threshold > 0 and may_stop:
             if float(scores.float().softmax(dim=-1)[token]) < self.confidence_threshold:

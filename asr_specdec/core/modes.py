@@ -4,3 +4,20 @@ can offer them without loading torch."""
 MODES = ("off", "assistant", "quantized-self", "early-exit", "prompt-lookup", "universal")
 # modes whose drafter is a second model the user names
 ASSISTANT_MODES = ("assistant", "universal")
+# modes whose drafter runs on the CPU only (torch's dynamic int8 quantization), and why
+CPU_ONLY_MODES = ("quantized-self",)
+CPU_ONLY_REASON = "its int8 copy of the decoder (torch's dynamic int8 quantization) runs on the CPU only"
+
+
+def modes_for(device: str) -> tuple[str, ...]:
+    """The modes that can run with the main model on `device` ("cpu", "cuda", "cuda:1", ...)."""
+    on_cpu = str(device).startswith("cpu")
+    return tuple(mode for mode in MODES if on_cpu or mode not in CPU_ONLY_MODES)
+
+
+def check_mode_on(mode: str, device: str) -> str | None:
+    """None when `mode` can run on `device`, else a one-line reason with what to use instead."""
+    if mode in modes_for(device):
+        return None
+    return (f"mode '{mode}' cannot run on {device}: {CPU_ONLY_REASON}; on a GPU use assistant (with an "
+            "assistant model), early-exit, prompt-lookup or off")

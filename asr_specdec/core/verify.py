@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from .logits import draw, uniform
+
 
 def verify_greedy(draft_tokens: list[int], main_logits: torch.Tensor) -> tuple[int, int]:
     """main_logits [len(draft)+1, vocab] (rules already applied). Returns (accepted count, next token)."""
@@ -52,11 +54,11 @@ def verify_sampling(
         q_token = float(q[token])
         p_token = float(p[token])
         threshold = 1.0 if q_token <= 0 else min(1.0, p_token / q_token)
-        if torch.rand((), generator=generator).item() < threshold:
+        if uniform(generator) < threshold:
             continue
         residual = (p - q).clamp_min(0)
         total = float(residual.sum())
         distribution = residual / total if total > 0 else p
-        return index, int(torch.multinomial(distribution, 1, generator=generator))
+        return index, draw(distribution, generator)
     bonus = main_probs[len(draft_tokens)]
-    return len(draft_tokens), int(torch.multinomial(bonus, 1, generator=generator))
+    return len(draft_tokens), draw(bonus, generator)

@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..core.modes import ASSISTANT_MODES, MODES
+from ..core.modes import ASSISTANT_MODES, CPU_ONLY_REASON, MODES, modes_for
 from ..errors import SpecdecError
 from ..whisper import SpeculativeWhisper
 
@@ -35,14 +35,17 @@ class Transcribers:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        """The modes a request may ask for: the server's own, and every mode that needs no second model."""
-        return tuple(mode for mode in MODES if mode == self.default.mode or mode not in ASSISTANT_MODES)
+        """The modes a request may ask for: the server's own, and every mode that needs no second model and runs on
+        the server's device."""
+        runnable = modes_for(str(self.default.device))
+        return tuple(mode for mode in MODES if mode == self.default.mode
+                     or (mode not in ASSISTANT_MODES and mode in runnable))
 
     def check(self, mode: str | None, num_draft_tokens: int | None) -> None:
         """Raise SpecdecError (a 400) for options no transcriber here can serve."""
         if mode is not None and mode not in self.modes:
-            why = "it needs an assistant model given at start-up (--mode, --assistant)" if mode in MODES else \
-                "unknown mode"
+            why = ("unknown mode" if mode not in MODES else CPU_ONLY_REASON if mode not in ASSISTANT_MODES else
+                   "it needs an assistant model given at start-up (--mode, --assistant)")
             raise SpecdecError(f"mode '{mode}' is not available on this server ({why}); use one of "
                                f"{', '.join(self.modes)}")
         if num_draft_tokens is not None and not 1 <= num_draft_tokens <= MAX_DRAFT_TOKENS:
@@ -71,7 +74,7 @@ class Transcribers:
         sibling = SpeculativeWhisper(
             _Loaded(default.model, default.processor, default.main_name), drafter, mode=None if drafter else mode,
             num_draft_tokens=num_draft_tokens, draft_schedule=default.draft_length.schedule,
-            compute_type=default.compute_type, device=str(default.model.device),
+            compute_type=default.compute_type, device=str(default.device),
             do_sample=sampling.do_sample, temperature=sampling.temperature, top_k=sampling.top_k,
             top_p=sampling.top_p, seed=default.seed, language=default.language, task=default.task,
             max_new_tokens=default.max_new_tokens, timestamps=default.timestamps, long_form=default.long_form,

@@ -71,8 +71,9 @@ class KVCache:
         return self.cross_values[0].shape[2]
 
     def keep(self, rows: torch.Tensor, memo: dict) -> None:
-        """Keep only the batch rows `rows`, in place. Tensors shared with other caches (a drafter reads the main
-        model's cross-attention states) are compacted once per `memo`, so they stay shared."""
+        """Keep only the batch rows `rows` (slot numbers, on any device), in place. Tensors shared with other caches
+        (a drafter reads the main model's cross-attention states) are compacted once per `memo`, so they stay
+        shared."""
         if id(self) in memo:
             return
         memo[id(self)] = self
@@ -81,8 +82,18 @@ class KVCache:
                        self.cross_key_scales or [], self.cross_value_scales or []):
             for index, tensor in enumerate(states):
                 if id(tensor) not in memo:  # the old tensor stays in memo so its id is not reused meanwhile
-                    memo[id(tensor)] = (tensor, tensor.index_select(0, rows))
+                    memo[id(tensor)] = (tensor, tensor.index_select(0, _on(rows, tensor.device, memo)))
                 states[index] = memo[id(tensor)][1]
+
+
+def _on(rows: torch.Tensor, device: torch.device, memo: dict) -> torch.Tensor:
+    """`rows` on `device`, copied there once per keep (memo)."""
+    if rows.device == device:
+        return rows
+    key = ("rows", str(device))
+    if key not in memo:
+        memo[key] = rows.to(device)
+    return memo[key]
 
 
 def decoder_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -279,7 +290,7 @@ class WhisperDecoderRunner:
         if self.native is not None and (self.certified_argmax or not self.native.exact):
             return self.native.greedy(hidden, suppressed, group_begins)
         if grouped:
-            return torch.full((hidden.shape[0],), -1, dtype=torch.int64)
+            return torch.full((hidden.shape[0],), -1, dtype=torch.int64, device=hidden.device)
         if (self.native is None and self.certified_argmax and row_blocked(self.proj_out)
                 and self.proj_out.weight.dtype == torch.float32):
             if self._certified is None:
@@ -302,7 +313,7 @@ class WhisperDecoderRunner:
         row_starts = torch.tensor(starts, device=device)
         position_ids = row_starts[:, None] + torch.arange(length, device=device)
         slots = position_ids.clamp_max(cache.max_positions)
-        end = int(slots.max()) + 1
+        end = min(max(starts) + length - 1, cache.max_positions) + 1  # slots.max() + 1, without waiting for the device
         context = _Context(rows=torch.arange(batch, device=device)[:, None], slots=slots, end=end,
                            mask=(torch.arange(end, device=device) <= position_ids[..., None])[:, None])
         positions = self.decoder.embed_positions.weight[position_ids.clamp_max(self.max_positions - 1)]
@@ -475,9 +486,10 @@ class DecoderTarget:
         unsettled = [index for index, choice in enumerate(choices) if choice < 0]
         if unsettled:  # the group rule too close to call (or no way to call it) without every logit
             logits = self.runner.vocabulary_logits(picked[unsettled][None])[0]
-            for index, row_logits in zip(unsettled, logits):
-                row_rules, position, tokens = positions[index]
-                choices[index] = int(row_rules.apply(row_logits[None], position, tokens).argmax(dim=-1))
+            picks = [positions[index][0].apply(row_logits[None], *positions[index][1:]).argmax(dim=-1)
+                     for index, row_logits in zip(unsettled, logits)]
+            for index, choice in zip(unsettled, torch.cat(picks).tolist()):  # one wait for the device, not one each
+                choices[index] = choice
         rows, begin = [], 0
         for count in scored:
             rows.append(choices[begin:begin + count])

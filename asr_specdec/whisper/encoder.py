@@ -157,6 +157,8 @@ def native_int8_products(encoder: nn.Module | None = None) -> bool:
     linear layers (their input widths must be multiples of 16)."""
     from ..native import int8_activations
 
+    if encoder is not None and next(encoder.parameters()).device.type != "cpu":
+        return False  # the kernels read host memory
     if encoder is not None and any(module.in_features % 16 for module in encoder.modules()
                                    if isinstance(module, nn.Linear)):
         return False

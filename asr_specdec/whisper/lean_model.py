@@ -139,6 +139,10 @@ class LeanWhisper(nn.Module):
         self.model.decoder = Decoder(config)
         self.proj_out = nn.Linear(config.d_model, config.vocab_size, bias=False)
 
+    # where and in what dtype the weights are, as transformers' models say it (callers of either read these)
+    device = property(lambda self: self.proj_out.weight.device)
+    dtype = property(lambda self: self.proj_out.weight.dtype)
+
 
 def lean_loadable(directory: Path) -> bool:
     """Whether `directory` holds an encoder-decoder Whisper this module can load (safetensors weights)."""

@@ -79,8 +79,8 @@ class LogMelFeatures:
     def _log_mel(self, waveform: np.ndarray) -> torch.Tensor:
         audio = torch.from_numpy(np.ascontiguousarray(waveform)).to(torch.float32)
         if self.dither:
-            audio = audio + self.dither * torch.randn(audio.shape)
-        window = torch.hann_window(self.n_fft)
+            audio = audio + self.dither * torch.randn(audio.shape, device=audio.device)
+        window = torch.hann_window(self.n_fft, device=audio.device)
         stft = torch.stft(audio, self.n_fft, self.hop_length, window=window, return_complex=True)
         magnitudes = (stft[..., :-1].abs() ** 2).contiguous()
         mel_spec = torch.from_numpy(self.mel_filters).to(torch.float32).T @ magnitudes

@@ -49,9 +49,10 @@ def score_window(runner: WhisperDecoderRunner, encoder_output: torch.Tensor, cro
         return WindowScore(0.0, 0.0, no_speech_prob)
     scores = rules.apply(logits[1:], begin, sequence)
     log_probs = torch.log_softmax(scores.float(), dim=-1)
-    chosen = log_probs[torch.arange(len(generated)), torch.tensor(generated)]
+    device = log_probs.device
+    chosen = log_probs[torch.arange(len(generated), device=device), torch.tensor(generated, device=device)]
     sum_logprob = float(chosen.sum())
     text_tokens = len(generated) - (1 if generated[-1] == end_of_text else 0)
-    is_text = torch.tensor([token < end_of_text for token in generated])
+    is_text = torch.tensor([token < end_of_text for token in generated], device=device)
     text_logprob = float(chosen[is_text].mean()) if bool(is_text.any()) else 0.0
     return WindowScore(sum_logprob, sum_logprob / (text_tokens + 1), no_speech_prob, text_logprob)

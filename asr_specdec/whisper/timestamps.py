@@ -68,9 +68,8 @@ class TimestampRules(LogitRules):
         log_probs = torch.log_softmax(ruled.float(), dim=-1)
         timestamp_log_prob = log_probs[:, self.timestamp_begin:].logsumexp(dim=-1)
         best_text_log_prob = log_probs[:, :self.timestamp_begin].max(dim=-1).values
-        forced = (timestamp_log_prob > best_text_log_prob).nonzero().flatten().tolist()
-        for row in forced:
-            ruled[row, :self.timestamp_begin] = NEGATIVE_INFINITY
+        forced = timestamp_log_prob > best_text_log_prob  # on the device: no wait for it
+        ruled[:, :self.timestamp_begin].masked_fill_(forced[:, None], NEGATIVE_INFINITY)
         return scores
 
     def _pairing_and_order(self, row: torch.Tensor, generated: list[int], banned=NEGATIVE_INFINITY) -> None:

@@ -58,6 +58,30 @@ def _load(spec, device, dtype):
     return spec, None, getattr(spec.config, "_name_or_path", "") or type(spec).__name__
 
 
+def _given_model(spec):
+    """The model object inside `spec` (LoadedWhisper, (model, processor) or a model), or None for a name."""
+    if isinstance(spec, str):
+        return None
+    if hasattr(spec, "model") and hasattr(spec, "processor"):
+        return spec.model
+    return spec[0] if isinstance(spec, tuple) else spec
+
+
+def resolve_device(spec, device: str | None) -> torch.device:
+    """Where the main model runs: `device` when given (a model object must already be there), else where a given
+    model object's weights are, else the CPU. Nothing downstream assumes a device: it reads this or the weights'."""
+    model = _given_model(spec)
+    if model is None:
+        return torch.device(device or "cpu")
+    actual = next(model.parameters()).device
+    if device is not None:
+        asked = torch.device(device)
+        if asked.type != actual.type or (asked.index is not None and asked.index != (actual.index or 0)):
+            raise ModelError(f"the model given is on {actual} but device='{device}' was asked for: move it there "
+                             "first (model.to(device)) or leave device out")
+    return actual
+
+
 def _load_lean(location, device, dtype):
     """(model, processor) of a local directory the lean loader reads, else None."""
     from pathlib import Path
@@ -127,12 +151,14 @@ class SpeculativeWhisper:
                  prompt_lookup_num_tokens: int | None = None, assistant_early_exit: int | None = None,
                  do_sample: bool = False, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                  seed: int | None = None, language: str | None = None, task: str = "transcribe",
-                 device: str = "cpu", dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
+                 device: str | None = None, dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
                  timestamps: bool | None = None, return_timestamps: bool | None = None,
                  long_form: str = "sequential", condition_on_previous_text: bool | None = None,
                  condition_on_prev_tokens: bool | None = None, compute_type: str | ComputeType | None = None,
                  draft_schedule: str | None = None, num_assistant_tokens_schedule: str | None = None,
                  **recipe_options):
+        self.device = resolve_device(main, device)
+        device = str(self.device)
         if compute_type is None and dtype is not None:
             compute_type = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
         self.compute_type = parse_compute_type(compute_type, device)

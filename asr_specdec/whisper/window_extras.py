@@ -50,7 +50,9 @@ def _aligned_words(pipeline, window, cross_states, text_tokens: list[int], langu
                                                       default_alignment_heads(pipeline.model))
     first_text_row = len(start) - 1
     text_logits = logits[first_text_row: first_text_row + len(text_tokens), :tokens.end_of_text].float()
-    probabilities = text_logits.softmax(dim=-1)[torch.arange(len(text_tokens)), torch.tensor(text_tokens)].tolist()
+    device = text_logits.device
+    probabilities = text_logits.softmax(dim=-1)[torch.arange(len(text_tokens), device=device),
+                                                torch.tensor(text_tokens, device=device)].tolist()
     frames = pipeline.frames
     audio_frames = window.audio_frames if window.audio_frames is not None else frames.window
     boundaries = token_boundaries(head_scores, first_text_row, len(text_tokens), audio_frames // frames.per_timestamp,

@@ -1,0 +1,266 @@
+"""The GPU benchmark: per-pass costs of a random-weight model with large-v3's dimensions and of a 2-layer
+decoder-only assistant shaped as distil-large-v3; the shared clips with a real model, plain against speculative,
+in float16; and the large-v3 ⟵ distil-large-v3 speed-up those costs project.
+
+    python -m eval.bench.gpu                                   # CUDA when there is one, float16
+    python -m eval.bench.gpu --tiny --device cpu --clips 2     # tiny shapes on a CPU: checks that it all runs
+    python -m eval.bench.gpu --smoke                           # every user path on the device, one line each
+
+Passes are timed on the device (synchronised), median of --repeats after a warm-up, on random weights: their
+cost does not depend on the values (on the PyTorch path a GPU takes; the CPU's certified argmax does, so CPU pass
+costs here are not those of real weights). The projection assumes each draft token is accepted with the same
+probability `a`, independently (Leviathan et al. 2023): a round of k drafts yields (1 - a^(k+1)) / (1 - a)
+tokens for k draft steps and one verification of k + 1 tokens. Distil-Whisper (Gandhi, von Platen & Rush 2023,
+arXiv:2311.00430) reports a 2x speed-up of Whisper with its distilled model as assistant, not a per-token
+acceptance: the projection is tabled over acceptances, with the acceptance at which these costs give 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from ..paths import SHARED_AUDIO
+from .drafters import manifest_clips
+
+# openai/whisper-large-v3's config.json; distil-large-v3 keeps its encoder and has 2 decoder layers
+LARGE_V3 = {"d_model": 1280, "encoder_layers": 32, "decoder_layers": 32, "encoder_attention_heads": 20,
+            "decoder_attention_heads": 20, "encoder_ffn_dim": 5120, "decoder_ffn_dim": 5120, "num_mel_bins": 128,
+            "vocab_size": 51866, "max_source_positions": 1500, "max_target_positions": 448}
+TINY = {**LARGE_V3, "d_model": 64, "encoder_layers": 2, "decoder_layers": 4, "encoder_attention_heads": 4,
+        "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128}
+ASSISTANT_LAYERS = 2
+PAPER_SPEEDUP = 2.0  # Distil-Whisper's abstract: "a 2 times speed-up" as Whisper's assistant
+ACCEPTANCES = (0.6, 0.7, 0.8, 0.9)
+PREFIX, VERIFIED = 30, 9  # a step at position 30 of the transcript; a verification of 8 drafts + 1
+
+
+def random_whisper(shape: dict, device: str, dtype: torch.dtype, decoder_layers: int | None = None,
+                   decoder_only: bool = False):
+    """A Whisper of `shape` with random weights (the lean model's module tree: what the runners read)."""
+    from asr_specdec.whisper.lean_model import LeanWhisper, Settings
+
+    config = Settings({**shape, "decoder_layers": decoder_layers or shape["decoder_layers"]})
+    with torch.device(device):
+        model = LeanWhisper(config, Settings({}))
+    if decoder_only:
+        del model.model.encoder  # as WhisperForCausalLM: it reads the main model's encoder output
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() >= 2:  # embeddings start uninitialised; linear layers get a Whisper-like scale
+                parameter.normal_(0.0, 0.02)
+    model.proj_out.weight = model.model.decoder.embed_tokens.weight
+    return model.to(dtype).eval()
+
+
+def median_seconds(function, repeats: int, device: str) -> float:
+    """Median wall time of `function()` over `repeats` calls after one warm-up, waiting for the device each time."""
+    def synchronize():
+        if device.startswith("cuda"):
+            torch.cuda.synchronize(device)
+
+    function()
+    synchronize()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        synchronize()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def pass_costs(shape: dict, device: str, dtype: torch.dtype, repeats: int) -> dict[str, float]:
+    """Seconds of: one encoder window, one main decoder step (+ greedy choice), one verification of 9 tokens, one
+    draft step of the 2-layer decoder-only assistant."""
+    from asr_specdec.whisper.decoder import WhisperDecoderRunner
+    from asr_specdec.whisper.encoder import EncoderRunner
+
+    precision = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype]
+    main = random_whisper(shape, device, dtype)
+    assistant = random_whisper(shape, device, dtype, ASSISTANT_LAYERS, decoder_only=True)
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    features = torch.randn(1, shape["num_mel_bins"], 2 * shape["max_source_positions"], generator=generator)
+    tokens = torch.randint(0, shape["vocab_size"] - 1600, (PREFIX + VERIFIED,), generator=generator).tolist()
+    prefix, following = tokens[:PREFIX], tokens[PREFIX:]
+    costs = {}
+    with torch.inference_mode():
+        encoder = EncoderRunner(main.model.encoder, precision)
+        features = features.to(device)
+        costs["encoder, one 30-s window"] = median_seconds(lambda: encoder(features), repeats, device)
+        encoded = encoder(features)
+        for name, model, fed in (("main step", main, 1), ("verification of 9 tokens", main, VERIFIED),
+                                 ("draft step", assistant, 1)):
+            runner = WhisperDecoderRunner(model)
+            cache = runner.new_cache(encoded)
+            runner.feed_rows(cache, [prefix], [0])
+
+            def step(runner=runner, cache=cache, fed=fed):
+                return runner.greedy_choices(runner.feed_rows(cache, [following[:fed]], [PREFIX])[0], None)
+
+            costs[name] = median_seconds(step, repeats * (4 if fed == 1 else 2), device)
+    return costs
+
+
+def tokens_per_round(acceptance: float, drafts: int) -> float:
+    """Expected tokens a round of `drafts` draft tokens yields when each is accepted with `acceptance`."""
+    if acceptance >= 1.0:
+        return drafts + 1.0
+    return (1.0 - acceptance ** (drafts + 1)) / (1.0 - acceptance)
+
+
+def projected_speedup(costs: dict[str, float], acceptance: float, tokens: float) -> tuple[float, int]:
+    """(end-to-end speed-up, best draft length 1..8) for a window of `tokens` tokens; a verification of k + 1
+    tokens costs the step's plus the measured 9-token extra in proportion."""
+    encoder, step = costs["encoder, one 30-s window"], costs["main step"]
+    extra, draft = costs["verification of 9 tokens"] - step, costs["draft step"]
+    plain = encoder + tokens * step
+    best = (0.0, 0)
+    for drafts in range(1, VERIFIED):
+        verification = step + extra * drafts / (VERIFIED - 1)
+        rounds = tokens / tokens_per_round(acceptance, drafts)
+        best = max(best, (plain / (encoder + rounds * (drafts * draft + verification)), drafts))
+    return best
+
+
+def implied_acceptance(costs: dict[str, float], tokens: float, target: float = PAPER_SPEEDUP) -> float | None:
+    """The acceptance at which these costs project `target` (None when no acceptance below 1 reaches it)."""
+    if projected_speedup(costs, 0.999, tokens)[0] < target:
+        return None
+    low, high = 0.0, 0.999
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (middle, high) if projected_speedup(costs, middle, tokens)[0] < target else (low, middle)
+    return high
+
+
+def projection(costs: dict[str, float], tokens: float, acceptances) -> list[str]:
+    rows = [f"(a {tokens:.0f}-token window, one encoder pass; best fixed draft length)", "",
+            "| acceptance per draft token | best draft length | projected speed-up |", "|---|---|---|"]
+    for acceptance in acceptances:
+        speedup, drafts = projected_speedup(costs, acceptance, tokens)
+        rows.append(f"| {acceptance:.2f} | {drafts} | {speedup:.2f}x |")
+    implied = implied_acceptance(costs, tokens)
+    rows += ["", f"Distil-Whisper's {PAPER_SPEEDUP:g}x needs an acceptance of {implied:.2f} with these costs."
+             if implied is not None else f"No acceptance reaches Distil-Whisper's {PAPER_SPEEDUP:g}x with these costs."]
+    return rows
+
+
+def clips_plain_and_speculative(main: str, modes: list[str], assistant: str | None, device: str, compute: str,
+                                clips: list[Path], repeats: int) -> tuple[list[str], float]:
+    """Each mode on each clip, taking turns clip by clip; (table rows, mean tokens per clip of plain decoding)."""
+    from asr_specdec.whisper import SpeculativeWhisper, load_audio
+
+    systems = {mode: SpeculativeWhisper(main, mode=mode, language="en", device=device, compute_type=compute,
+                                        assistant_model=assistant if mode in ("assistant", "universal") else None)
+               for mode in modes}
+    audio = [load_audio(clip) for clip in clips]
+    seconds = {mode: 0.0 for mode in modes}
+    same = {mode: 0 for mode in modes}
+    drafted = {mode: 0 for mode in modes}
+    accepted = {mode: 0 for mode in modes}
+    plain_tokens = 0
+    for whisper in systems.values():
+        whisper.transcribe(audio[0])  # warm-up
+    for samples in audio:
+        reference = None
+        for mode, whisper in systems.items():
+            result = None
+
+            def run(whisper=whisper, samples=samples):
+                nonlocal result
+                result = whisper.transcribe(samples)
+
+            seconds[mode] += median_seconds(run, repeats, device)
+            reference = result.tokens if reference is None else reference
+            same[mode] += result.tokens == reference
+            drafted[mode] += result.stats.drafted_tokens
+            accepted[mode] += result.stats.accepted_tokens
+            if mode == modes[0]:
+                plain_tokens += len(result.tokens)
+    first = modes[0]
+    rows = ["| mode | seconds, all clips | speed-up vs " + first + " | acceptance | tokens = " + first + " |",
+            "|---|---|---|---|---|"]
+    for mode in modes:
+        acceptance = f"{accepted[mode] / drafted[mode]:.2f}" if drafted[mode] else "-"
+        rows.append(f"| {mode} | {seconds[mode]:.3f} | {seconds[first] / seconds[mode]:.2f}x | {acceptance} | "
+                    f"{same[mode]}/{len(clips)} |")
+    return rows, plain_tokens / len(clips)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), default=None,
+                        help="default: float16 on CUDA, float32 on a CPU")
+    parser.add_argument("--tiny", action="store_true", help="tiny shapes and tiny.en: a quick check that it runs")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--main", default=None, help="the real model for the clips (default base; tiny.en with --tiny)")
+    parser.add_argument("--modes", default="off,prompt-lookup,early-exit",
+                        help="modes for the clips, the first is the reference (off)")
+    parser.add_argument("--assistant", default=None, help="assistant for modes assistant/universal")
+    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
+    parser.add_argument("--clips", type=int, default=0, help="first N clips only (default all)")
+    parser.add_argument("--acceptance", type=float, action="append", default=[],
+                        help="also project at this acceptance (repeatable)")
+    parser.add_argument("--tokens", type=float, default=None,
+                        help="tokens per window for the projection (default: the clips' mean under plain decoding)")
+    parser.add_argument("--skip", default="", help="comma-separated sections to skip: passes, clips")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="instead: every mode, batches, VAD, sampling, fallback, long-form, --compare and the "
+                             "server on this device, one line per case (exit 1 when one fails)")
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA GPU here (use --device cpu)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dtype_name = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
+    dtype = getattr(torch, dtype_name)
+    shape, main_model = (TINY, args.main or "tiny.en") if args.tiny else (LARGE_V3, args.main or "base")
+    if args.smoke:
+        return smoke_run(args, main_model if args.main or args.tiny else "base")
+    skip = set(filter(None, args.skip.split(",")))
+    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
+    print(f"# GPU benchmark on {args.device} ({where}), {dtype_name}, torch {torch.__version__}, "
+          f"median of {args.repeats}\n")
+    tokens = 40.0  # without the clips: about a 10-s utterance
+    if "clips" not in skip:
+        clips = manifest_clips(Path(args.audio))[: args.clips or None]
+        modes = args.modes.split(",")
+        rows, tokens = clips_plain_and_speculative(main_model, modes, args.assistant, args.device, dtype_name, clips,
+                                                   args.repeats)
+        print(f"## {len(clips)} shared clips, {main_model}, {dtype_name}\n\n" + "\n".join(rows) + "\n", flush=True)
+    if "passes" not in skip:
+        label = "tiny shapes" if args.tiny else "large-v3's dimensions"
+        costs = pass_costs(shape, args.device, dtype, args.repeats)
+        rows = ["| pass | ms |", "|---|---|"] + [f"| {name} | {seconds * 1e3:.2f} |" for name, seconds in costs.items()]
+        rows.append(f"| draft step / main step | {costs['draft step'] / costs['main step']:.2f} |")
+        print(f"## per-pass costs, random weights, {label}, a {ASSISTANT_LAYERS}-layer decoder-only assistant\n\n"
+              + "\n".join(rows) + "\n", flush=True)
+        acceptances = sorted({*ACCEPTANCES, *args.acceptance})
+        tokens = args.tokens or tokens
+        print("## projected large-v3 ⟵ distil-large-v3 speed-up\n\n" + "\n".join(projection(costs, tokens, acceptances))
+              + "\n", flush=True)
+    return 0
+
+
+def smoke_run(args, main_model: str) -> int:
+    from .gpu_smoke import smoke
+
+    on_cuda = args.device.startswith("cuda")
+    compute_types = [args.dtype] if args.dtype else (["float16", "float32"] if on_cuda else ["float32"])
+    print(f"# GPU smoke run on {args.device}, {main_model}, {', '.join(compute_types)}, torch {torch.__version__}"
+          + ("" if on_cuda else " (float16: CUDA only)"), flush=True)
+    lines = smoke(main_model, args.assistant, args.device, Path(args.audio), compute_types)
+    failed = sum("FAILED" in line for line in lines)
+    print(f"{len(lines) - failed} of {len(lines)} cases passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
