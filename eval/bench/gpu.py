@@ -17,7 +17,6 @@ acceptance: the projection is tabled over acceptances, with the acceptance at wh
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import torch
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 from .drafters import manifest_clips
 
 # openai/whisper-large-v3's config.json; distil-large-v3 keeps its encoder and has 2 decoder layers
@@ -193,7 +193,7 @@ def clips_plain_and_speculative(main: str, modes: list[str], assistant: str | No
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.gpu")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), default=None,
                         help="default: float16 on CUDA, float32 on a CPU")
