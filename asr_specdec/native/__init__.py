@@ -20,7 +20,7 @@ import time
 import warnings
 from pathlib import Path
 
-from .backend import backend
+from .backend import backend as _chosen_backend
 
 HERE = Path(__file__).parent
 SOURCES = tuple(HERE / name for name in ("decoder_kernels.c", "draft_kernels.c", "encoder_kernels.c"))
@@ -122,8 +122,19 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     return library
 
 
-def _load() -> ctypes.CDLL:
-    chosen = backend()
+def load_build(isa: str) -> ctypes.CDLL:
+    """The kernels built for `isa` (this process's build, or another one this CPU runs: tests compare builds);
+    RuntimeError when this machine cannot build or run it."""
+    import platform
+
+    from .backend import choose, cpu_features
+
+    return _load(choose(cpu_features(), platform.machine(), isa))[0]
+
+
+def _load(chosen=None) -> tuple[ctypes.CDLL, bool, float]:
+    """(the library, whether it is threaded with OpenMP, the seconds compiling it took)"""
+    chosen = chosen or _chosen_backend()
     if not chosen.native:
         raise RuntimeError(chosen.reason)
     found = compiler()
@@ -133,12 +144,11 @@ def _load() -> ctypes.CDLL:
 
     try:
         path, seconds = build(found, chosen.isa, (*chosen.flags, OPENMP))
-        _state["openmp"] = True
+        openmp = True
     except RuntimeError:  # a compiler without OpenMP (Apple's clang): single-threaded kernels, the same results
         path, seconds = build(found, chosen.isa, chosen.flags)
-        _state["openmp"] = False
-    _state["compile_seconds"] = seconds
-    return _declare(ctypes.CDLL(str(path)))
+        openmp = False
+    return _declare(ctypes.CDLL(str(path))), openmp, seconds
 
 
 def bfloat16_attention() -> bool:
@@ -161,7 +171,7 @@ def kernels() -> ctypes.CDLL | None:
     """The native kernels, built and loaded once per process; None (see unavailable_reason) when impossible."""
     if "library" not in _state:
         try:
-            _state["library"] = _load()
+            _state["library"], _state["openmp"], _state["compile_seconds"] = _load()
         except Exception as error:  # any failure means: use the PyTorch path
             _state["library"], _state["reason"] = None, str(error) or type(error).__name__
     return _state["library"]
@@ -182,12 +192,12 @@ def describe() -> str:
     """What runs here, in a few words: "native avx2" (", single-threaded" without OpenMP) or "pytorch"."""
     if kernels() is None:
         return "pytorch"
-    return f"native {backend().isa}" + ("" if _state.get("openmp", True) else ", single-threaded")
+    return f"native {_chosen_backend().isa}" + ("" if _state.get("openmp", True) else ", single-threaded")
 
 
 def announce_fallback(why: str) -> None:
     """Warn once per process that the CPU path runs on PyTorch, and why (not when the user asked for it)."""
-    if _state.get("announced") or backend().forced and not backend().native:
+    if _state.get("announced") or _chosen_backend().forced and not _chosen_backend().native:
         return
     _state["announced"] = True
     warnings.warn(f"the native CPU kernels do not run here ({why}): running on PyTorch, several times slower",

@@ -311,6 +311,33 @@ static inline __attribute__((always_inline)) void vnni_accumulate(const Linear *
     }
 }
 
+/* ---------------------------------------------------------------- what Python calls (native/__init__.py declares
+   the same; tests/native/test_declarations.py checks that it does) */
+
+size_t scratch_floats(const Model *m, const Cache *c, int tokens, int threads);
+int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids, const int32_t *rows,
+                 const int32_t *positions, const int32_t *slots, const int32_t *limits, float *hidden,
+                 float *scratch, int threads);
+void linear_forward(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads);
+void linear_tiles(const Linear *lin, int rows, const float *x, int ldx, int first_tile, int tiles, float *y, int ldy,
+                  int threads);
+long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
+                      const uint8_t *suppressed, const float *error, const float *approx_norms, float *scratch,
+                      int64_t *out, int threads);
+void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uint8_t *suppressed, float *scratch,
+                 int64_t *out, int threads);
+void draft_choice(const Linear *screen, const int8_t *rows8, const float *scale8, int rows, const float *x, int ldx,
+                  const uint8_t *suppressed, const int32_t *group_begins, int candidates, float *scratch,
+                  int64_t *out, int threads);
+void quantize_int8_vectors(const void *src, int format, long blocks, int dim, int lanes, int8_t *dst, float *scales,
+                           int threads);
+int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_dim, float scaling, uint16_t *out,
+                           uint16_t *scratch, int threads);
+int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
+                     int threads);
+
+/* ---------------------------------------------------------------- shared between the kernel files */
+
 /* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a parallel region the tiles are shared out */
 void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
                  float factor);
