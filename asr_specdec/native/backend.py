@@ -42,7 +42,7 @@ class Backend:
     isa: str                    # avx512, avx2, neon or none
     flags: tuple[str, ...]      # the compiler's target flags for this build
     reason: str | None = None   # why the build is `none`
-    forced: bool = False        # chosen by ASR_SPECDEC_ISA
+    forced: bool = False        # chosen by ASR_SPECDEC_ISA (or ASR_SPECDEC_NATIVE=0), not refused
 
     @property
     def native(self) -> bool:
@@ -101,13 +101,13 @@ def choose(features: frozenset[str], machine: str, forced: str | None = None) ->
     if forced is not None:
         forced = forced.strip().lower()
         if forced not in ISAS:
-            return Backend("none", (), f"unknown ASR_SPECDEC_ISA={forced} (use {', '.join(ISAS)})", True)
+            return Backend("none", (), f"unknown ASR_SPECDEC_ISA={forced} (use {', '.join(ISAS)})")
         if forced == "none":
             return Backend("none", (), "ASR_SPECDEC_ISA=none", True)
         missing = [flag for flag in REQUIRED[forced] if flag not in features]
         if forced not in candidates or missing:
             lacks = ", ".join(missing) if forced in candidates else f"a {forced} CPU ({machine})"
-            return Backend("none", (), f"ASR_SPECDEC_ISA={forced}, but this machine lacks {lacks}", True)
+            return Backend("none", (), f"ASR_SPECDEC_ISA={forced}, but this machine lacks {lacks}")
         candidates = (forced,)
     for isa in candidates:
         if all(flag in features for flag in REQUIRED[isa]):

@@ -5,7 +5,11 @@ process. The full exactness tests run per build with ASR_SPECDEC_ISA=avx2 (docs/
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -109,3 +113,23 @@ def test_another_build_is_batch_invariant_and_gives_the_loaded_builds_bits(isa):
                                               scratch.data_ptr(), 2) == 0
         results.append((y, attended))
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
+def test_a_refused_build_falls_back_to_pytorch_with_one_warning_naming_the_reason():
+    script = (
+        "import warnings\n"
+        "from asr_specdec.native import describe, kernels, unavailable_reason\n"
+        "from asr_specdec.whisper.decoder import WhisperDecoderRunner\n"
+        "from tests.tiny_whisper import tiny_whisper\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    for _ in range(2):\n"
+        "        assert WhisperDecoderRunner(tiny_whisper(0)).native is None\n"
+        "assert kernels() is None and describe() == 'pytorch'\n"
+        "messages = [str(w.message) for w in caught if 'native CPU kernels' in str(w.message)]\n"
+        "assert len(messages) == 1 and 'ASR_SPECDEC_ISA=riscv' in messages[0], messages\n"
+    )
+    environment = {**os.environ, "ASR_SPECDEC_ISA": "riscv"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                            cwd=Path(__file__).parents[2], timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
