@@ -215,7 +215,8 @@ def run(args) -> int:
             header = f"== {file}\n" if several and args.format == "text" else ""
             tqdm.write(header + rendered.rstrip("\n"), file=sys.stdout)
         if args.stats:
-            tqdm.write(format_stats(result.stats, f"{file} [{result.mode}]"), file=sys.stderr)
+            label = f"{file} [{result.mode}, {result.compute_type}, {result.backend}]"
+            tqdm.write(format_stats(result.stats, label), file=sys.stderr)
 
     for group in _groups(args.files, args.batch_size):
         for file, outcome in _transcribe_group(transcriber, group):

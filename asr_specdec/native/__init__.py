@@ -1,9 +1,11 @@
 """Native CPU kernels (decoder_kernels.c the decoder step, draft_kernels.c the drafter's cheaper products,
-encoder_kernels.c the encoder's attention; kernels.h what they share): compiled with the system C compiler on first
+encoder_kernels.c the encoder's attention and int8 products; kernels.h what they share, written against the SIMD
+layer simd.h): compiled for the build backend.py chooses (avx512, avx2 or neon) with the system C compiler on first
 use, cached on disk by a hash of the source, the flags and the compiler, and loaded with ctypes.
 
-`kernels()` returns the loaded library, or None when this machine cannot build or run it (no C compiler,
-no AVX-512, or ASR_SPECDEC_NATIVE=0); `unavailable_reason()` says why. Callers then use their PyTorch path.
+`kernels()` returns the loaded library, or None when this machine cannot build or run it (no kernel build for this
+CPU, no C compiler, ASR_SPECDEC_ISA=none); `unavailable_reason()` says why, `describe()` what runs. Callers then
+use their PyTorch path (`announce_fallback` says so once).
 """
 
 from __future__ import annotations
@@ -13,17 +15,18 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
+
+from .backend import backend as _chosen_backend
 
 HERE = Path(__file__).parent
 SOURCES = tuple(HERE / name for name in ("decoder_kernels.c", "draft_kernels.c", "encoder_kernels.c"))
-HEADERS = (HERE / "kernels.h",)
-FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC", "-fopenmp", "-mavx512f", "-mavx512bf16", "-mavx512vl", "-mf16c",
-         "-mfma", "-ffp-contract=off", "-fno-math-errno")
-REQUIRED_CPU_FLAGS = ("avx512f", "f16c", "fma")
+HEADERS = tuple(HERE / name for name in ("kernels.h", "simd.h", "simd_avx512.h", "simd_avx2.h", "simd_neon.h"))
+BASE_FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno")
+OPENMP = "-fopenmp"
 
 _state: dict = {}
 
@@ -55,41 +58,36 @@ class Cache(ctypes.Structure):
                 ("cross_v_scale", ctypes.POINTER(ctypes.c_void_p))]
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+def compiler() -> str | None:
+    """The C compiler: $CC, else gcc, clang or cc."""
+    return os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang") or shutil.which("cc")
 
 
-def _compiler() -> str | None:
-    return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+def compile_command(compiler: str, flags: tuple[str, ...], output: Path) -> list[str]:
+    return [compiler, *BASE_FLAGS, *flags, *map(str, SOURCES), "-o", str(output), "-lm"]
 
 
-def _library_path(compiler: str) -> Path:
+def _library_path(compiler: str, isa: str, flags: tuple[str, ...]) -> Path:
     from ..weights.cache import cache_root
 
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
     code = b"".join(path.read_bytes() for path in (*SOURCES, *HEADERS))
-    digest = hashlib.sha256(code + " ".join(FLAGS).encode() + version.encode()).hexdigest()[:16]
-    return cache_root() / "native" / f"decoder_kernels-{digest}.so"
+    digest = hashlib.sha256(code + " ".join((*BASE_FLAGS, *flags)).encode() + version.encode()).hexdigest()[:16]
+    return cache_root() / "native" / f"kernels-{isa}-{digest}.so"
 
 
-def build(compiler: str) -> tuple[Path, float]:
-    """The compiled library (compiling it now if the cache has none) and the seconds compiling took."""
-    target = _library_path(compiler)
+def build(compiler: str, isa: str, flags: tuple[str, ...]) -> tuple[Path, float]:
+    """The compiled library for `isa` (compiling it now if the cache has none) and the seconds compiling took.
+    `flags` are the target flags, plus -fopenmp to thread the kernels (without OpenMP, build without it: the
+    kernels then run on the calling thread, with the same results)."""
+    target = _library_path(compiler, isa, flags)
     if target.is_file():
         return target, 0.0
     target.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
         staged = Path(scratch) / target.name
-        result = subprocess.run([compiler, *FLAGS, *map(str, SOURCES), "-o", str(staged), "-lm"], capture_output=True,
-                                text=True, timeout=300)
+        result = subprocess.run(compile_command(compiler, flags, staged), capture_output=True, text=True, timeout=300)
         if result.returncode != 0:
             raise RuntimeError(f"compiling the native kernels failed: {result.stderr.strip().splitlines()[-1:]}")
         os.replace(staged, target)  # atomic: another process sees no library or a whole one
@@ -124,32 +122,44 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     return library
 
 
-def _load() -> ctypes.CDLL:
-    if os.environ.get("ASR_SPECDEC_NATIVE", "1").lower() in ("0", "off", "false", "no"):
-        raise RuntimeError("disabled by ASR_SPECDEC_NATIVE=0")
-    if not sys.platform.startswith("linux"):
-        raise RuntimeError(f"native kernels are built for Linux only, not {sys.platform}")
-    missing = [flag for flag in REQUIRED_CPU_FLAGS if flag not in _cpu_flags()]
-    if missing:
-        raise RuntimeError(f"this CPU lacks {', '.join(missing)}")
-    compiler = _compiler()
-    if compiler is None:
-        raise RuntimeError("no C compiler (gcc) found")
+def load_build(isa: str) -> ctypes.CDLL:
+    """The kernels built for `isa` (this process's build, or another one this CPU runs: tests compare builds);
+    RuntimeError when this machine cannot build or run it."""
+    import platform
+
+    from .backend import choose, cpu_features
+
+    return _load(choose(cpu_features(), platform.machine(), isa))[0]
+
+
+def _load(chosen=None) -> tuple[ctypes.CDLL, bool, float]:
+    """(the library, whether it is threaded with OpenMP, the seconds compiling it took)"""
+    chosen = chosen or _chosen_backend()
+    if not chosen.native:
+        raise RuntimeError(chosen.reason)
+    found = compiler()
+    if found is None:
+        raise RuntimeError("no C compiler (gcc or clang) found")
     import torch  # noqa: F401  (its OpenMP runtime must be loaded first, so the kernels share it)
 
-    path, seconds = build(compiler)
-    _state["compile_seconds"] = seconds
-    return _declare(ctypes.CDLL(str(path)))
+    try:
+        path, seconds = build(found, chosen.isa, (*chosen.flags, OPENMP))
+        openmp = True
+    except RuntimeError:  # a compiler without OpenMP (Apple's clang): single-threaded kernels, the same results
+        path, seconds = build(found, chosen.isa, chosen.flags)
+        openmp = False
+    return _declare(ctypes.CDLL(str(path))), openmp, seconds
 
 
 def bfloat16_attention() -> bool:
-    """Whether the encoder's bfloat16 attention kernel can run here (it needs AVX512-BF16 on top)."""
-    return kernels() is not None and "avx512_bf16" in _cpu_flags()
+    """Whether the encoder's bfloat16 attention kernel runs here (every build has it)."""
+    return kernels() is not None
 
 
 def int8_activations() -> bool:
-    """Whether int8-vnni weights (int8 products of int8 activations, for drafters) can run here."""
-    return kernels() is not None and "avx512_vnni" in _cpu_flags()
+    """Whether int8 products of int8 activations (int8-vnni weights: drafters, the int8 encoder) run here (every
+    build has them: VNNI's instructions where the CPU has them, exact 16-bit pair sums elsewhere)."""
+    return kernels() is not None
 
 
 def fastest_int8() -> str:
@@ -161,7 +171,7 @@ def kernels() -> ctypes.CDLL | None:
     """The native kernels, built and loaded once per process; None (see unavailable_reason) when impossible."""
     if "library" not in _state:
         try:
-            _state["library"] = _load()
+            _state["library"], _state["openmp"], _state["compile_seconds"] = _load()
         except Exception as error:  # any failure means: use the PyTorch path
             _state["library"], _state["reason"] = None, str(error) or type(error).__name__
     return _state["library"]
@@ -176,3 +186,19 @@ def compile_seconds() -> float:
     """Seconds this process spent compiling the kernels (0.0 when they came from the cache)."""
     kernels()
     return _state.get("compile_seconds", 0.0)
+
+
+def describe() -> str:
+    """What runs here, in a few words: "native avx2" (", single-threaded" without OpenMP) or "pytorch"."""
+    if kernels() is None:
+        return "pytorch"
+    return f"native {_chosen_backend().isa}" + ("" if _state.get("openmp", True) else ", single-threaded")
+
+
+def announce_fallback(why: str) -> None:
+    """Warn once per process that the CPU path runs on PyTorch, and why (not when the user asked for it)."""
+    if _state.get("announced") or _chosen_backend().forced and not _chosen_backend().native:
+        return
+    _state["announced"] = True
+    warnings.warn(f"the native CPU kernels do not run here ({why}): running on PyTorch, several times slower",
+                  RuntimeWarning, stacklevel=3)

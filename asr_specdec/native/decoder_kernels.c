@@ -1,4 +1,4 @@
-/* Batch-invariant CPU kernels for a transformer decoder step (AVX-512, OpenMP).
+/* Batch-invariant CPU kernels for a transformer decoder step (written against simd.h; OpenMP where compiled with it).
 
 Every output element is computed by one fixed sequence of float32 operations that depends only on its own
 row (token): a linear layer accumulates sum_k w[k] * x[k] with one fused multiply-add per k in increasing
@@ -16,27 +16,25 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
                                                              int rows, float *y, int ldy, int epilogue,
                                                              float factor, int format, int R) {
     const int k_total = lin->k;
-    const void *w = (const char *)lin->packed +
-                    (size_t)tile * k_total * TILE * format_bytes(format);
-    __m512 acc[ROW_BLOCK][4];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
-    for (int k = 0; k < k_total; k++) {
-        prefetch_ahead((const char *)w + (size_t)k * TILE * format_bytes(format), TILE * format_bytes(format));
-        __m512 w0 = load16(w, (size_t)k * TILE, format);
-        __m512 w1 = load16(w, (size_t)k * TILE + 16, format);
-        __m512 w2 = load16(w, (size_t)k * TILE + 32, format);
-        __m512 w3 = load16(w, (size_t)k * TILE + 48, format);
-        for (int r = 0; r < R; r++) {
-            __m512 xb = _mm512_set1_ps(x[(size_t)r * ldx + k]);
-            acc[r][0] = _mm512_fmadd_ps(w0, xb, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(w1, xb, acc[r][1]);
-            acc[r][2] = _mm512_fmadd_ps(w2, xb, acc[r][2]);
-            acc[r][3] = _mm512_fmadd_ps(w3, xb, acc[r][3]);
+    const size_t bytes = format_bytes(format);
+    const void *w = (const char *)lin->packed + (size_t)tile * k_total * TILE * bytes;
+    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        if (tile * TILE + c0 * 16 >= lin->n) break;
+        vf acc[ROW_BLOCK][TILE_PASS];
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_zero();
+        for (int k = 0; k < k_total; k++) {
+            prefetch_ahead((const char *)w + ((size_t)k * TILE + c0 * 16) * bytes, TILE_PASS * 16 * bytes);
+            vf weights[TILE_PASS];
+            for (int c = 0; c < TILE_PASS; c++) weights[c] = load16(w, (size_t)k * TILE + (c0 + c) * 16, format);
+            for (int r = 0; r < R; r++) {
+                vf xb = vf_set1(x[(size_t)r * ldx + k]);
+                for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_fma(weights[c], xb, acc[r][c]);
+            }
         }
+        finish_tile(lin, tile, c0, acc, R, y, ldy, epilogue, factor);
     }
     (void)rows;
-    finish_tile(lin, tile, acc, R, y, ldy, epilogue, factor);
 }
 
 #define FORMAT_CASES(R)                                                                                  \
@@ -53,15 +51,18 @@ static void tile_rows(const Linear *lin, int tile, const float *x, int ldx, int 
 }
 
 
-static inline VNNI __attribute__((always_inline)) void tile_block_vnni(const Linear *lin, int tile, QuantizedRows x,
+static inline __attribute__((always_inline)) void tile_block_vnni(const Linear *lin, int tile, QuantizedRows x,
                                                                   float *y, int ldy, int epilogue, float factor,
                                                                   int R) {
-    __m512 acc[ROW_BLOCK][4];
-    vnni_accumulate(lin, tile, x, acc, R);
-    finish_tile(lin, tile, acc, R, y, ldy, epilogue, factor);
+    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        if (tile * TILE + c0 * 16 >= lin->n) break;
+        vf acc[ROW_BLOCK][TILE_PASS];
+        vnni_accumulate(lin, tile, c0, x, acc, R);
+        finish_tile(lin, tile, c0, acc, R, y, ldy, epilogue, factor);
+    }
 }
 
-static VNNI void tile_rows_vnni(const Linear *lin, int tile, QuantizedRows x, int rows, float *y, int ldy,
+static void tile_rows_vnni(const Linear *lin, int tile, QuantizedRows x, int rows, float *y, int ldy,
                                 int epilogue, float factor) {
 #define BLOCK(R) tile_block_vnni(lin, tile, x, y, ldy, epilogue, factor, R)
     WITH_CONSTANT_ROWS(rows, BLOCK)
@@ -112,25 +113,25 @@ void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y,
 
 /* ---------------------------------------------------------------- layer norm, attention */
 
-static inline float sum16(__m512 v) { return _mm512_reduce_add_ps(v); }
+static inline float sum16(vf v) { return vf_reduce_add(v); }
 
 static void layer_norm_rows(int rows, int d, const float *x, const float *w, const float *b, float eps, float *y) {
 #pragma omp for schedule(static)
     for (int t = 0; t < rows; t++) {
         const float *row = x + (size_t)t * d;
-        __m512 total = _mm512_setzero_ps();
-        for (int i = 0; i < d; i += 16) total = _mm512_add_ps(total, _mm512_loadu_ps(row + i));
-        __m512 mean = _mm512_set1_ps(sum16(total) / (float)d);
-        __m512 squares = _mm512_setzero_ps();
+        vf total = vf_zero();
+        for (int i = 0; i < d; i += 16) total = vf_add(total, vf_load(row + i));
+        vf mean = vf_set1(sum16(total) / (float)d);
+        vf squares = vf_zero();
         for (int i = 0; i < d; i += 16) {
-            __m512 centered = _mm512_sub_ps(_mm512_loadu_ps(row + i), mean);
-            squares = _mm512_fmadd_ps(centered, centered, squares);
+            vf centered = vf_sub(vf_load(row + i), mean);
+            squares = vf_fma(centered, centered, squares);
         }
-        __m512 inv = _mm512_set1_ps(1.0f / sqrtf(sum16(squares) / (float)d + eps));
+        vf inv = vf_set1(1.0f / sqrtf(sum16(squares) / (float)d + eps));
         float *out = y + (size_t)t * d;
         for (int i = 0; i < d; i += 16) {
-            __m512 normed = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(row + i), mean), inv);
-            _mm512_storeu_ps(out + i, _mm512_fmadd_ps(normed, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
+            vf normed = vf_mul(vf_sub(vf_load(row + i), mean), inv);
+            vf_store(out + i, vf_fma(normed, vf_load(w + i), vf_load(b + i)));
         }
     }
 }
@@ -143,25 +144,25 @@ static inline __attribute__((always_inline)) void score_chunks(int chunk, const 
                                                                const void *keys_t, int kv_format,
                                                                const float *key_scales, float *scores,
                                                                int key_stride, int Q, int CH) {
-    __m512 acc[QUERY_BLOCK][4];
+    vf acc[QUERY_BLOCK][SCORE_CHUNKS];
     for (int q = 0; q < Q; q++)
-        for (int c = 0; c < CH; c++) acc[q][c] = _mm512_setzero_ps();
+        for (int c = 0; c < CH; c++) acc[q][c] = vf_zero();
     for (int i = 0; i < head_dim; i++) {
-        __m512 key[4];
+        vf key[SCORE_CHUNKS];
         for (int c = 0; c < CH; c++)
             key[c] = load16(keys_t, ((size_t)(chunk + c) * head_dim + i) * 16, kv_format);
         for (int q = 0; q < Q; q++) {
-            __m512 value = _mm512_set1_ps(query[q][i]);
-            for (int c = 0; c < CH; c++) acc[q][c] = _mm512_fmadd_ps(value, key[c], acc[q][c]);
+            vf value = vf_set1(query[q][i]);
+            for (int c = 0; c < CH; c++) acc[q][c] = vf_fma(value, key[c], acc[q][c]);
         }
     }
     if (kv_format == FMT_I8)
         for (int c = 0; c < CH; c++) {
-            __m512 scale = _mm512_loadu_ps(key_scales + (chunk + c) * 16);
-            for (int q = 0; q < Q; q++) acc[q][c] = _mm512_mul_ps(acc[q][c], scale);
+            vf scale = vf_load(key_scales + (chunk + c) * 16);
+            for (int q = 0; q < Q; q++) acc[q][c] = vf_mul(acc[q][c], scale);
         }
     for (int q = 0; q < Q; q++)
-        for (int c = 0; c < CH; c++) _mm512_storeu_ps(scores + (size_t)q * key_stride + (chunk + c) * 16, acc[q][c]);
+        for (int c = 0; c < CH; c++) vf_store(scores + (size_t)q * key_stride + (chunk + c) * 16, acc[q][c]);
 }
 
 static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query, int head_dim,
@@ -169,8 +170,8 @@ static inline __attribute__((always_inline)) void score_block(int chunks, const 
                                                               const float *key_scales, float *scores,
                                                               int key_stride, int Q) {
     int chunk = 0;
-    for (; chunk + 4 <= chunks; chunk += 4)
-        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, 4);
+    for (; chunk + SCORE_CHUNKS <= chunks; chunk += SCORE_CHUNKS)
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, SCORE_CHUNKS);
     for (; chunk < chunks; chunk++)
         score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, 1);
 }
@@ -179,20 +180,23 @@ static inline __attribute__((always_inline)) void score_block(int chunks, const 
 static inline __attribute__((always_inline)) void weigh_block(int longest, const int *lengths, const float *scores,
                                                               int key_stride, const void *values, int kv_format,
                                                               float *const *out, int Q, int HV) {
-    __m512 acc[QUERY_BLOCK][MAX_HEAD_VECTORS];
-    for (int q = 0; q < Q; q++)
-        for (int v = 0; v < HV; v++) acc[q][v] = _mm512_setzero_ps();
-    for (int j = 0; j < longest; j++) {
-        __m512 value[MAX_HEAD_VECTORS];
-        for (int v = 0; v < HV; v++) value[v] = load16(values, (size_t)j * HV * 16 + v * 16, kv_format);
-        for (int q = 0; q < Q; q++) {
-            if (j >= lengths[q]) continue;
-            __m512 p = _mm512_set1_ps(scores[(size_t)q * key_stride + j]);
-            for (int v = 0; v < HV; v++) acc[q][v] = _mm512_fmadd_ps(p, value[v], acc[q][v]);
+    for (int v0 = 0; v0 < HV; v0 += WEIGH_VECTORS) { /* as many head vectors at once as the registers hold */
+        const int VN = HV - v0 < WEIGH_VECTORS ? HV - v0 : WEIGH_VECTORS;
+        vf acc[QUERY_BLOCK][WEIGH_VECTORS];
+        for (int q = 0; q < Q; q++)
+            for (int v = 0; v < VN; v++) acc[q][v] = vf_zero();
+        for (int j = 0; j < longest; j++) {
+            vf value[WEIGH_VECTORS];
+            for (int v = 0; v < VN; v++) value[v] = load16(values, (size_t)j * HV * 16 + (v0 + v) * 16, kv_format);
+            for (int q = 0; q < Q; q++) {
+                if (j >= lengths[q]) continue;
+                vf p = vf_set1(scores[(size_t)q * key_stride + j]);
+                for (int v = 0; v < VN; v++) acc[q][v] = vf_fma(p, value[v], acc[q][v]);
+            }
         }
+        for (int q = 0; q < Q; q++)
+            for (int v = 0; v < VN; v++) vf_store(out[q] + (v0 + v) * 16, acc[q][v]);
     }
-    for (int q = 0; q < Q; q++)
-        for (int v = 0; v < HV; v++) _mm512_storeu_ps(out[q] + v * 16, acc[q][v]);
 }
 
 #define SCORE_CASE(Q)                                                                                        \
@@ -243,24 +247,22 @@ static void attend_block(int queries, const float *const *query, const int *leng
     for (int q = 0; q < queries; q++) {
         float *row = scores + (size_t)q * key_stride;
         int length = lengths[q], own_chunks = (length + 15) / 16;
-        __m512 best = _mm512_set1_ps(-INFINITY);
+        vf best = vf_set1(-INFINITY);
         for (int chunk = 0; chunk < own_chunks; chunk++)
-            best = _mm512_mask_max_ps(best, tail_mask(length - chunk * 16), best, _mm512_loadu_ps(row + chunk * 16));
-        __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(best));
-        __m512 total = _mm512_setzero_ps();
+            best = vf_max_tail(best, vf_load(row + chunk * 16), length - chunk * 16);
+        vf top = vf_set1(vf_reduce_max(best));
+        vf total = vf_zero();
         for (int chunk = 0; chunk < own_chunks; chunk++) {
-            __m512 e = _mm512_maskz_mov_ps(tail_mask(length - chunk * 16),
-                                           exp16(_mm512_sub_ps(_mm512_loadu_ps(row + chunk * 16), top)));
-            _mm512_storeu_ps(row + chunk * 16, e);
-            total = _mm512_add_ps(total, e);
+            vf e = vf_zero_tail(exp16(vf_sub(vf_load(row + chunk * 16), top)), length - chunk * 16);
+            vf_store(row + chunk * 16, e);
+            total = vf_add(total, e);
         }
-        __m512 sum = _mm512_set1_ps(sum16(total));
+        vf sum = vf_set1(sum16(total));
         for (int chunk = 0; chunk < own_chunks; chunk++) {
-            __m512 weight = _mm512_div_ps(_mm512_loadu_ps(row + chunk * 16), sum);
+            vf weight = vf_div(vf_load(row + chunk * 16), sum);
             if (value_scales)
-                weight = _mm512_mul_ps(weight, _mm512_maskz_loadu_ps(tail_mask(length - chunk * 16),
-                                                                     value_scales + chunk * 16));
-            _mm512_storeu_ps(row + chunk * 16, weight);
+                weight = vf_mul(weight, vf_load_tail(value_scales + chunk * 16, length - chunk * 16));
+            vf_store(row + chunk * 16, weight);
         }
     }
     switch (queries) {
@@ -358,9 +360,7 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
 #pragma omp for schedule(static)
         for (int t = 0; t < tokens; t++) {
             const float *token = m->embed + (size_t)ids[t] * d, *position = m->positions + (size_t)positions[t] * d;
-            for (int i = 0; i < d; i += 16)
-                _mm512_storeu_ps(h + (size_t)t * d + i,
-                                 _mm512_add_ps(_mm512_loadu_ps(token + i), _mm512_loadu_ps(position + i)));
+            for (int i = 0; i < d; i += 16) vf_store(h + (size_t)t * d + i, vf_add(vf_load(token + i), vf_load(position + i)));
         }
         for (int l = 0; l < m->n_layers; l++) {
             const Layer *layer = &m->layers[l];
@@ -454,25 +454,25 @@ static inline __attribute__((always_inline)) void vnni_tile_float(const Linear *
                                                                   int ldx, float *y, int ldy, int R) {
     const int k = lin->k;
     const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
-    __m512 acc[ROW_BLOCK][4];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
-    const __m512i low = _mm512_set1_epi32(0xff), middle = _mm512_set1_epi32(128);
-    for (int g = 0; g < k / 4; g++)
-        for (int c = 0; c < 4; c++) {
-            __m512i bytes = _mm512_loadu_si512(w + (size_t)g * TILE * 4 + 64 * c);
-            for (int j = 0; j < 4; j++) {
-                __m512 weight = _mm512_cvtepi32_ps(
-                    _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(bytes, 8 * j), low), middle));
-                for (int r = 0; r < R; r++)
-                    acc[r][c] = _mm512_fmadd_ps(weight, _mm512_set1_ps(x[(size_t)r * ldx + 4 * g + j]), acc[r][c]);
+    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        vf acc[ROW_BLOCK][TILE_PASS];
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_zero();
+        const vi low = vi_set1(0xff), middle = vi_set1(128);
+        for (int g = 0; g < k / 4; g++)
+            for (int c = 0; c < TILE_PASS; c++) {
+                vi bytes = vi_load(w + (size_t)g * TILE * 4 + 64 * (c0 + c));
+                for (int j = 0; j < 4; j++) {
+                    vf weight = vf_from_vi(vi_sub(vi_and(vi_srl(bytes, 8 * j), low), middle));
+                    for (int r = 0; r < R; r++)
+                        acc[r][c] = vf_fma(weight, vf_set1(x[(size_t)r * ldx + 4 * g + j]), acc[r][c]);
+                }
             }
+        for (int c = 0; c < TILE_PASS; c++) {
+            const int column = tile * TILE + (c0 + c) * 16, valid = lin->n - column;
+            vf scale = vf_load_tail(lin->scale + column, valid);
+            for (int r = 0; r < R; r++) vf_store_tail(y + (size_t)r * ldy + column, valid, vf_mul(acc[r][c], scale));
         }
-    for (int c = 0; c < 4; c++) {
-        const int column = tile * TILE + c * 16;
-        __mmask16 mask = tail_mask(lin->n - column);
-        __m512 scale = _mm512_maskz_loadu_ps(mask, lin->scale + column);
-        for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + (size_t)r * ldy + column, mask, _mm512_mul_ps(acc[r][c], scale));
     }
 }
 
@@ -502,17 +502,15 @@ static Screen screen_floor(const float *scores, int n, const float *error, const
 static inline uint64_t tile_hits(const float *scores, int n, const float *error, const float *approx_norms, int tile,
                                  Screen screen) {
     uint64_t hits = 0;
-    const __m512 limit = _mm512_set1_ps(screen.floor), spread = _mm512_set1_ps(screen.reach);
-    const __m512 shift = _mm512_set1_ps(screen.drift);
+    const vf limit = vf_set1(screen.floor), spread = vf_set1(screen.reach);
+    const vf shift = vf_set1(screen.drift);
     for (int c = 0; c < 4; c++) {
-        const int v0 = tile * TILE + c * 16;
-        __mmask16 valid = tail_mask(n - v0);
-        __m512 top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, error + v0), spread,
-                                     _mm512_maskz_loadu_ps(valid, scores + v0));
+        const int v0 = tile * TILE + c * 16, valid = n - v0;
+        vf top = vf_fma(vf_load_tail(error + v0, valid), spread, vf_load_tail(scores + v0, valid));
         if (screen.quantized)
-            top = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, approx_norms + v0), shift, top);
-        top = _mm512_add_ps(top, _mm512_mul_ps(_mm512_abs_ps(top), _mm512_set1_ps(1e-6f)));
-        hits |= (uint64_t)_mm512_mask_cmp_ps_mask(valid, top, limit, _CMP_GE_OQ) << (16 * c);
+            top = vf_fma(vf_load_tail(approx_norms + v0, valid), shift, top);
+        top = vf_add(top, vf_mul(vf_abs(top), vf_set1(1e-6f)));
+        hits |= (uint64_t)vmask_bits(vmask_and(vmask_tail(valid), vf_ge(top, limit))) << (16 * c);
     }
     return hits;
 }

@@ -10,74 +10,75 @@ multiplies the unsigned nibbles by int8 activations: sum(q * x) = sum((q + 8) * 
 
 #define MAX_CANDIDATES 64
 
-static inline VNNI __attribute__((always_inline)) void tile_block_int4(const Linear *lin, int tile, QuantizedRows x,
-                                                                  const int32_t *group_sums, float *y, int ldy,
-                                                                  int epilogue, float factor, int R) {
+static inline __attribute__((always_inline)) void tile_block_int4(const Linear *lin, int tile, int c0,
+                                                                  QuantizedRows x, const int32_t *group_sums, float *y,
+                                                                  int ldy, int epilogue, float factor, int R) {
     const int k = lin->k, group = lin->group, groups = k / group;
     const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * (k / 8) * TILE * 4;
-    const __m512i nibble = _mm512_set1_epi8(0x0f);
-    __m512 acc[ROW_BLOCK][4];
-    __mmask16 valid[4];
-    for (int c = 0; c < 4; c++) valid[c] = tail_mask(lin->n - tile * TILE - c * 16);
+    vf acc[ROW_BLOCK][TILE_PASS];
+    int valid[TILE_PASS];
+    for (int c = 0; c < TILE_PASS; c++) valid[c] = lin->n - tile * TILE - (c0 + c) * 16;
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+        for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_zero();
     for (int g = 0; g < groups; g++) {
-        __m512i sums[ROW_BLOCK][4];
+        vi sums[ROW_BLOCK][TILE_PASS];
         for (int r = 0; r < R; r++)
-            for (int c = 0; c < 4; c++) sums[r][c] = _mm512_setzero_si512();
+            for (int c = 0; c < TILE_PASS; c++) sums[r][c] = vi_zero();
         for (int e = g * group / 8; e < (g + 1) * group / 8; e++) {
-            const uint8_t *block = w + (size_t)e * TILE * 4;
-            prefetch_ahead(block, TILE * 4);
-            __m512i low[4], high[4];
-            for (int c = 0; c < 4; c++) {
-                __m512i bytes = _mm512_loadu_si512(block + 64 * c);
-                low[c] = _mm512_and_si512(bytes, nibble);
-                high[c] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+            const uint8_t *block = w + (size_t)e * TILE * 4 + 64 * c0;
+            prefetch_ahead(block, 64 * TILE_PASS);
+            vb low[TILE_PASS], high[TILE_PASS];
+            for (int c = 0; c < TILE_PASS; c++) {
+                vb bytes = vb_load(block + 64 * c);
+                low[c] = vb_low_nibbles(bytes);
+                high[c] = vb_high_nibbles(bytes);
             }
             for (int r = 0; r < R; r++) {
                 int32_t first, second;
                 memcpy(&first, x.values + (size_t)r * k + 8 * e, 4);
                 memcpy(&second, x.values + (size_t)r * k + 8 * e + 4, 4);
-                __m512i xa = _mm512_set1_epi32(first), xb = _mm512_set1_epi32(second);
-                for (int c = 0; c < 4; c++) {
-                    sums[r][c] = _mm512_dpbusd_epi32(sums[r][c], low[c], xa);
-                    sums[r][c] = _mm512_dpbusd_epi32(sums[r][c], high[c], xb);
+                vb xa = vb_set1_i32(first), xb = vb_set1_i32(second);
+                for (int c = 0; c < TILE_PASS; c++) {
+                    sums[r][c] = vi_dot_nibbles(sums[r][c], low[c], xa);
+                    sums[r][c] = vi_dot_nibbles(sums[r][c], high[c], xb);
                 }
             }
         }
-        for (int c = 0; c < 4; c++) {
-            __m512 scale = _mm512_maskz_loadu_ps(valid[c], lin->scale + (size_t)g * lin->n + tile * TILE + c * 16);
+        for (int c = 0; c < TILE_PASS; c++) {
+            vf scale = vf_load_tail(lin->scale + (size_t)g * lin->n + tile * TILE + (c0 + c) * 16, valid[c]);
             for (int r = 0; r < R; r++) {
-                __m512i offset = _mm512_set1_epi32(8 * group_sums[r * groups + g]);
-                acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][c], offset)), scale, acc[r][c]);
+                vi offset = vi_set1(8 * group_sums[r * groups + g]);
+                acc[r][c] = vf_fma(vf_from_vi(vi_sub(sums[r][c], offset)), scale, acc[r][c]);
             }
         }
     }
     for (int r = 0; r < R; r++) {
         const RowQuantization *row = x.rows + r;
-        __m512 step = _mm512_set1_ps(row->step);
-        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_mul_ps(acc[r][c], step);
+        vf step = vf_set1(row->step);
+        for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_mul(acc[r][c], step);
         for (int o = 0; o < row->outliers; o++) {
             const int dim = row->dims[o], e = dim / 8, b = dim % 8;
             const int shift = 8 * (b % 4) + 4 * (b / 4);
-            __m512 value = _mm512_set1_ps(row->values[o]);
-            for (int c = 0; c < 4; c++) {
-                __m512i bits = _mm512_srli_epi32(_mm512_loadu_si512(w + (size_t)e * TILE * 4 + 64 * c), shift);
-                __m512i q = _mm512_sub_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(0x0f)), _mm512_set1_epi32(8));
-                __m512 scale = _mm512_maskz_loadu_ps(valid[c],
-                                                     lin->scale + (size_t)(dim / group) * lin->n + tile * TILE + c * 16);
-                acc[r][c] = _mm512_fmadd_ps(value, _mm512_mul_ps(_mm512_cvtepi32_ps(q), scale), acc[r][c]);
+            vf value = vf_set1(row->values[o]);
+            for (int c = 0; c < TILE_PASS; c++) {
+                vi bits = vi_srl(vi_load(w + (size_t)e * TILE * 4 + 64 * (c0 + c)), shift);
+                vi q = vi_sub(vi_and(bits, vi_set1(0x0f)), vi_set1(8));
+                vf scale = vf_load_tail(lin->scale + (size_t)(dim / group) * lin->n + tile * TILE + (c0 + c) * 16,
+                                        valid[c]);
+                acc[r][c] = vf_fma(value, vf_mul(vf_from_vi(q), scale), acc[r][c]);
             }
         }
     }
     Linear scaled = *lin; /* the group scales are applied: finish_tile adds the bias and the epilogue only */
     scaled.scale = NULL;
-    finish_tile(&scaled, tile, acc, R, y, ldy, epilogue, factor);
+    finish_tile(&scaled, tile, c0, acc, R, y, ldy, epilogue, factor);
 }
 
-static VNNI void tile_rows_int4(const Linear *lin, int tile, QuantizedRows x, const int32_t *group_sums, int rows,
+static void tile_rows_int4(const Linear *lin, int tile, QuantizedRows x, const int32_t *group_sums, int rows,
                                 float *y, int ldy, int epilogue, float factor) {
-#define BLOCK(R) tile_block_int4(lin, tile, x, group_sums, y, ldy, epilogue, factor, R)
+#define BLOCK(R)                                                                                                 \
+    for (int c0 = 0; c0 < 4 && tile * TILE + c0 * 16 < lin->n; c0 += TILE_PASS)                                  \
+        tile_block_int4(lin, tile, c0, x, group_sums, y, ldy, epilogue, factor, R)
     WITH_CONSTANT_ROWS(rows, BLOCK)
 #undef BLOCK
 }
@@ -118,11 +119,9 @@ void linear_rows_int4(const Linear *lin, int rows, const float *x, int ldx, floa
 /* ---------------------------------------------------------------- the drafter's vocabulary choice */
 
 static inline float dot_int8(const float *x, const int8_t *row, int k) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int i = 0; i < k; i += 16)
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i),
-                              _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(row + i)))), acc);
-    return _mm512_reduce_add_ps(acc);
+    vf acc = vf_zero();
+    for (int i = 0; i < k; i += 16) acc = vf_fma(vf_load(x + i), vf_load_i8(row + i), acc);
+    return vf_reduce_add(acc);
 }
 
 /* The `count` best-screened allowed columns below `end` (count <= MAX_CANDIDATES); returns how many there are. */
@@ -131,8 +130,7 @@ static int best_screened(const float *scores, int end, const uint8_t *blocked, i
     int size = 0, weakest = 0;
     float floor = -INFINITY;
     for (int v0 = 0; v0 < end; v0 += 16) {
-        __mmask16 hits = _mm512_mask_cmp_ps_mask(tail_mask(end - v0), _mm512_loadu_ps(scores + v0),
-                                                 _mm512_set1_ps(floor), _CMP_GT_OQ);
+        uint32_t hits = vmask_bits(vmask_and(vmask_tail(end - v0), vf_gt(vf_load_tail(scores + v0, end - v0), vf_set1(floor))));
         while (hits) {
             const int v = v0 + __builtin_ctz(hits);
             hits &= hits - 1;
@@ -223,27 +221,27 @@ void quantize_int8_vectors(const void *src, int format, long blocks, int dim, in
     for (long block = 0; block < blocks; block++) {
         const size_t base = (size_t)block * dim * lanes;
         if (lanes == 16) {
-            __m512 largest = _mm512_setzero_ps();
-            for (int i = 0; i < dim; i++) largest = _mm512_max_ps(largest, _mm512_abs_ps(load16(src, base + (size_t)i * 16, format)));
-            __m512 scale = _mm512_div_ps(largest, _mm512_set1_ps(127.0f));
-            scale = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f), scale);
-            _mm512_storeu_ps(scales + (size_t)block * 16, scale);
-            __m512 inverse = _mm512_div_ps(_mm512_set1_ps(1.0f), scale);
+            vf largest = vf_zero();
+            for (int i = 0; i < dim; i++) largest = vf_max(largest, vf_abs(load16(src, base + (size_t)i * 16, format)));
+            vf scale = vf_div(largest, vf_set1(127.0f));
+            scale = vf_blend(vf_gt(scale, vf_zero()), vf_set1(1.0f), scale);
+            vf_store(scales + (size_t)block * 16, scale);
+            vf inverse = vf_div(vf_set1(1.0f), scale);
             for (int i = 0; i < dim; i++) {
-                __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(load16(src, base + (size_t)i * 16, format), inverse));
-                q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-                _mm_storeu_si128((__m128i *)(dst + base + (size_t)i * 16), _mm512_cvtepi32_epi8(q));
+                vi q = vi_round(vf_mul(load16(src, base + (size_t)i * 16, format), inverse));
+                q = vi_max(vi_min(q, vi_set1(127)), vi_set1(-127));
+                vi_store_i8(dst + base + (size_t)i * 16, q);
             }
         } else { /* dim a multiple of 16 */
-            __m512 largest = _mm512_setzero_ps();
-            for (int i = 0; i < dim; i += 16) largest = _mm512_max_ps(largest, _mm512_abs_ps(load16(src, base + i, format)));
-            const float top = _mm512_reduce_max_ps(largest), scale = top > 0.0f ? top / 127.0f : 1.0f;
+            vf largest = vf_zero();
+            for (int i = 0; i < dim; i += 16) largest = vf_max(largest, vf_abs(load16(src, base + i, format)));
+            const float top = vf_reduce_max(largest), scale = top > 0.0f ? top / 127.0f : 1.0f;
             scales[block] = scale;
-            const __m512 inverse = _mm512_set1_ps(1.0f / scale);
+            const vf inverse = vf_set1(1.0f / scale);
             for (int i = 0; i < dim; i += 16) {
-                __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(load16(src, base + i, format), inverse));
-                q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-                _mm_storeu_si128((__m128i *)(dst + base + i), _mm512_cvtepi32_epi8(q));
+                vi q = vi_round(vf_mul(load16(src, base + i, format), inverse));
+                q = vi_max(vi_min(q, vi_set1(127)), vi_set1(-127));
+                vi_store_i8(dst + base + i, q);
             }
         }
     }

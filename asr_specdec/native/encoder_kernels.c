@@ -1,4 +1,5 @@
-/* The encoder's bfloat16 self-attention (AVX512-BF16). */
+/* The encoder's bfloat16 self-attention (bfloat16 pair products as vdpbf16ps computes them: native with AVX512-BF16,
+   two fused multiply-adds elsewhere) and its linear layers as int8 products. */
 #include "kernels.h"
 
 /* ---------------------------------------------------------------- encoder self-attention in bfloat16 */
@@ -6,8 +7,7 @@
 #define ENC_QUERIES 8 /* queries per tile: their scores over every key fit in L1/L2 */
 #define ENC_KEYS 32   /* keys per score block: two vectors per query */
 #define ENC_AV_QUERIES 4
-
-static inline __m512bh as_bh(__m512i bits) { return (__m512bh)bits; }
+#define ENC_SCORE_QUERIES (TILE_PASS == 4 ? ENC_QUERIES : 2) /* queries scored together: what the registers hold */
 
 /* Pack one head's keys as [block of 16 keys][dim pair][16][2] and values as [key pair][head_dim][2], zero past
    `length` up to `padded`, so both products below load whole vectors of bfloat16 pairs. */
@@ -32,23 +32,24 @@ static inline __attribute__((always_inline)) void weigh_values(const uint16_t *v
                                                                uint16_t *out, int width, const int vectors) {
     const uint32_t *pair_weights[ENC_AV_QUERIES];
     for (int q = 0; q < ENC_AV_QUERIES; q++) pair_weights[q] = (const uint32_t *)(weights + (size_t)(q < rows ? q : 0) * padded);
-    __m512 acc[ENC_AV_QUERIES][MAX_HEAD_VECTORS];
-    for (int q = 0; q < ENC_AV_QUERIES; q++)
-        for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_setzero_ps();
-    for (int pair = 0; pair < padded / 2; pair++) {
-        const uint16_t *value = values + (size_t)pair * vectors * 32;
-        __m512i vv[MAX_HEAD_VECTORS];
-        for (int v = 0; v < vectors; v++) vv[v] = _mm512_loadu_si512(value + (size_t)v * 32);
-        for (int q = 0; q < ENC_AV_QUERIES; q++) {
-            __m512i weight = _mm512_set1_epi32((int)pair_weights[q][pair]);
-            for (int v = 0; v < vectors; v++) acc[q][v] = _mm512_dpbf16_ps(acc[q][v], as_bh(vv[v]), as_bh(weight));
+    for (int v0 = 0; v0 < vectors; v0 += WEIGH_VECTORS) { /* as many head vectors at once as the registers hold */
+        const int VN = vectors - v0 < WEIGH_VECTORS ? vectors - v0 : WEIGH_VECTORS;
+        vf acc[ENC_AV_QUERIES][WEIGH_VECTORS];
+        for (int q = 0; q < ENC_AV_QUERIES; q++)
+            for (int v = 0; v < VN; v++) acc[q][v] = vf_zero();
+        for (int pair = 0; pair < padded / 2; pair++) {
+            const uint16_t *value = values + (size_t)pair * vectors * 32;
+            vb vv[WEIGH_VECTORS];
+            for (int v = 0; v < VN; v++) vv[v] = vb_load(value + (size_t)(v0 + v) * 32);
+            for (int q = 0; q < ENC_AV_QUERIES; q++) {
+                vb weight = vb_set1_i32((int32_t)pair_weights[q][pair]);
+                for (int v = 0; v < VN; v++) acc[q][v] = vf_dot_bf16(acc[q][v], vv[v], weight);
+            }
         }
-    }
-    for (int q = 0; q < rows; q++) {
-        __m512 inverse = _mm512_set1_ps(1.0f / total[q]);
-        for (int v = 0; v < vectors; v++)
-            _mm256_storeu_si256((__m256i *)(out + (size_t)q * width + v * 16),
-                                (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(acc[q][v], inverse)));
+        for (int q = 0; q < rows; q++) {
+            vf inverse = vf_set1(1.0f / total[q]);
+            for (int v = 0; v < VN; v++) vf_store_bf16(out + (size_t)q * width + (v0 + v) * 16, vf_mul(acc[q][v], inverse));
+        }
     }
 }
 
@@ -81,38 +82,38 @@ static void encoder_attention_head(const uint16_t *qkv, int length, int width, i
                 }
                 query_pairs[p][q] = both;
             }
-        for (int block = 0; block < blocks; block++) {
-            __m512 score[ENC_QUERIES][2];
-            for (int q = 0; q < ENC_QUERIES; q++) score[q][0] = score[q][1] = _mm512_setzero_ps();
-            const uint16_t *block_keys = keys + (size_t)2 * block * pairs * 32;
-            for (int p = 0; p < pairs; p++) {
-                __m512i k0 = _mm512_loadu_si512(block_keys + (size_t)p * 32);
-                __m512i k1 = _mm512_loadu_si512(block_keys + ((size_t)pairs + p) * 32);
-                for (int q = 0; q < ENC_QUERIES; q++) {
-                    __m512i qp = _mm512_set1_epi32((int)query_pairs[p][q]);
-                    score[q][0] = _mm512_dpbf16_ps(score[q][0], as_bh(k0), as_bh(qp));
-                    score[q][1] = _mm512_dpbf16_ps(score[q][1], as_bh(k1), as_bh(qp));
+        for (int block = 0; block < blocks; block++)
+            for (int q0 = 0; q0 < ENC_QUERIES; q0 += ENC_SCORE_QUERIES) {
+                vf score[ENC_SCORE_QUERIES][2];
+                for (int q = 0; q < ENC_SCORE_QUERIES; q++) score[q][0] = score[q][1] = vf_zero();
+                const uint16_t *block_keys = keys + (size_t)2 * block * pairs * 32;
+                for (int p = 0; p < pairs; p++) {
+                    vb k0 = vb_load(block_keys + (size_t)p * 32);
+                    vb k1 = vb_load(block_keys + ((size_t)pairs + p) * 32);
+                    for (int q = 0; q < ENC_SCORE_QUERIES; q++) {
+                        vb qp = vb_set1_i32((int32_t)query_pairs[p][q0 + q]);
+                        score[q][0] = vf_dot_bf16(score[q][0], k0, qp);
+                        score[q][1] = vf_dot_bf16(score[q][1], k1, qp);
+                    }
+                }
+                for (int q = 0; q < ENC_SCORE_QUERIES; q++) {
+                    vf_store(scores + (size_t)(q0 + q) * padded + block * ENC_KEYS, score[q][0]);
+                    vf_store(scores + (size_t)(q0 + q) * padded + block * ENC_KEYS + 16, score[q][1]);
                 }
             }
-            for (int q = 0; q < ENC_QUERIES; q++) {
-                _mm512_storeu_ps(scores + (size_t)q * padded + block * ENC_KEYS, score[q][0]);
-                _mm512_storeu_ps(scores + (size_t)q * padded + block * ENC_KEYS + 16, score[q][1]);
-            }
-        }
         float total[ENC_QUERIES];
         for (int q = 0; q < queries; q++) {
             const float *row = scores + (size_t)q * padded;
-            __m512 top = _mm512_set1_ps(-INFINITY);
-            for (int k = 0; k < length; k += 16)
-                top = _mm512_mask_max_ps(top, tail_mask(length - k), top, _mm512_loadu_ps(row + k));
-            const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(top));
-            __m512 sum = _mm512_setzero_ps();
+            vf top = vf_set1(-INFINITY);
+            for (int k = 0; k < length; k += 16) top = vf_max_tail(top, vf_load(row + k), length - k);
+            const vf shift = vf_set1(vf_reduce_max(top));
+            vf sum = vf_zero();
             for (int k = 0; k < padded; k += 16) {
-                __m512 e = _mm512_maskz_mov_ps(tail_mask(length - k), exp16(_mm512_sub_ps(_mm512_loadu_ps(row + k), shift)));
-                sum = _mm512_add_ps(sum, e);
-                _mm256_storeu_si256((__m256i *)(weights + (size_t)q * padded + k), (__m256i)_mm512_cvtneps_pbh(e));
+                vf e = vf_zero_tail(exp16(vf_sub(vf_load(row + k), shift)), length - k);
+                sum = vf_add(sum, e);
+                vf_store_bf16(weights + (size_t)q * padded + k, e);
             }
-            total[q] = _mm512_reduce_add_ps(sum);
+            total[q] = vf_reduce_add(sum);
         }
         for (int a0 = 0; a0 < queries; a0 += ENC_AV_QUERIES) {
             const int rows = queries - a0 < ENC_AV_QUERIES ? queries - a0 : ENC_AV_QUERIES;
@@ -161,32 +162,27 @@ int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_
 #define ENC_PANEL 48 /* rows quantized and multiplied together: their int8 values stay in L1/L2 across the tiles */
 #define ENC_ROWS 4   /* rows per product block: 16 accumulators, 4 weight vectors, no spills */
 
-static inline __m256i bf16_round(__m512 value) { /* round to nearest even (no NaN in these products) */
-    __m512i bits = _mm512_castps_si512(value);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-    bits = _mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
-    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16));
-}
-
-static inline VNNI __attribute__((always_inline)) void int8_tile_bf16(const Linear *lin, int tile, QuantizedRows x,
+static inline __attribute__((always_inline)) void int8_tile_bf16(const Linear *lin, int tile, QuantizedRows x,
                                                                  uint16_t *y, int ldy, int gelu, int R) {
-    __m512 acc[ROW_BLOCK][4];
-    vnni_accumulate(lin, tile, x, acc, R);
-    for (int c = 0; c < 4; c++) {
-        const int column = tile * TILE + c * 16;
-        if (column >= lin->n) break;
-        const __mmask16 mask = tail_mask(lin->n - column);
-        const __m512 scale = _mm512_maskz_loadu_ps(mask, lin->scale + column);
-        const __m512 bias = lin->bias ? _mm512_maskz_loadu_ps(mask, lin->bias + column) : _mm512_setzero_ps();
-        for (int r = 0; r < R; r++) {
-            __m512 value = _mm512_fmadd_ps(acc[r][c], scale, bias);
-            if (gelu) value = gelu16(value);
-            _mm256_mask_storeu_epi16(y + (size_t)r * ldy + column, mask, bf16_round(value));
+    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        if (tile * TILE + c0 * 16 >= lin->n) break;
+        vf acc[ROW_BLOCK][TILE_PASS];
+        vnni_accumulate(lin, tile, c0, x, acc, R);
+        for (int c = 0; c < TILE_PASS; c++) {
+            const int column = tile * TILE + (c0 + c) * 16, valid = lin->n - column;
+            if (valid <= 0) break;
+            const vf scale = vf_load_tail(lin->scale + column, valid);
+            const vf bias = lin->bias ? vf_load_tail(lin->bias + column, valid) : vf_zero();
+            for (int r = 0; r < R; r++) {
+                vf value = vf_fma(acc[r][c], scale, bias);
+                if (gelu) value = gelu16(value);
+                vf_store_bf16_tail(y + (size_t)r * ldy + column, valid, value);
+            }
         }
     }
 }
 
-static VNNI void int8_tile_rows_bf16(const Linear *lin, int tile, QuantizedRows x, int rows, uint16_t *y, int ldy,
+static void int8_tile_rows_bf16(const Linear *lin, int tile, QuantizedRows x, int rows, uint16_t *y, int ldy,
                                      int gelu) {
 #define BLOCK(R) int8_tile_bf16(lin, tile, x, y, ldy, gelu, R)
     WITH_CONSTANT_ROWS(rows, BLOCK)
@@ -217,9 +213,7 @@ int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, ui
             const int first = panel * ENC_PANEL, count = rows - first < ENC_PANEL ? rows - first : ENC_PANEL;
             for (int r = 0; r < count; r++) {
                 const uint16_t *source = x + (size_t)(first + r) * ldx;
-                for (int i = 0; i < k; i += 16)
-                    _mm512_storeu_ps(row + i, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                                  _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(source + i))), 16)));
+                for (int i = 0; i < k; i += 16) vf_store(row + i, vf_load_bf16(source + i));
                 quantize_row(k, row, values + (size_t)r * k, quantized + r);
             }
             for (int tile = 0; tile < lin->n_tiles; tile++)

@@ -3,14 +3,20 @@
 #ifndef ASR_SPECDEC_KERNELS_H
 #define ASR_SPECDEC_KERNELS_H
 
-#include <immintrin.h>
 #include <math.h>
-#include <omp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "simd.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#else /* without OpenMP the pragmas are ignored and every kernel runs on the calling thread */
+static inline int omp_get_thread_num(void) { return 0; }
+#endif
 
 #define TILE 64
 #define ROW_BLOCK 6
@@ -31,7 +37,7 @@
 #define PREFETCH_BYTES 2048 /* how far ahead a weight stream is prefetched: DRAM latency hides behind the products */
 
 static inline void prefetch_ahead(const void *here, size_t bytes) {
-    for (size_t line = 0; line < bytes; line += 64) _mm_prefetch((const char *)here + PREFETCH_BYTES + line, _MM_HINT_T0);
+    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch((const char *)here + PREFETCH_BYTES + line, 0, 3);
 }
 
 enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3, FMT_I8_VNNI = 4, FMT_I4_VNNI = 5 };
@@ -82,17 +88,16 @@ static inline size_t format_bytes(int format) {
     return format == FMT_F32 ? 4 : format == FMT_I8 || format == FMT_I8_VNNI ? 1 : 2;
 }
 
-static inline __m512 load16(const void *base, size_t offset, int format) {
+static inline __attribute__((always_inline)) vf load16(const void *base, size_t offset, int format) {
     switch (format) {
     case FMT_F32:
-        return _mm512_loadu_ps((const float *)base + offset);
+        return vf_load((const float *)base + offset);
     case FMT_F16:
-        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + offset)));
+        return vf_load_f16((const uint16_t *)base + offset);
     case FMT_BF16:
-        return _mm512_castsi512_ps(_mm512_slli_epi32(
-            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + offset))), 16));
+        return vf_load_bf16((const uint16_t *)base + offset);
     default:
-        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const int8_t *)base + offset))));
+        return vf_load_i8((const int8_t *)base + offset);
     }
 }
 
@@ -101,7 +106,7 @@ static inline float load1(const void *base, size_t offset, int format) {
     case FMT_F32:
         return ((const float *)base)[offset];
     case FMT_F16:
-        return _cvtsh_ss(((const uint16_t *)base)[offset]);
+        return f16_to_float(((const uint16_t *)base)[offset]);
     case FMT_BF16: {
         uint32_t bits = (uint32_t)((const uint16_t *)base)[offset] << 16;
         float value;
@@ -127,27 +132,27 @@ static inline void store1(void *base, size_t offset, int format, float value) {
         ((float *)base)[offset] = value;
 }
 
-static inline __m512 exp16(__m512 x) {
-    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-    const __m512 ln2_hi = _mm512_set1_ps(0.693359375f), ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
-    r = _mm512_fnmadd_ps(n, ln2_lo, r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+static inline __attribute__((always_inline)) vf exp16(vf x) {
+    const vf log2e = vf_set1(1.44269504088896341f);
+    const vf ln2_hi = vf_set1(0.693359375f), ln2_lo = vf_set1(-2.12194440e-4f);
+    x = vf_max(x, vf_set1(-104.0f));
+    x = vf_min(x, vf_set1(88.7f));
+    vf n = vf_round(vf_mul(x, log2e));
+    vf r = vf_fnma(n, ln2_hi, x);
+    r = vf_fnma(n, ln2_lo, r);
+    vf p = vf_set1(1.0f / 5040.0f);
+    p = vf_fma(p, r, vf_set1(1.0f / 720.0f));
+    p = vf_fma(p, r, vf_set1(1.0f / 120.0f));
+    p = vf_fma(p, r, vf_set1(1.0f / 24.0f));
+    p = vf_fma(p, r, vf_set1(1.0f / 6.0f));
+    p = vf_fma(p, r, vf_set1(0.5f));
+    p = vf_fma(p, r, vf_set1(1.0f));
+    p = vf_fma(p, r, vf_set1(1.0f));
+    return vf_scale2(p, n);
 }
 
 /* erf: x * P(x^2) below 1, 1 - exp(Q((|x| - 2.5) / 1.5)) from 1 to 4 (fitted, within ~3 ulp), 1 above */
-static inline __m512 erf16(__m512 x) {
+static inline __attribute__((always_inline)) vf erf16(vf x) {
     static const float small[8] = {1.128379225730896f, -0.37612637877464294f, 0.11283783614635468f,
                                    -0.02686547487974167f, 0.005221138708293438f, -0.0008485438884235919f,
                                    0.0001127473806263879f, -9.689741091278847e-06f};
@@ -156,77 +161,71 @@ static inline __m512 erf16(__m512 x) {
                                     0.0008774833404459059f, -0.00021748137078247964f, 4.51812993560452e-05f,
                                     -6.758698418707354e-06f, -4.977346179657616e-07f, 1.5374644135590643e-06f,
                                     -6.231101110643067e-07f};
-    __m512 a = _mm512_abs_ps(x);
-    __m512 t = _mm512_mul_ps(a, a);
-    __m512 p = _mm512_set1_ps(small[7]);
-    for (int i = 6; i >= 0; i--) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(small[i]));
-    __m512 low = _mm512_mul_ps(p, a);
-    __m512 u = _mm512_mul_ps(_mm512_sub_ps(_mm512_min_ps(a, _mm512_set1_ps(4.0f)), _mm512_set1_ps(2.5f)),
-                             _mm512_set1_ps(1.0f / 1.5f));
-    __m512 q = _mm512_set1_ps(large[12]);
-    for (int i = 11; i >= 0; i--) q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(large[i]));
-    __m512 high = _mm512_sub_ps(_mm512_set1_ps(1.0f), exp16(q));
-    __m512 result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(1.0f), _CMP_LT_OQ), high, low);
-    result = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(4.0f), _CMP_GE_OQ), result,
-                                  _mm512_set1_ps(1.0f));
-    /* copy the sign of x */
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(result),
-                                               _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
+    vf a = vf_abs(x);
+    vf t = vf_mul(a, a);
+    vf p = vf_set1(small[7]);
+    for (int i = 6; i >= 0; i--) p = vf_fma(p, t, vf_set1(small[i]));
+    vf low = vf_mul(p, a);
+    vf u = vf_mul(vf_sub(vf_min(a, vf_set1(4.0f)), vf_set1(2.5f)), vf_set1(1.0f / 1.5f));
+    vf q = vf_set1(large[12]);
+    for (int i = 11; i >= 0; i--) q = vf_fma(q, u, vf_set1(large[i]));
+    vf high = vf_sub(vf_set1(1.0f), exp16(q));
+    vf result = vf_blend(vf_lt(a, vf_set1(1.0f)), high, low);
+    result = vf_blend(vf_ge(a, vf_set1(4.0f)), result, vf_set1(1.0f));
+    return vf_with_sign_of(result, x);
 }
 
-static inline __m512 gelu16(__m512 x) { /* 0.5 x (1 + erf(x / sqrt 2)), as torch's exact GELU */
-    __m512 e = erf16(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752440f)));
-    return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-}
-
-static inline __mmask16 tail_mask(int valid) {
-    return valid >= 16 ? (__mmask16)0xffff : valid <= 0 ? (__mmask16)0 : (__mmask16)((1u << valid) - 1u);
+static inline __attribute__((always_inline)) vf gelu16(vf x) { /* 0.5 x (1 + erf(x / sqrt 2)), as torch's exact GELU */
+    vf e = erf16(vf_mul(x, vf_set1(0.70710678118654752440f)));
+    return vf_mul(vf_mul(x, vf_set1(0.5f)), vf_add(vf_set1(1.0f), e));
 }
 
 /* ---------------------------------------------------------------- linear layers */
 
-/* y rows (epilogue) the tile's sums: per column scale (int8), bias, then store, add, GELU or scale. */
-static inline __attribute__((always_inline)) void finish_tile(const Linear *lin, int tile, __m512 acc[][4], int R,
-                                                              float *y, int ldy, int epilogue, float factor) {
-    for (int c = 0; c < 4; c++) {
-        int column = tile * TILE + c * 16;
+/* A tile's 64 columns are accumulated TILE_PASS column vectors at a time (a constant per SIMD layer: as many as
+   its registers hold for ROW_BLOCK rows); each column's sums are the same whichever pass computes them. */
+
+/* y rows (epilogue) the sums of the pass's columns from c0: per column scale (int8), bias, then store, add, GELU
+   or scale. */
+static inline __attribute__((always_inline)) void finish_tile(const Linear *lin, int tile, int c0, vf acc[][TILE_PASS],
+                                                              int R, float *y, int ldy, int epilogue, float factor) {
+    for (int c = 0; c < TILE_PASS; c++) {
+        int column = tile * TILE + (c0 + c) * 16;
         int valid = lin->n - column;
         if (valid <= 0) break;
-        __mmask16 mask = tail_mask(valid);
-        __m512 scale = lin->scale ? _mm512_maskz_loadu_ps(mask, lin->scale + column) : _mm512_setzero_ps();
-        __m512 bias = lin->bias ? _mm512_maskz_loadu_ps(mask, lin->bias + column) : _mm512_setzero_ps();
+        vf scale = lin->scale ? vf_load_tail(lin->scale + column, valid) : vf_zero();
+        vf bias = lin->bias ? vf_load_tail(lin->bias + column, valid) : vf_zero();
         for (int r = 0; r < R; r++) {
-            __m512 value = acc[r][c];
-            if (lin->scale) value = _mm512_mul_ps(value, scale);
-            if (lin->bias) value = _mm512_add_ps(value, bias);
+            vf value = acc[r][c];
+            if (lin->scale) value = vf_mul(value, scale);
+            if (lin->bias) value = vf_add(value, bias);
             float *out = y + (size_t)r * ldy + column;
             if (epilogue == EPI_ADD)
-                value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), value);
+                value = vf_add(vf_load_tail(out, valid), value);
             else if (epilogue == EPI_GELU)
                 value = gelu16(value);
             else if (epilogue == EPI_SCALE)
-                value = _mm512_mul_ps(value, _mm512_set1_ps(factor));
-            _mm512_mask_storeu_ps(out, mask, value);
+                value = vf_mul(value, vf_set1(factor));
+            vf_store_tail(out, valid, value);
         }
     }
 }
 
 
-/* ---------------------------------------------------------------- int8 products with int8 activations (VNNI)
+/* ---------------------------------------------------------------- int8 products with int8 activations
 
 Each row of x is split into a few outliers (|x| above OUTLIER_RMS times the row's rms; Whisper's final hidden
 states have one ~10x the rest), multiplied in float32, and the rest quantized to int8 (one scale per row, its
-max |x| / 127). The weights are stored as int8 + 128 (unsigned, as vpdpbusd wants them), and 64 products are
-summed per instruction in exact int32: sum(q * w) = sum(q * (w + 128)) - 128 * sum(q). Rows stay independent
-of each other. */
+max |x| / 127). The weights are stored as int8 + 128 (unsigned, as vpdpbusd wants them), and the products are
+summed 4 per lane in exact int32 (vi_dot_weights): with VNNI sum(q * (w + 128)) - 128 * sum(q), without it sum(q * w)
+directly; the same integers either way. Rows stay independent of each other. */
 
-#define VNNI __attribute__((target("avx512vnni")))
 #define MAX_OUTLIERS 8
 #define OUTLIER_RMS 6.0f
 
 typedef struct {
     float step;      /* the quantized part is step * q */
-    int32_t offset;  /* 128 * sum(q) */
+    int32_t offset;  /* INT8_DOT_BIAS * sum(q) */
     int32_t outliers;
     int32_t dims[MAX_OUTLIERS];
     float values[MAX_OUTLIERS];
@@ -238,12 +237,12 @@ typedef struct {
 } QuantizedRows;
 
 static inline void quantize_row(int k, const float *row, int8_t *values, RowQuantization *out) {
-    __m512 squares = _mm512_setzero_ps();
+    vf squares = vf_zero();
     for (int i = 0; i < k; i += 16) {
-        __m512 v = _mm512_loadu_ps(row + i);
-        squares = _mm512_fmadd_ps(v, v, squares);
+        vf v = vf_load(row + i);
+        squares = vf_fma(v, v, squares);
     }
-    const float limit = OUTLIER_RMS * sqrtf(_mm512_reduce_add_ps(squares) / (float)k);
+    const float limit = OUTLIER_RMS * sqrtf(vf_reduce_add(squares) / (float)k);
     out->outliers = 0;
     float largest = 0.0f;
     for (int i = 0; i < k; i++) {
@@ -256,64 +255,88 @@ static inline void quantize_row(int k, const float *row, int8_t *values, RowQuan
         }
     }
     const float step = largest > 0.0f ? largest / 127.0f : 1.0f;
-    const __m512 inverse = _mm512_set1_ps(1.0f / step);
-    __m512i total = _mm512_setzero_si512();
+    const vf inverse = vf_set1(1.0f / step);
+    vi total = vi_zero();
     for (int i = 0; i < k; i += 16) {
-        __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + i), inverse));
-        q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-        for (int o = 0; o < out->outliers; o++) /* rare: at most MAX_OUTLIERS lanes per row */
-            if (out->dims[o] >= i && out->dims[o] < i + 16)
-                q = _mm512_mask_mov_epi32(q, (__mmask16)(1u << (out->dims[o] - i)), _mm512_setzero_si512());
-        total = _mm512_add_epi32(total, q);
-        _mm_storeu_si128((__m128i *)(values + i), _mm512_cvtepi32_epi8(q));
+        vi q = vi_round(vf_mul(vf_load(row + i), inverse));
+        q = vi_max(vi_min(q, vi_set1(127)), vi_set1(-127));
+        total = vi_add(total, q);
+        vi_store_i8(values + i, q);
+    }
+    int32_t sum = vi_reduce_add(total);
+    for (int o = 0; o < out->outliers; o++) { /* the outliers' products are float32 ones */
+        sum -= values[out->dims[o]];
+        values[out->dims[o]] = 0;
     }
     out->step = step;
-    out->offset = 128 * _mm512_reduce_add_epi32(total);
+    out->offset = INT8_DOT_BIAS * sum;
 }
 
-/* The products of an FMT_I8_VNNI tile with R quantized rows, scaled back to float32 (outliers included), before
-   the per-column scale, bias and epilogue. */
-static inline VNNI __attribute__((always_inline)) void vnni_accumulate(const Linear *lin, int tile, QuantizedRows x,
-                                                                  __m512 acc[][4], int R) {
+/* The products of the pass's columns (from c0) of an FMT_I8_VNNI tile with R quantized rows, scaled back to
+   float32 (outliers included), before the per-column scale, bias and epilogue. */
+static inline __attribute__((always_inline)) void vnni_accumulate(const Linear *lin, int tile, int c0, QuantizedRows x,
+                                                                  vf acc[][TILE_PASS], int R) {
     const int k = lin->k;
     const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
-    __m512i sums[ROW_BLOCK][4];
+    vi sums[ROW_BLOCK][TILE_PASS];
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < 4; c++) sums[r][c] = _mm512_setzero_si512();
+        for (int c = 0; c < TILE_PASS; c++) sums[r][c] = vi_zero();
     for (int g = 0; g < k / 4; g++) {
-        const uint8_t *group = w + (size_t)g * TILE * 4;
-        prefetch_ahead(group, TILE * 4);
-        __m512i w0 = _mm512_loadu_si512(group), w1 = _mm512_loadu_si512(group + 64);
-        __m512i w2 = _mm512_loadu_si512(group + 128), w3 = _mm512_loadu_si512(group + 192);
+        const uint8_t *group = w + (size_t)g * TILE * 4 + 64 * c0;
+        prefetch_ahead(group, 64 * TILE_PASS);
+        vb weights[TILE_PASS];
+        for (int c = 0; c < TILE_PASS; c++) weights[c] = vb_load(group + 64 * c);
         for (int r = 0; r < R; r++) {
             int32_t four;
             memcpy(&four, x.values + (size_t)r * k + 4 * g, 4);
-            __m512i xb = _mm512_set1_epi32(four);
-            sums[r][0] = _mm512_dpbusd_epi32(sums[r][0], w0, xb);
-            sums[r][1] = _mm512_dpbusd_epi32(sums[r][1], w1, xb);
-            sums[r][2] = _mm512_dpbusd_epi32(sums[r][2], w2, xb);
-            sums[r][3] = _mm512_dpbusd_epi32(sums[r][3], w3, xb);
+            vb xb = vb_set1_i32(four);
+            for (int c = 0; c < TILE_PASS; c++) sums[r][c] = vi_dot_weights(sums[r][c], weights[c], xb);
         }
     }
     for (int r = 0; r < R; r++) {
         const RowQuantization *row = x.rows + r;
-        __m512i offset = _mm512_set1_epi32(row->offset);
-        __m512 step = _mm512_set1_ps(row->step);
-        for (int c = 0; c < 4; c++)
-            acc[r][c] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][c], offset)), step);
+        vi offset = vi_set1(row->offset);
+        vf step = vf_set1(row->step);
+        for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_mul(vf_from_vi(vi_sub(sums[r][c], offset)), step);
         for (int o = 0; o < row->outliers; o++) {
             const int dim = row->dims[o];
             const uint8_t *group = w + (size_t)(dim / 4) * TILE * 4;
-            __m512 value = _mm512_set1_ps(row->values[o]);
-            for (int c = 0; c < 4; c++) {
-                __m512i bytes = _mm512_srli_epi32(_mm512_loadu_si512(group + 64 * c), 8 * (dim % 4));
-                __m512i weight = _mm512_sub_epi32(_mm512_and_si512(bytes, _mm512_set1_epi32(0xff)),
-                                                  _mm512_set1_epi32(128));
-                acc[r][c] = _mm512_fmadd_ps(value, _mm512_cvtepi32_ps(weight), acc[r][c]);
+            vf value = vf_set1(row->values[o]);
+            for (int c = 0; c < TILE_PASS; c++) {
+                vi bytes = vi_srl(vi_load(group + 64 * (c0 + c)), 8 * (dim % 4));
+                vi weight = vi_sub(vi_and(bytes, vi_set1(0xff)), vi_set1(128));
+                acc[r][c] = vf_fma(value, vf_from_vi(weight), acc[r][c]);
             }
         }
     }
 }
+
+/* ---------------------------------------------------------------- what Python calls (native/__init__.py declares
+   the same; tests/native/test_declarations.py checks that it does) */
+
+size_t scratch_floats(const Model *m, const Cache *c, int tokens, int threads);
+int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids, const int32_t *rows,
+                 const int32_t *positions, const int32_t *slots, const int32_t *limits, float *hidden,
+                 float *scratch, int threads);
+void linear_forward(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads);
+void linear_tiles(const Linear *lin, int rows, const float *x, int ldx, int first_tile, int tiles, float *y, int ldy,
+                  int threads);
+long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
+                      const uint8_t *suppressed, const float *error, const float *approx_norms, float *scratch,
+                      int64_t *out, int threads);
+void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uint8_t *suppressed, float *scratch,
+                 int64_t *out, int threads);
+void draft_choice(const Linear *screen, const int8_t *rows8, const float *scale8, int rows, const float *x, int ldx,
+                  const uint8_t *suppressed, const int32_t *group_begins, int candidates, float *scratch,
+                  int64_t *out, int threads);
+void quantize_int8_vectors(const void *src, int format, long blocks, int dim, int lanes, int8_t *dst, float *scales,
+                           int threads);
+int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_dim, float scaling, uint16_t *out,
+                           uint16_t *scratch, int threads);
+int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
+                     int threads);
+
+/* ---------------------------------------------------------------- shared between the kernel files */
 
 /* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a parallel region the tiles are shared out */
 void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,

@@ -21,8 +21,8 @@ from ..errors import ModelError
 
 PRECISIONS = ("float32", "bfloat16", "float16", "int8")
 COMPUTE_TYPE_HELP = ("float32, bfloat16, float16 (CUDA), int8, auto, or ENCODER:DECODER such as int8:float32 "
-                     "(default auto: int8:float32 on CPUs with AVX512-BF16 and VNNI, bfloat16:float32 on other CPUs "
-                     "with native bfloat16, float16 on CUDA, else float32)")
+                     "(default auto: int8:float32 where the native CPU kernels run (AVX-512, AVX2, NEON), "
+                     "bfloat16:float32 on other CPUs with native bfloat16, float16 on CUDA, else float32)")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -39,27 +39,16 @@ class ComputeType:
         return self.name
 
 
-def cpu_has_native_bfloat16() -> bool:
-    """AVX512-BF16 or AMX: bfloat16 matrix products run at several times float32's speed."""
-    try:
-        with open("/proc/cpuinfo") as handle:
-            flags = next((line for line in handle if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
-
-
 def auto_compute_type(device: str) -> ComputeType:
-    """The fastest compute type measured to keep float32's WER on the shared clips (README, Compute types): the
-    decoder in float32, the encoder in int8 products where the native kernels run them (its other operations in
-    bfloat16), else in bfloat16 where the CPU has it natively."""
+    """The fastest compute type measured to keep float32's WER on the shared clips, for this CPU's kernel build
+    (native/backend.py decides; README, Compute types): the decoder in float32, the encoder in int8 products where
+    the native kernels run, else in bfloat16 where the CPU has it natively; float16 on CUDA."""
     if str(device).startswith("cuda"):
         return ComputeType("float16", "float16")
-    if cpu_has_native_bfloat16():
-        from ..native import int8_activations
+    from ..native import kernels
+    from ..native.backend import auto_compute
 
-        return ComputeType("int8" if int8_activations() else "bfloat16", "float32")
-    return ComputeType("float32", "float32")
+    return ComputeType(*auto_compute(kernels() is not None))
 
 
 def parse_compute_type(text: str | ComputeType | None, device: str = "cpu") -> ComputeType:

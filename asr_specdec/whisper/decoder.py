@@ -157,6 +157,10 @@ class WhisperDecoderRunner:
             self.kv_dtype = kv_dtype or (torch.bfloat16 if self.weights == "bfloat16" else torch.float32)
             self.cross_dtype = cross_dtype or self.kv_dtype
         else:
+            if native is None and self.device.type == "cpu":
+                from ..native import announce_fallback
+
+                announce_fallback(why_not)
             own = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(weight.dtype)
             if weights not in (None, own):
                 raise ModelError(f"decoder weights in {weights} need the native CPU kernels: {why_not}")

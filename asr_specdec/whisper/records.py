@@ -15,6 +15,7 @@ def result_record(result, file: str, comparison: dict | None = None) -> dict:
         "main_model": result.main_model,
         "assistant_model": result.assistant_model,
         "compute_type": result.compute_type,
+        "backend": result.backend,
         "tokens": result.tokens,
         "stats": result.stats.as_dict(),
     }

@@ -20,6 +20,7 @@ class TranscriptionResult:
     main_model: str
     assistant_model: str | None = None
     compute_type: str | None = None
+    backend: str | None = None  # "native avx2", "pytorch (cpu)", ...
     timings: dict = field(default_factory=dict)
 
     @property

@@ -233,7 +233,16 @@ class SpeculativeWhisper:
 
     def _labels(self) -> dict:
         return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,
-                "compute_type": self.compute_type.name}
+                "compute_type": self.compute_type.name, "backend": self.backend}
+
+    @property
+    def backend(self) -> str:
+        """Which kernels run the main decoder: "native avx2" (the build), or "pytorch (cpu)" and why not."""
+        if self.runner.native is not None:
+            from ..native import describe
+
+            return describe()
+        return f"pytorch ({self.runner.device.type})"
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,

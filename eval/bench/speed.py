@@ -3,6 +3,10 @@ and int8) and transformers' generate(), interleaved in one run on the shared cli
 batches of 8; the decoder's per-pass costs; and the cold-start wall time of each command line.
 
     python -m eval.bench.speed [--main base] [--threads 2] [--repeats 3] [--compute-types ...] [--skip cold,long]
+                               [--isa avx2]
+
+`--isa avx2` runs ours on the AVX2 kernel build and caps faster-whisper (CTranslate2), torch and oneDNN at AVX2,
+as on a CPU without AVX-512 (the process restarts itself with those settings before anything loads).
 
 Every system gets the same 16-kHz samples in memory and is timed from samples to tokens (features included),
 after a warm-up; each clip's time is the minimum over the repeats, the systems taking turns clip by clip.
@@ -12,6 +16,7 @@ compare times from this one run. "text = float32" counts clips whose text equals
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -29,6 +34,8 @@ from .longform import joined_clips
 
 LANGUAGE = "en"
 DEFAULT_COMPUTE_TYPES = "float32,int8:float32,bfloat16:float32,bfloat16,int8"
+CAPS = {"avx2": {"CT2_FORCE_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                 "DNNL_MAX_CPU_ISA": "AVX2"}}
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
 
 
@@ -364,12 +371,21 @@ def main(argv=None) -> int:
     parser.add_argument("--compute-types", default=DEFAULT_COMPUTE_TYPES)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: steps, short, long, batch, cold")
+    parser.add_argument("--isa", choices=("avx2",), help="ours on this kernel build, the others capped to it")
     args = parser.parse_args(argv)
+    if args.isa and os.environ.get("ASR_SPECDEC_ISA") != args.isa:  # the caps must be set before torch loads
+        environment = {**os.environ, **CAPS[args.isa], "ASR_SPECDEC_ISA": args.isa}
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        return subprocess.run([sys.executable, "-m", "eval.bench.speed", *arguments], env=environment).returncode
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
     compute_types = args.compute_types.split(",")
     clips = manifest_clips(Path(args.audio))[: args.limit or None]
-    print(f"# speed, {args.main}, {args.threads} threads, torch {torch.__version__}, best of {args.repeats}\n")
+    from asr_specdec.native import describe
+    from asr_specdec.whisper.compute import auto_compute_type
+
+    print(f"# speed, {args.main}, {args.threads} threads, torch {torch.__version__}, best of {args.repeats}; "
+          f"kernels: {describe()}, auto = {auto_compute_type('cpu')}\n")
     if "steps" not in skip:
         longest = max(manifest_clips(Path(args.audio)), key=lambda clip: clip.stat().st_size)
         print("## decoder and encoder passes\n\n" + "\n".join(step_costs(args.main, args.repeats, longest)) + "\n",

@@ -1,0 +1,143 @@
+"""The one place that decides the CPU backend: which kernel build runs here (avx512, avx2, neon or none), compiled
+with which flags, and which compute type `auto` means on it. Nothing else in the package reads CPU features.
+
+The CPU's features come from /proc/cpuinfo on Linux (x86 `flags`, ARM `Features`) and from sysctl on macOS;
+elsewhere none are known and the build is `none` (PyTorch). `ASR_SPECDEC_ISA=avx512|avx2|neon|none` forces a
+build (refused, with the reason, when this CPU cannot run it); `ASR_SPECDEC_NATIVE=0` is `none`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+
+ISAS = ("avx512", "avx2", "neon", "none")
+# what each build needs of the CPU (Linux names), and the compiler flags it is built with
+REQUIRED = {
+    "avx512": ("avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "fma", "f16c"),
+    "avx2": ("avx2", "fma", "f16c"),
+    "neon": ("asimd",),
+}
+FLAGS = {
+    "avx512": ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mavx512bf16", "-mf16c", "-mfma"),
+    "avx2": ("-mavx2", "-mfma", "-mf16c"),  # never an -mavx512 flag: the build cannot contain AVX-512 code
+    "neon": ("-march=armv8-a",),
+}
+WITH_FEATURE = {  # a build's flags where the CPU has the feature: faster int8 sums, the same integers
+    ("avx2", "avx_vnni"): (*FLAGS["avx2"], "-mavxvnni"),
+    ("neon", "asimddp"): ("-march=armv8.2-a+dotprod",),
+}
+# the fastest compute type measured to keep float32's WER on the shared clips, per build (docs/compute.md)
+AUTO_COMPUTE = {"avx512": ("int8", "float32"), "avx2": ("int8", "float32"), "neon": ("int8", "float32")}
+_MACOS_X86 = {"AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512F": "avx512f", "AVX512BW": "avx512bw",
+              "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni", "AVX512BF16": "avx512_bf16"}
+
+
+@dataclass(frozen=True)
+class Backend:
+    isa: str                    # avx512, avx2, neon or none
+    flags: tuple[str, ...]      # the compiler's target flags for this build
+    reason: str | None = None   # why the build is `none`
+    forced: bool = False        # chosen by ASR_SPECDEC_ISA (or ASR_SPECDEC_NATIVE=0), not refused
+
+    @property
+    def native(self) -> bool:
+        return self.isa != "none"
+
+
+def _linux_features() -> frozenset[str]:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith(("flags", "Features")):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def _sysctl(name: str) -> str:
+    try:
+        return subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _macos_features() -> frozenset[str]:
+    if platform.machine() == "arm64":
+        return frozenset({"asimd"} | ({"asimddp"} if _sysctl("hw.optional.arm.FEAT_DotProd") == "1" else set()))
+    words = f"{_sysctl('machdep.cpu.features')} {_sysctl('machdep.cpu.leaf7_features')}".upper().split()
+    return frozenset(_MACOS_X86[word.replace(".", "").replace("_", "")] for word in words
+                     if word.replace(".", "").replace("_", "") in _MACOS_X86)
+
+
+@lru_cache(maxsize=1)
+def cpu_features() -> frozenset[str]:
+    """This CPU's features by their Linux names (empty where they cannot be read)."""
+    if sys.platform.startswith("linux"):
+        return _linux_features()
+    if sys.platform == "darwin":
+        return _macos_features()
+    return frozenset()
+
+
+def _machine_isas(machine: str) -> tuple[str, ...]:
+    machine = machine.lower()
+    if machine in ("x86_64", "amd64"):
+        return ("avx512", "avx2")
+    if machine in ("aarch64", "arm64"):
+        return ("neon",)
+    return ()
+
+
+def choose(features: frozenset[str], machine: str, forced: str | None = None) -> Backend:
+    """The build for a CPU with `features` (Linux names) on `machine` (platform.machine()); `forced`: the
+    ASR_SPECDEC_ISA value, if any."""
+    candidates = _machine_isas(machine)
+    if forced is not None:
+        forced = forced.strip().lower()
+        if forced not in ISAS:
+            return Backend("none", (), f"unknown ASR_SPECDEC_ISA={forced} (use {', '.join(ISAS)})")
+        if forced == "none":
+            return Backend("none", (), "ASR_SPECDEC_ISA=none", True)
+        missing = [flag for flag in REQUIRED[forced] if flag not in features]
+        if forced not in candidates or missing:
+            lacks = ", ".join(missing) if forced in candidates else f"a {forced} CPU ({machine})"
+            return Backend("none", (), f"ASR_SPECDEC_ISA={forced}, but this machine lacks {lacks}")
+        candidates = (forced,)
+    for isa in candidates:
+        if all(flag in features for flag in REQUIRED[isa]):
+            flags = next((flags for (build, feature), flags in WITH_FEATURE.items()
+                          if build == isa and feature in features), FLAGS[isa])
+            return Backend(isa, flags, None, forced is not None)
+    if not candidates:
+        return Backend("none", (), f"no kernel build for {machine or 'this machine'}")
+    if not features:
+        return Backend("none", (), "this CPU's features could not be read")
+    return Backend("none", (), f"this CPU lacks {', '.join(f for f in REQUIRED[candidates[-1]] if f not in features)}")
+
+
+@lru_cache(maxsize=1)
+def backend() -> Backend:
+    """The build this process uses (decided once)."""
+    if os.environ.get("ASR_SPECDEC_NATIVE", "1").lower() in ("0", "off", "false", "no"):
+        return Backend("none", (), "disabled by ASR_SPECDEC_NATIVE=0", True)
+    return choose(cpu_features(), platform.machine(), os.environ.get("ASR_SPECDEC_ISA") or None)
+
+
+def native_bfloat16() -> bool:
+    """Whether the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): PyTorch's bfloat16 is fast there."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_features())
+
+
+def auto_compute(kernels_loaded: bool) -> tuple[str, str]:
+    """(encoder, decoder) precisions that `auto` means on this CPU: the build's measured choice when its kernels
+    loaded; without them a bfloat16 encoder where PyTorch has native bfloat16, else float32."""
+    chosen = backend()
+    if kernels_loaded and chosen.isa in AUTO_COMPUTE:
+        return AUTO_COMPUTE[chosen.isa]
+    return ("bfloat16", "float32") if native_bfloat16() else ("float32", "float32")

@@ -1,0 +1,241 @@
+/* A C driver for the kernels, built for any target with the kernel sources (tests/native/test_neon.py runs it under
+   qemu-aarch64 for the NEON build, and natively): a decoder pass over 9 tokens equals 9 one-token passes bit for bit
+   at every weight format, products agree with a float64 reference within their bounds, the certified argmax equals
+   the full argmax (near-ties included). Prints "ok <digest of every output's bits>" and exits 0, or names the check
+   that failed and exits 1. */
+#include "../../asr_specdec/native/kernels.h"
+
+static uint64_t seed = 88172645463325252ull;
+static int failures = 0;
+static uint64_t digest = 1469598103934665603ull;
+
+static float uniform(void) { /* xorshift64, in [-1, 1) */
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return (float)((seed >> 40) * (1.0 / (1ull << 23)) - 1.0);
+}
+
+static float *randoms(size_t count, float size) {
+    float *values = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++) values[i] = size * (uniform() + uniform() + uniform());
+    return values;
+}
+
+static void check(int ok, const char *what) {
+    if (!ok) {
+        printf("FAILED: %s\n", what);
+        failures++;
+    }
+}
+
+static void absorb(const void *data, size_t bytes) { /* FNV-1a over the bits of every output */
+    for (size_t i = 0; i < bytes; i++) digest = (digest ^ ((const uint8_t *)data)[i]) * 1099511628211ull;
+}
+
+/* w [n][k] (row v = output column v) packed as the kernels read it (native/packing.py's layouts) */
+static Linear pack(int n, int k, const float *w, const float *bias, int format) {
+    Linear lin = {format, n, k, (n + TILE - 1) / TILE, 0, NULL, NULL, bias};
+    const size_t cells = (size_t)lin.n_tiles * TILE * k;
+    float *scale = NULL;
+    if (format == FMT_I8 || format == FMT_I8_VNNI) {
+        scale = malloc(n * sizeof(float));
+        for (int v = 0; v < n; v++) {
+            float top = 0.0f;
+            for (int i = 0; i < k; i++) top = fmaxf(top, fabsf(w[(size_t)v * k + i]));
+            scale[v] = top > 0.0f ? top / 127.0f : 1.0f;
+        }
+    }
+    void *packed = calloc(cells, format_bytes(format));
+    for (int v = 0; v < n; v++)
+        for (int i = 0; i < k; i++) {
+            const float value = w[(size_t)v * k + i];
+            const size_t cell = ((size_t)(v / TILE) * k + i) * TILE + v % TILE;
+            const int q = scale ? (int)fmaxf(-127.0f, fminf(127.0f, nearbyintf(value / scale[v]))) : 0;
+            if (format == FMT_F32) ((float *)packed)[cell] = value;
+            if (format == FMT_BF16) ((uint16_t *)packed)[cell] = to_bf16(value);
+            if (format == FMT_I8) ((int8_t *)packed)[cell] = (int8_t)q;
+            if (format == FMT_I8_VNNI)
+                ((uint8_t *)packed)[(((size_t)(v / TILE) * (k / 4) + i / 4) * TILE + v % TILE) * 4 + i % 4] = (uint8_t)(q + 128);
+        }
+    lin.packed = packed;
+    lin.scale = scale;
+    return lin;
+}
+
+static double weight(const Linear *lin, int v, int i) { /* what the kernels multiply by */
+    if (lin->format == FMT_F32) return ((const float *)lin->packed)[((size_t)(v / TILE) * lin->k + i) * TILE + v % TILE];
+    if (lin->format == FMT_BF16) return load1(lin->packed, ((size_t)(v / TILE) * lin->k + i) * TILE + v % TILE, FMT_BF16);
+    if (lin->format == FMT_I8) return lin->scale[v] * ((const int8_t *)lin->packed)[((size_t)(v / TILE) * lin->k + i) * TILE + v % TILE];
+    const uint8_t *cell = (const uint8_t *)lin->packed + (((size_t)(v / TILE) * (lin->k / 4) + i / 4) * TILE + v % TILE) * 4;
+    return lin->scale[v] * ((int)cell[i % 4] - 128);
+}
+
+/* linear_forward: rows together give each row's bits alone; float32 sums within (k + 2) 2^-24 sum |w x| of float64,
+   int8 activations within the quantization's ||x - x~|| ||W~_v|| */
+static void check_linear(int format) {
+    const int n = 150, k = 96, rows = 9;
+    float *w = randoms((size_t)n * k, 0.3f);
+    float *bias = randoms(n, 1.0f);
+    float *x = randoms((size_t)rows * k, 1.0f);
+    x[2 * k + 5] = 40.0f; /* an outlier */
+    Linear lin = pack(n, k, w, bias, format);
+    float *together = malloc((size_t)rows * n * sizeof(float)), *alone = malloc(n * sizeof(float));
+    linear_forward(&lin, rows, x, k, together, n, 2);
+    absorb(together, (size_t)rows * n * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        linear_forward(&lin, 1, x + (size_t)r * k, k, alone, n, 1);
+        check(memcmp(alone, together + (size_t)r * n, n * sizeof(float)) == 0, "linear_forward: a row alone = among 9");
+        double largest = 0.0;
+        for (int i = 0; i < k; i++) largest = fmax(largest, i == 5 && r == 2 ? 0.0 : fabs(x[(size_t)r * k + i]));
+        for (int v = 0; v < n; v++) {
+            double exact = bias[v], magnitude = fabs(bias[v]), norm = 0.0;
+            for (int i = 0; i < k; i++) {
+                exact += weight(&lin, v, i) * x[(size_t)r * k + i];
+                magnitude += fabs(weight(&lin, v, i) * x[(size_t)r * k + i]);
+                norm += weight(&lin, v, i) * weight(&lin, v, i);
+            }
+            double bound = (k + 4) * 0x1p-24 * magnitude * 1.01;
+            if (format == FMT_I8_VNNI) bound += sqrt((double)k) * largest / 254.0 * sqrt(norm) * 1.01;
+            check(fabs(together[(size_t)r * n + v] - exact) <= bound, "linear_forward: within the float64 bound");
+        }
+    }
+}
+
+static Linear random_linear(int n, int k, int format) { /* one statement per draw: C leaves argument order open */
+    float *w = randoms((size_t)n * k, 0.2f);
+    float *bias = randoms(n, 0.1f);
+    return pack(n, k, w, bias, format);
+}
+
+static const float *norm_weights(int d, float size) {
+    return randoms(d, size);
+}
+
+/* decoder_pass over 9 tokens of one row = 9 one-token passes, bit for bit */
+static void check_decoder(int format, int kv_format) {
+    const int d = 64, heads = 2, head_dim = 32, ffn = 128, layers = 2, vocab = 100, slots = 16, enc_len = 20,
+              enc_pad = 32, tokens = 9;
+    Layer layer_structs[2];
+    for (int l = 0; l < layers; l++) {
+        Layer *layer = &layer_structs[l];
+        layer->ln1_w = norm_weights(d, 1.0f);
+        layer->ln1_b = norm_weights(d, 0.1f);
+        layer->ln2_w = norm_weights(d, 1.0f);
+        layer->ln2_b = norm_weights(d, 0.1f);
+        layer->ln3_w = norm_weights(d, 1.0f);
+        layer->ln3_b = norm_weights(d, 0.1f);
+        layer->qkv = random_linear(3 * d, d, format);
+        layer->self_out = random_linear(d, d, format);
+        layer->cross_q = random_linear(d, d, format);
+        layer->cross_out = random_linear(d, d, format);
+        layer->fc1 = random_linear(ffn, d, format);
+        layer->fc2 = random_linear(d, ffn, format);
+    }
+    Model model = {d, heads, head_dim, ffn, layers, 1.0f / sqrtf((float)head_dim), 1e-5f, NULL, NULL, NULL, NULL,
+                   layer_structs};
+    model.embed = randoms((size_t)vocab * d, 1.0f);
+    model.positions = randoms((size_t)32 * d, 0.5f);
+    model.ln_w = norm_weights(d, 1.0f);
+    model.ln_b = norm_weights(d, 0.1f);
+    void *self_k[2], *self_v[2], *cross_k[2], *cross_v[2];
+    const size_t kv = format_bytes(kv_format), self_cells = (size_t)heads * slots * head_dim;
+    for (int l = 0; l < layers; l++) {
+        float *keys = randoms((size_t)heads * enc_pad * head_dim, 1.0f);
+        for (int h = 0; h < heads; h++) /* zero past the encoder length */
+            for (size_t cell = 0; cell < (size_t)enc_pad * head_dim; cell++)
+                if ((int)((cell / (16 * head_dim)) * 16 + cell % 16) >= enc_len) keys[h * (size_t)enc_pad * head_dim + cell] = 0.0f;
+        cross_k[l] = keys;
+        cross_v[l] = randoms((size_t)heads * enc_len * head_dim, 1.0f);
+        self_k[l] = calloc(self_cells, kv);
+        self_v[l] = calloc(self_cells, kv);
+    }
+    Cache cache = {kv_format, FMT_F32, slots, enc_len, enc_pad, self_k, self_v, cross_k, cross_v, NULL, NULL};
+    int32_t ids[9] = {5, 17, 99, 3, 42, 42, 8, 0, 61}, rows[9] = {0}, positions[9], limits[9];
+    for (int t = 0; t < tokens; t++) positions[t] = limits[t] = t;
+    float *scratch = malloc(scratch_floats(&model, &cache, tokens, 2) * sizeof(float));
+    float *together = malloc((size_t)tokens * d * sizeof(float)), *alone = malloc((size_t)d * sizeof(float));
+    check(decoder_pass(&model, &cache, tokens, ids, rows, positions, positions, limits, together, scratch, 2) == 0,
+          "decoder_pass runs");
+    absorb(together, (size_t)tokens * d * sizeof(float));
+    for (int l = 0; l < layers; l++) memset(self_k[l], 0, self_cells * kv), memset(self_v[l], 0, self_cells * kv);
+    for (int t = 0; t < tokens; t++) {
+        decoder_pass(&model, &cache, 1, ids + t, rows, positions + t, positions + t, limits + t, alone, scratch, 1);
+        check(memcmp(alone, together + (size_t)t * d, d * sizeof(float)) == 0, "decoder_pass: a token alone = among 9");
+    }
+}
+
+/* certified_argmax (an int8 screen, float32 exact scores) = the argmax of the full product, near-ties included */
+static void check_certified_argmax(int screen_format) {
+    const int n = 300, k = 64, rows = 6;
+    float *w = randoms((size_t)n * k, 0.1f);
+    float *x = randoms((size_t)rows * k, 1.0f);
+    for (int i = 0; i < k; i++) { /* columns 3 and 7 lead row 0's scores and differ by about 1e-4 */
+        w[3 * k + i] = x[i] * 0.05f;
+        w[7 * k + i] = w[3 * k + i] + (i == 0 ? copysignf(1e-4f, x[0]) : 0.0f);
+    }
+    Linear exact = pack(n, k, w, NULL, FMT_F32), approx = pack(n, k, w, NULL, screen_format);
+    float *error = malloc(n * sizeof(float)), *norms = malloc(n * sizeof(float));
+    for (int v = 0; v < n; v++) { /* packing.argmax_error's bound, in float64 */
+        double difference = 0.0, exact_norm = 0.0, approx_norm = 0.0;
+        for (int i = 0; i < k; i++) {
+            difference += (weight(&exact, v, i) - weight(&approx, v, i)) * (weight(&exact, v, i) - weight(&approx, v, i));
+            exact_norm += weight(&exact, v, i) * weight(&exact, v, i);
+            approx_norm += weight(&approx, v, i) * weight(&approx, v, i);
+        }
+        const double rounding = (k + 2) * 0x1p-24;
+        error[v] = (float)((sqrt(difference) + rounding * (sqrt(exact_norm) + sqrt(approx_norm))) * 1.001);
+        norms[v] = (float)(sqrt(approx_norm) * 1.001);
+    }
+    float *scratch = malloc((size_t)rows * exact.n_tiles * TILE * sizeof(float));
+    int64_t certified[6], full[6];
+    certified_argmax(&approx, &exact, rows, x, k, NULL, error, norms, scratch, certified, 2);
+    argmax_rows(&exact, rows, x, k, NULL, scratch, full, 2);
+    absorb(certified, sizeof(certified));
+    for (int r = 0; r < rows; r++) check(certified[r] == full[r], "certified_argmax = the full argmax");
+    check(full[0] == 7, "the near-tie is settled exactly");
+}
+
+/* encoder_attention_bf16 within 0.06 of float64 attention over the same bfloat16 inputs (as test_encoder_attention) */
+static void check_encoder_attention(void) {
+    const int length = 37, heads = 2, head_dim = 64, width = heads * head_dim, padded = 64;
+    float *source = randoms((size_t)length * 3 * width, 2.0f);
+    uint16_t *qkv = malloc((size_t)length * 3 * width * 2), *out = malloc((size_t)length * width * 2);
+    uint16_t *scratch = malloc((size_t)2 * 2 * padded * head_dim * 2);
+    for (size_t i = 0; i < (size_t)length * 3 * width; i++) qkv[i] = to_bf16(source[i]);
+    const float scaling = 0.125f;
+    check(encoder_attention_bf16(qkv, length, heads, head_dim, scaling, out, scratch, 2) == 0, "attention runs");
+    absorb(out, (size_t)length * width * 2);
+    double worst = 0.0;
+    for (int h = 0; h < heads; h++)
+        for (int q = 0; q < length; q++) {
+            double scores[64], top = -INFINITY, total = 0.0;
+            for (int j = 0; j < length; j++) {
+                scores[j] = 0.0;
+                for (int i = 0; i < head_dim; i++)
+                    scores[j] += (double)load1(&(uint16_t){to_bf16(load1(qkv, (size_t)q * 3 * width + h * head_dim + i, FMT_BF16) * scaling)}, 0, FMT_BF16)
+                                 * load1(qkv, (size_t)j * 3 * width + width + h * head_dim + i, FMT_BF16);
+                top = fmax(top, scores[j]);
+            }
+            for (int j = 0; j < length; j++) total += scores[j] = exp(scores[j] - top);
+            for (int i = 0; i < head_dim; i++) {
+                double value = 0.0;
+                for (int j = 0; j < length; j++) value += scores[j] / total * load1(qkv, (size_t)j * 3 * width + 2 * width + h * head_dim + i, FMT_BF16);
+                worst = fmax(worst, fabs(value - load1(out, (size_t)q * width + h * head_dim + i, FMT_BF16)));
+            }
+        }
+    check(worst < 0.06, "encoder attention within 0.06 of float64");
+}
+
+int main(void) {
+    const int formats[] = {FMT_F32, FMT_BF16, FMT_I8, FMT_I8_VNNI};
+    for (int f = 0; f < 4; f++) check_linear(formats[f]);
+    for (int f = 0; f < 4; f++) check_decoder(formats[f], FMT_F32);
+    check_decoder(FMT_F32, FMT_BF16);
+    check_certified_argmax(FMT_I8);
+    check_certified_argmax(FMT_I8_VNNI);
+    check_encoder_attention();
+    if (failures) return 1;
+    printf("ok %s %016llx\n", SIMD_ISA, (unsigned long long)digest);
+    return 0;
+}

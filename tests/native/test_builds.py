@@ -1,0 +1,135 @@
+"""The backend choice (native/backend.py) for CPUs this machine is not, and every other kernel build this machine
+runs (an AVX-512 CPU runs the AVX2 build): its own batch invariance, and the loaded build's bits, side by side in one
+process. The full exactness tests run per build with ASR_SPECDEC_ISA=avx2 (docs/compute.md)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from asr_specdec.native import backend as backend_module
+from asr_specdec.native import kernels, load_build
+from asr_specdec.native.backend import FLAGS, choose, cpu_features
+from asr_specdec.native.packing import pack_linear
+from asr_specdec.whisper.decoder import WhisperDecoderRunner
+
+from ..tiny_whisper import encoder_output, tiny_whisper
+
+SAPPHIRE = frozenset("avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx_vnni amx_bf16".split())
+ZEN3 = frozenset("avx2 fma f16c sse4_2".split())
+
+
+def test_each_cpu_gets_its_build_and_flags():
+    assert choose(SAPPHIRE, "x86_64").isa == "avx512"
+    avx2 = choose(ZEN3, "x86_64")
+    assert avx2.isa == "avx2" and not any("avx512" in flag for flag in avx2.flags) and "-mavxvnni" not in avx2.flags
+    assert "-mavxvnni" in choose(ZEN3 | {"avx_vnni"}, "x86_64").flags  # Alder Lake: AVX-VNNI, no AVX-512
+    skylake = frozenset(ZEN3 | {"avx512f", "avx512bw", "avx512vl"})  # AVX-512 without VNNI and BF16
+    assert choose(skylake, "x86_64").isa == "avx2"
+    assert choose(frozenset({"fp", "asimd"}), "aarch64").flags == FLAGS["neon"]
+    assert choose(frozenset({"asimd", "asimddp"}), "arm64").flags == ("-march=armv8.2-a+dotprod",)
+
+
+def test_a_machine_without_a_build_runs_pytorch_and_says_why():
+    assert "lacks fma" in choose(frozenset({"avx", "avx2", "f16c"}), "x86_64").reason
+    assert choose(frozenset(), "x86_64").reason == "this CPU's features could not be read"
+    assert choose(frozenset({"rv64"}), "riscv64").reason == "no kernel build for riscv64"
+
+
+def test_asr_specdec_isa_forces_a_build_this_cpu_runs_and_refuses_others():
+    forced = choose(SAPPHIRE, "x86_64", "avx2")
+    assert forced.isa == "avx2" and forced.forced and not any("avx512" in flag for flag in forced.flags)
+    refused = choose(ZEN3, "x86_64", "avx512")
+    assert refused.isa == "none" and "lacks avx512f" in refused.reason
+    assert "lacks a neon CPU" in choose(SAPPHIRE, "x86_64", "neon").reason
+    assert choose(SAPPHIRE, "x86_64", "none").reason == "ASR_SPECDEC_ISA=none"
+    assert "unknown ASR_SPECDEC_ISA=sse" in choose(SAPPHIRE, "x86_64", "sse").reason
+
+
+def test_auto_follows_the_build(monkeypatch):
+    monkeypatch.setattr(backend_module, "backend", lambda: choose(ZEN3, "x86_64"))
+    monkeypatch.setattr(backend_module, "cpu_features", lambda: ZEN3)
+    assert backend_module.auto_compute(True) == backend_module.AUTO_COMPUTE["avx2"]
+    assert backend_module.auto_compute(False) == ("float32", "float32")
+    monkeypatch.setattr(backend_module, "cpu_features", lambda: SAPPHIRE)
+    assert backend_module.auto_compute(False) == ("bfloat16", "float32")  # PyTorch's native bfloat16
+
+
+def _other_builds() -> list[str]:
+    loaded = backend_module.backend().isa
+    return [isa for isa in ("avx512", "avx2") if isa != loaded
+            and choose(cpu_features(), platform.machine(), isa).isa == isa]
+
+
+def _outputs(library, model, encoded, weights: str):
+    """A pass over 11 tokens, the same tokens one step at a time, and the vocabulary logits, on `library`."""
+    runner = WhisperDecoderRunner(model, weights=weights)
+    runner.native.library = library
+    ids = [101, 110, 4, 9, 30, 2, 77, 12, 5, 60, 61]
+    with torch.inference_mode():
+        together = runner.feed_rows(runner.new_cache(encoded), [ids], [0])[0]
+        cache = runner.new_cache(encoded)
+        alone = torch.cat([runner.feed_rows(cache, [[token]], [position])[0] for position, token in enumerate(ids)])
+        logits = runner.vocabulary_logits(together[None])[0]
+        choices = runner.greedy_choices(together, None) if runner.native.exact else logits.argmax(dim=1)
+    return together, alone, logits, choices
+
+
+@pytest.mark.skipif(kernels() is None, reason="native kernels unavailable on this machine")
+@pytest.mark.parametrize("isa", _other_builds() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="this CPU runs one kernel build only"))])
+def test_another_build_is_batch_invariant_and_gives_the_loaded_builds_bits(isa):
+    other = load_build(isa)
+    model = tiny_whisper(0, layers=2)
+    _, encoded = encoder_output(model, 0)
+    for weights in ("float32", "bfloat16", "float16", "int8", "int8-vnni"):
+        together, alone, logits, choices = _outputs(other, model, encoded, weights)
+        assert torch.equal(together, alone), weights  # batch invariance within the build
+        assert torch.equal(choices, logits.argmax(dim=1)), weights
+        for mine, theirs in zip(_outputs(kernels(), model, encoded, weights), (together, alone, logits, choices)):
+            assert torch.equal(mine, theirs), weights  # one kernel source: the same bits on either build
+    generator = torch.Generator().manual_seed(0)
+    packed = pack_linear(torch.randn(200, 128, generator=generator), torch.randn(200, generator=generator),
+                         "int8-vnni")
+    x = torch.randn(50, 128, generator=generator)
+    x[3, 5] = 40.0  # an outlier
+    x = x.bfloat16()
+    results = []
+    for library in (kernels(), other):
+        y = torch.empty(50, 200, dtype=torch.bfloat16)
+        assert library.linear_int8_bf16(ctypes.byref(packed.struct), 50, x.data_ptr(), 128, y.data_ptr(), 200, 1,
+                                        2) == 0
+        qkv = (2 * torch.randn(77, 3 * 128, generator=torch.Generator().manual_seed(1))).bfloat16()
+        attended = torch.empty(77, 128, dtype=torch.bfloat16)
+        scratch = torch.empty(2 * 2 * 96 * 64, dtype=torch.bfloat16)
+        assert library.encoder_attention_bf16(qkv.data_ptr(), 77, 2, 64, 0.125, attended.data_ptr(),
+                                              scratch.data_ptr(), 2) == 0
+        results.append((y, attended))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
+def test_a_refused_build_falls_back_to_pytorch_with_one_warning_naming_the_reason():
+    script = (
+        "import warnings\n"
+        "from asr_specdec.native import describe, kernels, unavailable_reason\n"
+        "from asr_specdec.whisper.decoder import WhisperDecoderRunner\n"
+        "from tests.tiny_whisper import tiny_whisper\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    for _ in range(2):\n"
+        "        assert WhisperDecoderRunner(tiny_whisper(0)).native is None\n"
+        "assert kernels() is None and describe() == 'pytorch'\n"
+        "messages = [str(w.message) for w in caught if 'native CPU kernels' in str(w.message)]\n"
+        "assert len(messages) == 1 and 'ASR_SPECDEC_ISA=riscv' in messages[0], messages\n"
+    )
+    environment = {**os.environ, "ASR_SPECDEC_ISA": "riscv"}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                            cwd=Path(__file__).parents[2], timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]

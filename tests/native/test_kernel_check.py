@@ -1,0 +1,59 @@
+"""The C driver kernel_check.c, built with the kernel sources for ARM64 (NEON, with and without the dot-product
+extension) and run under qemu-aarch64, and built for this CPU's own build: batch invariance bit for bit, agreement
+with float64, the certified argmax equal to the full argmax. Every build prints a digest of its outputs' bits, and
+they are equal: the kernels compute the same numbers on every instruction set. ARM needs Debian's
+gcc-aarch64-linux-gnu and qemu-user (.ci/run installs them)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from asr_specdec.native import BASE_FLAGS, SOURCES
+from asr_specdec.native.backend import FLAGS, backend
+
+DRIVER = Path(__file__).with_name("kernel_check.c")
+CROSS, QEMU = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
+NEON_FLAGS = {"neon": FLAGS["neon"], "neon+dotprod": ("-march=armv8.2-a+dotprod",)}
+
+
+def _run(compiler: str, flags: tuple[str, ...], runner: list[str], scratch: Path) -> str:
+    program = scratch / "kernel_check"
+    command = [compiler, *(flag for flag in BASE_FLAGS if flag not in ("-shared", "-fPIC")), *flags, "-fopenmp",
+               str(DRIVER), *map(str, SOURCES), "-o", str(program), "-lm"]
+    built = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    ran = subprocess.run([*runner, str(program)], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and ran.stdout.startswith("ok "), ran.stdout + ran.stderr
+    return ran.stdout.split()[-1]
+
+
+@lru_cache(maxsize=1)
+def _native_digest() -> str | None:
+    """The digest of this CPU's own build (None without one), built once per session."""
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if not backend().native or compiler is None:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        return _run(compiler, backend().flags, [], Path(scratch))
+
+
+@pytest.mark.skipif(CROSS is None or QEMU is None,
+                    reason="no aarch64-linux-gnu-gcc or qemu-aarch64 (apt-get install gcc-aarch64-linux-gnu qemu-user)")
+@pytest.mark.parametrize("build", sorted(NEON_FLAGS))
+def test_the_neon_build_passes_the_kernel_checks_under_qemu(build, tmp_path):
+    digest = _run(CROSS, (*NEON_FLAGS[build], "-static"), [QEMU, "-cpu", "max"], tmp_path)
+    native = _native_digest()
+    if native is not None:
+        assert digest == native, f"{build} and {backend().isa} computed different bits"
+
+
+@pytest.mark.skipif(not backend().native or not (shutil.which("gcc") or shutil.which("cc")),
+                    reason="no native kernel build or no C compiler here")
+def test_this_cpus_build_passes_the_kernel_checks():
+    assert len(_native_digest()) == 16
