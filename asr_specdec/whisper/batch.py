@@ -68,14 +68,14 @@ def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | 
             stats.add(row.stats)
             window_tokens.append(row.tokens)
             detected = detected or row.detected_language
-            text = "" if quiet else pipeline.text(row.tokens)
-            if text:
+            text = "" if quiet else pipeline.segment_text(row.tokens)
+            if text.strip():
                 segments.append(Segment(round(offset, 3), round(offset + audio_io.duration_seconds(window), 3), text))
         if language:
             detected = language
         elif not pipeline.tokens.multilingual:
             detected = "en"
         results.append(TranscriptionResult(
-            text=" ".join(segment.text for segment in segments), segments=segments, window_tokens=window_tokens,
+            text="".join(segment.text for segment in segments), segments=segments, window_tokens=window_tokens,
             stats=stats, language=detected, duration=audio_io.duration_seconds(audio), **(labels or {})))
     return results

@@ -105,7 +105,13 @@ class WindowPipeline:
         return self.processor.feature_extractor.n_samples
 
     def text(self, tokens: list[int]) -> str:
-        return self.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+        """The text of `tokens` without its surrounding spaces (live hypotheses, fallback scores)."""
+        return self.segment_text(tokens).strip()
+
+    def segment_text(self, tokens: list[int]) -> str:
+        """The text of `tokens` as Whisper writes it, with its leading space (as openai and faster-whisper keep it):
+        segments joined with "" read right, and a result's tokens decode to exactly its text."""
+        return self.processor.tokenizer.decode(tokens, skip_special_tokens=True)
 
     def decode(self, windows: list[Window], generator: torch.Generator | None = None,
                sampling: Sampling | None = None) -> list[DecodedWindow]:

@@ -253,7 +253,7 @@ class SpeculativeWhisper:
         if progress is not None:
             progress(1.0, "done")
         detected = language if language else ("en" if not self.tokens.multilingual else run.language)
-        spoken = [segment for segment in segments if segment.text]
+        spoken = [segment for segment in segments if segment.text.strip()]
         return TranscriptionResult(
             text=self._text(spoken), segments=[segment.output(self.tokens.timestamp_begin) for segment in spoken],
             window_tokens=run.window_tokens, stats=run.stats, language=detected,
@@ -401,13 +401,13 @@ class SpeculativeWhisper:
         return [self._segment(piece, run, True) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
-        return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.text(list(piece.tokens)),
+        return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.segment_text(list(piece.tokens)),
                             piece.tokens if timestamps else None, piece.words, run.results[piece.window])
 
     def _text(self, segments: list[_TextSegment]) -> str:
         if all(segment.tokens is None for segment in segments):
-            return " ".join(segment.text for segment in segments)
-        return self.pipeline.text([token for segment in segments for token in segment.tokens or ()])
+            return "".join(segment.text for segment in segments)
+        return self.pipeline.segment_text([token for segment in segments for token in segment.tokens or ()])
 
 
 @dataclass
@@ -430,7 +430,7 @@ class _Run:
     def emit(self, segments: list[_TextSegment], timestamp_begin: int) -> None:
         if self.on_segment is not None:
             for segment in segments:
-                if segment.text:
+                if segment.text.strip():
                     self.on_segment(segment.output(timestamp_begin))
 
 

@@ -49,10 +49,10 @@ def test_tiny_en_plain_equals_transformers_long_form_generate(tiny_en, long_clip
         segments = tiny_en.model.generate(inputs.input_features, attention_mask=inputs.attention_mask,
                                           return_timestamps=True, return_segments=True)["segments"][0]
     def text(tokens) -> str:
-        return tiny_en.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+        return tiny_en.processor.tokenizer.decode(tokens, skip_special_tokens=True)  # Whisper's leading space kept
 
     expected = [(round(float(s["start"]), 3), round(float(s["end"]), 3), text(s["tokens"])) for s in segments]
-    assert [(s.start, s.end, s.text) for s in tiny_plain.segments] == [s for s in expected if s[2]]
+    assert [(s.start, s.end, s.text) for s in tiny_plain.segments] == [s for s in expected if s[2].strip()]
     assert len(tiny_plain.window_tokens) >= 3 and len(tiny_plain.segments) >= 10
     assert "Go forward" in tiny_plain.text and tiny_plain.text.endswith("Feels like these days go on forever.")
 
