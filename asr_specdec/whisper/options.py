@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from ..errors import SpecdecError
 from .fallback import DEFAULT_TEMPERATURES, Recipe
+from .tokens import Suppression
 from .vad import VadOptions
 from .words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 
@@ -28,10 +29,15 @@ class TranscribeOptions:
     recipe: Recipe = field(default_factory=Recipe)
     prepend_punctuations: str = PREPEND_PUNCTUATIONS
     append_punctuations: str = APPEND_PUNCTUATIONS
+    multilingual: bool = False  # detect the language of every window (else the first window's is kept)
+    suppression: Suppression | None = None  # what windows may not produce; None: the model's generation config
+    max_new_tokens: int | None = None  # per window; None: the transcriber's
 
     def __post_init__(self):
         if self.vad_batch_size < 1:
             raise SpecdecError(f"vad_batch_size must be at least 1, not {self.vad_batch_size}")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise SpecdecError(f"max_new_tokens must be at least 1, not {self.max_new_tokens}")
 
     def with_overrides(self, **overrides) -> TranscribeOptions:
         """A copy with the given options (recipe fields may be given by name; None switches a threshold off)."""

@@ -28,7 +28,7 @@ from .compute import ComputeType
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
 from .encoder import EncoderRunner
 from .longform import Frames
-from .tokens import WhisperTokens
+from .tokens import Suppression, WhisperTokens
 from .window_extras import WindowExtras, window_extras
 
 
@@ -47,6 +47,8 @@ class Window:
     word_tokens: Callable[[list[int]], list[int]] | None = None
     audio_frames: int | None = None  # feature frames that hold real audio (None: the whole window)
     task: str | None = None  # transcribe or translate; None: the pipeline's task
+    suppression: Suppression | None = None  # what the row may not produce; None: the model's generation config
+    max_new_tokens: int | None = None  # None: the pipeline's
 
 
 @dataclass
@@ -128,8 +130,9 @@ class WindowPipeline:
                        for window, (language_id, _) in zip(windows, languages)]
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
-                eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=window.sampling or sampling,
+                eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
+                rules=self.tokens.rules(len(prompt), window.timestamps, window.suppression),
+                sampling=window.sampling or sampling,
                 draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
                                                   encoder_output, cross_states, cache,
@@ -177,12 +180,28 @@ class WindowPipeline:
     def detect_languages(self, cache: KVCache) -> list[tuple[int, str]]:
         """(language token, language code) for each row of `cache`, each row's most likely language after
         start-of-transcript, as transformers' generate picks it."""
+        candidates, logits = self._language_logits(cache)
+        best = candidates[logits.argmax(dim=-1)].tolist()
+        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
+        return [(token, codes[token]) for token in best]
+
+    def language_probabilities(self, features: torch.Tensor) -> list[tuple[str, float]]:
+        """(language code, probability) for one window's features, likeliest first: openai's detect_language, a
+        softmax over the language tokens' logits after start-of-transcript."""
+        with torch.inference_mode():
+            _, _, _, cache = self._encode([features])
+            candidates, logits = self._language_logits(cache)
+            probabilities = torch.softmax(logits[0].float(), dim=-1).tolist()
+        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
+        ranked = sorted(zip(candidates.tolist(), probabilities), key=lambda pair: -pair[1])
+        return [(codes[token], probability) for token, probability in ranked]
+
+    def _language_logits(self, cache: KVCache) -> tuple[torch.Tensor, torch.Tensor]:
+        """(language token ids, their logits per row [rows, languages]) after start-of-transcript."""
         ids = torch.full((cache.batch_size, 1), self.tokens.start_of_transcript, device=self.runner.device)
         logits = self.runner.forward(cache, ids, 0)[:, -1]
         candidates = torch.tensor(list(self.tokens.language_ids.values()), device=logits.device)
-        best = candidates[logits[:, candidates].argmax(dim=-1)].tolist()
-        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
-        return [(token, codes[token]) for token in best]
+        return candidates, logits[:, candidates]
 
     def _start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
                        cache: KVCache, sampling: list[Sampling]) -> float:

@@ -236,9 +236,6 @@ class SpeculativeWhisper:
         long_form = _check_long_form(long_form or self.long_form)
         condition = _first_given(condition_on_previous_text, self.condition_on_previous_text)
         is_long = len(samples) > self.pipeline.window_samples
-        if is_long and long_form == "sequential" and timestamps is False:
-            raise SpecdecError("sequential long-form decoding needs timestamps: use long_form='chunked' for audio "
-                               "over 30 s without timestamps")
         run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
                    task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
         if options.vad_filter:
@@ -246,7 +243,8 @@ class SpeculativeWhisper:
         elif is_long and long_form == "chunked":
             segments = self._transcribe_chunked(samples, run, bool(timestamps))
         elif is_long or timestamps:
-            segments = self._transcribe_sequential(samples, run, is_long, condition)
+            # without timestamps, each 30-s window is one segment and the next one starts where it ends (openai's)
+            segments = self._transcribe_sequential(samples, run, is_long, condition, timestamps is not False)
         else:
             segments = self._transcribe_chunked(samples, run, False)
         run.stats.total_seconds = time.perf_counter() - started
@@ -296,7 +294,8 @@ class SpeculativeWhisper:
         prefix = tuple(prompts.prefix) if prompts.prefix and not run.window_tokens else None
         return Window(features, run.language_id, timestamps, window_context(prompts.hotwords, previous,
                                                                             tokens.prompt_limit),
-                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task)
+                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task,
+                      suppression=options.suppression, max_new_tokens=options.max_new_tokens)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
         """Windows of a transcribe call as rows of one decode (with fallback retries); the first window's detected
@@ -305,7 +304,8 @@ class SpeculativeWhisper:
                                        run.decode)
         for result in results:
             decoded = result.decoded
-            run.language_id = run.language_id if run.language_id is not None else decoded.language_id
+            if not run.options.multilingual:  # else every window detects its own
+                run.language_id = run.language_id if run.language_id is not None else decoded.language_id
             run.language = run.language or decoded.detected_language
             run.window_tokens.append(decoded.tokens)
             run.results.append(result)
@@ -373,8 +373,8 @@ class SpeculativeWhisper:
                 segments += finished
         return segments
 
-    def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,
-                               condition: bool) -> list[_TextSegment]:
+    def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool, condition: bool,
+                               timestamps: bool = True) -> list[_TextSegment]:
         """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
         if condition and self.sampling.do_sample and self.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
@@ -383,14 +383,14 @@ class SpeculativeWhisper:
 
         def decode(window: torch.Tensor, previous: list[int] | None, real: int) -> WindowOutcome:
             frames = real if is_long else min(real, audio_frames)
-            result = self._decode_windows([self._window(window, run, True, previous, frames, True)], run)[0]
+            result = self._decode_windows([self._window(window, run, timestamps, previous, frames, True)], run)[0]
             extras = result.decoded.extras
             return WindowOutcome(result.decoded.tokens, skip=result.silent,
                                  reset_prompt=result.temperature > recipe.prompt_reset_on_temperature,
                                  words=extras.words if extras else None)
 
         def emit(pieces: list[TimedTokens]) -> None:
-            run.emit([self._segment(piece, run, True) for piece in pieces], self.tokens.timestamp_begin)
+            run.emit([self._segment(piece, run, timestamps) for piece in pieces], self.tokens.timestamp_begin)
 
         output = transcribe_sequential(self.pipeline.features(samples, whole=is_long), decode,
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
@@ -398,7 +398,7 @@ class SpeculativeWhisper:
                                        place_words=self._place_words(run.options), with_frames=True,
                                        on_segments=emit if run.on_segment is not None else None,
                                        audio_seconds=audio_io.duration_seconds(samples))
-        return [self._segment(piece, run, True) for piece in output.segments]
+        return [self._segment(piece, run, timestamps) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
         return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.segment_text(list(piece.tokens)),
