@@ -36,12 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
+    from asr_specdec.core.modes import default_mode
     from asr_specdec.errors import SpecdecError
 
     from .server import launch, make_settings
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    mode = args.mode or ("quantized-self" if device == "cpu" else "off")
+    mode = args.mode or default_mode(device)
     settings = make_settings(args.main, args.assistant, default_mode=mode, max_upload_mb=args.max_upload_mb,
                              max_seconds=args.max_seconds, device=device)
     print(f"loading {settings.default_main} (drafter {settings.default_mode}); uploads up to "

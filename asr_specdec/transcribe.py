@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .commands import add_compute_type_arguments, format_stats, run_command
-from .core.modes import ASSISTANT_MODES, MODES
+from .core.modes import ASSISTANT_MODES, MODES, default_mode
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 from .whisper.records import result_record
 
@@ -112,7 +112,7 @@ def choose_models(args) -> tuple[str, str | None, str, str]:
     if main is None:
         main, default_assistant, reason = default_models()
         assistant = assistant or default_assistant
-    mode = args.mode or ("assistant" if assistant else "quantized-self")
+    mode = args.mode or default_mode(args.device, assistant is not None)
     if mode == "quantized-self" and args.device.startswith("cuda"):
         mode = "assistant" if assistant else "off"
     return main, assistant, mode, reason

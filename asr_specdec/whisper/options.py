@@ -23,7 +23,7 @@ class TranscribeOptions:
     vad_filter: bool = False
     vad_options: VadOptions = field(default_factory=VadOptions)
     vad_batch_size: int = 8  # speech windows decoded together as rows of one batch
-    initial_prompt: str | None = None  # text the first window is conditioned on (<|startofprev|>)
+    initial_prompt: str | tuple[int, ...] | None = None  # text (or token ids) the first window is conditioned on
     prefix: str | None = None  # text the first window's transcript is made to begin with
     hotwords: str | None = None  # hint words put in every window's prompt (faster-whisper), unless a prefix is given
     recipe: Recipe = field(default_factory=Recipe)
@@ -85,7 +85,9 @@ def prompt_tokens(tokenizer, options: TranscribeOptions, limit: int) -> PromptTo
     """Token ids of the option texts. A prompt over `limit` tokens (Whisper's: half its context less one) keeps
     its last `limit` tokens, as openai does, with a PromptTruncated warning; a prefix or hotwords over it keep
     their first ones, as faster-whisper does."""
-    def encode(text: str | None) -> list[int]:
+    def encode(text: str | tuple[int, ...] | None) -> list[int]:
+        if isinstance(text, (tuple, list)):
+            return [int(token) for token in text]  # token ids, as faster-whisper's initial_prompt may be
         return tokenizer.encode(" " + text.strip(), add_special_tokens=False) if text and text.strip() else []
 
     initial, prefix = encode(options.initial_prompt), encode(options.prefix)

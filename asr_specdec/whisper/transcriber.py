@@ -13,7 +13,7 @@ import torch
 from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from ..core.drafter import Drafter
 from ..core.logits import Sampling
-from ..core.modes import MODES
+from ..core.modes import MODES, default_mode
 from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
@@ -73,8 +73,10 @@ def _load_lean(location, device, dtype):
     return load_lean_whisper(location, device=device, dtype=dtype), processor
 
 
-def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit):
-    """The drafting mode from an explicit `mode` or from the transformers-style arguments given."""
+def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit,
+                 device: str = "cpu"):
+    """The drafting mode from an explicit `mode`, from the transformers-style arguments given, else the project's
+    default for `device` (core/modes.py)."""
     if mode is not None:
         if mode not in MODES:
             raise SpecdecError(f"unknown mode '{mode}': choose one of {', '.join(MODES)}")
@@ -85,7 +87,7 @@ def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_t
         return "prompt-lookup"
     if assistant_early_exit:
         return "early-exit"
-    return "off"
+    return default_mode(device)
 
 
 def _first_given(*values):
@@ -93,7 +95,8 @@ def _first_given(*values):
 
 
 class SpeculativeWhisper:
-    """Transcribe with a main Whisper model, optionally verified against a drafter.
+    """Transcribe with a main Whisper model, optionally verified against a drafter (by default the project's:
+    the main model's int8 self on a CPU, none elsewhere; `mode="off"` decodes plainly).
 
     Greedy output is exactly the main model's greedy output whatever the drafter; sampling output has
     exactly the main model's distribution. Accepts transformers' argument names (`assistant_model`,
@@ -164,7 +167,7 @@ class SpeculativeWhisper:
             self.mode, self.pipeline.drafter = drafter.name, drafter
             return
         self.mode = resolve_mode(drafter or mode, assistant_model, assistant_tokenizer,
-                                 prompt_lookup_num_tokens, assistant_early_exit)
+                                 prompt_lookup_num_tokens, assistant_early_exit, device)
         if self.mode == "prompt-lookup" and prompt_lookup_num_tokens:
             self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic,
                                                      schedule=draft_length.schedule)
@@ -239,7 +242,7 @@ class SpeculativeWhisper:
         run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
                    task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
         if options.vad_filter:
-            segments = self._transcribe_speech(samples, run)
+            segments = self._transcribe_speech(samples, run, timestamps is not False)
         elif is_long and long_form == "chunked":
             segments = self._transcribe_chunked(samples, run, bool(timestamps))
         elif is_long or timestamps:
@@ -341,9 +344,10 @@ class SpeculativeWhisper:
     def _place_words(self, options: TranscribeOptions):
         return partial(place_words, prepend=options.prepend_punctuations, append=options.append_punctuations)
 
-    def _transcribe_speech(self, samples: np.ndarray, run: _Run) -> list[_TextSegment]:
+    def _transcribe_speech(self, samples: np.ndarray, run: _Run, timestamps: bool = True) -> list[_TextSegment]:
         """The VAD path: speech windows (vad.py) decoded `vad_batch_size` at a time as rows of one batch, each on
-        its own with timestamps; times mapped back to the file's timeline."""
+        its own (with timestamps, else a window is one segment, cut where its words cross a removed silence);
+        times mapped back to the file's timeline."""
         options = run.options
         vad = options.vad_options
         windows = speech_windows(samples, speech_regions(samples, vad), self.pipeline.window_samples,
@@ -355,7 +359,7 @@ class SpeculativeWhisper:
                 run.progress(begin / len(windows), f"transcribing speech windows {begin + 1}-{last} of {len(windows)}")
             group = windows[begin:begin + options.vad_batch_size]
             # words always: they place segments on the file's timeline (kept in the output only when asked)
-            rows = [replace(self._window(self.pipeline.features(window.samples), run, True,
+            rows = [replace(self._window(self.pipeline.features(window.samples), run, timestamps,
                                          run.prompts.initial or None, len(window.samples) // hop),
                             word_tokens=window_text_tokens(self.tokens.end_of_text)) for window in group]
             rows = rows[:1] + [replace(row, prefix=None) for row in rows[1:]]  # the prefix starts the first only
@@ -363,12 +367,12 @@ class SpeculativeWhisper:
             for number, (window, result) in enumerate(zip(group, self._decode_windows(rows, run)), start=first):
                 if result.silent:
                     continue
-                timed, _ = self._independent(result, number, 0.0, audio_io.duration_seconds(window.samples), True,
-                                             run, 0.0)
+                timed, _ = self._independent(result, number, 0.0, audio_io.duration_seconds(window.samples),
+                                             timestamps, run, 0.0)
                 pieces = [part for piece in timed for part in on_file_timeline(piece, window)]
                 if not options.word_timestamps:
                     pieces = [replace(piece, words=()) for piece in pieces]
-                finished = [self._segment(piece, run, True) for piece in pieces]
+                finished = [self._segment(piece, run, timestamps) for piece in pieces]
                 run.emit(finished, self.tokens.timestamp_begin)
                 segments += finished
         return segments
