@@ -210,7 +210,7 @@ class WhisperModel:
         parts = [(0.0, samples)] if clips is None else [
             (start, samples[round(start * audio_io.SAMPLE_RATE): round(end * audio_io.SAMPLE_RATE)])
             for start, end in clips]
-        if batched:  # faster-whisper decodes a clip's first 30 s only
+        if batched and clips is not None:  # faster-whisper decodes a clip's first 30 s only
             parts = [(start, part[: WINDOW_SECONDS * audio_io.SAMPLE_RATE]) for start, part in parts]
 
         def transcribe(emit) -> None:

@@ -370,6 +370,9 @@ class SpeculativeWhisper:
                 timed, _ = self._independent(result, number, 0.0, audio_io.duration_seconds(window.samples),
                                              timestamps, run, 0.0)
                 pieces = [part for piece in timed for part in on_file_timeline(piece, window)]
+                if not timestamps:  # one segment a window, spanning its speech (faster-whisper's batched output)
+                    pieces = [replace(timed[0], start=pieces[0].start, end=pieces[-1].end,
+                                      words=tuple(word for piece in pieces for word in piece.words))]
                 if not options.word_timestamps:
                     pieces = [replace(piece, words=()) for piece in pieces]
                 finished = [self._segment(piece, run, timestamps) for piece in pieces]
