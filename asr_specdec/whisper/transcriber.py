@@ -409,7 +409,8 @@ class SpeculativeWhisper:
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
         return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.segment_text(list(piece.tokens)),
-                            piece.tokens if timestamps else None, piece.words, run.results[piece.window])
+                            piece.tokens if timestamps else None, piece.words, run.results[piece.window],
+                            piece.tokens)
 
     def _text(self, segments: list[_TextSegment]) -> str:
         if all(segment.tokens is None for segment in segments):
@@ -449,12 +450,13 @@ class _TextSegment:
     tokens: tuple[int, ...] | None = None
     words: tuple = ()
     window: WindowResult | None = None
+    all_tokens: tuple[int, ...] = ()  # its generated ids, with or without timestamps
 
     def output(self, timestamp_begin: int) -> Segment:
         window = self.window
         if window is None:
-            return Segment(self.start, self.end, self.text, self.tokens or ())
-        return Segment(self.start, self.end, self.text, self.tokens or (), words=self.words,
+            return Segment(self.start, self.end, self.text, self.all_tokens)
+        return Segment(self.start, self.end, self.text, self.all_tokens, words=self.words,
                        avg_logprob=_rounded(window.avg_logprob), compression_ratio=round(window.compression_ratio, 4),
                        no_speech_prob=_rounded(window.no_speech_prob), temperature=window.temperature)
 
