@@ -54,6 +54,7 @@ def verbose(result, request: AudioRequest, telemetry: dict) -> dict:
     language = "english" if request.task == "translate" else language_name(result.language)
     record = {
         "task": request.task, "language": language, "duration": round(result.duration, 3), "text": api_text(result),
+        "language_probability": result.language_probability,
         "segments": [segment_record(index, segment, request.temperature)
                      for index, segment in enumerate(result.segments)],
         "usage": usage(result), TELEMETRY_KEY: telemetry,

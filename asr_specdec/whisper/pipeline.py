@@ -58,6 +58,7 @@ class DecodedWindow:
     detected_language: str | None  # the language code found in the audio; None when it was given
     stats: DecodeStats
     extras: WindowExtras | None = None  # scores and aligned words, when the window asked for them
+    language_probability: float | None = None  # of the detected language, among the languages; None when given
 
 
 # decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
@@ -127,7 +128,7 @@ class WindowPipeline:
             encoder_seconds = time.perf_counter() - started
             languages = self._languages(cache, windows)
             prompts = [self.tokens.prompt(language_id, window.task or self.task, window.timestamps, window.previous)
-                       for window, (language_id, _) in zip(windows, languages)]
+                       for window, (language_id, _, _) in zip(windows, languages)]
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
@@ -147,14 +148,15 @@ class WindowPipeline:
                                     prompt, extra, tokens, rules.rules, language_id,
                                     target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1))
                       if window.score or window.word_tokens else None
-                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _))
+                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _, _))
                       in enumerate(zip(windows, prompts, forced, rows, settings, languages))]
         decoded = []
-        for (tokens, stats), (language_id, detected), extra, window_extra in zip(rows, languages, forced, extras):
+        for (tokens, stats), (language_id, detected, probability), extra, window_extra in zip(rows, languages, forced,
+                                                                                              extras):
             stats.encoder_seconds += encoder_seconds / len(windows)
             stats.draft_seconds += drafter_seconds / len(windows)
             stats.total_seconds = (time.perf_counter() - started) / len(windows)
-            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra))
+            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra, probability))
         return decoded
 
     def _encode(self, features: list[torch.Tensor]):
@@ -169,21 +171,24 @@ class WindowPipeline:
         return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                      cross_states=cross_states)
 
-    def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None]]:
-        """(language token, detected code or None) per row: the window's language, or the one detected in it."""
+    def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None, float | None]]:
+        """(language token, detected code or None, its probability or None) per row: the window's language, or the
+        one detected in it."""
         if not self.tokens.multilingual or all(window.language_id is not None for window in windows):
-            return [(window.language_id, None) for window in windows]
+            return [(window.language_id, None, None) for window in windows]
         detected = self.detect_languages(cache)
-        return [(window.language_id, None) if window.language_id is not None else found
+        return [(window.language_id, None, None) if window.language_id is not None else found
                 for window, found in zip(windows, detected)]
 
-    def detect_languages(self, cache: KVCache) -> list[tuple[int, str]]:
-        """(language token, language code) for each row of `cache`, each row's most likely language after
-        start-of-transcript, as transformers' generate picks it."""
+    def detect_languages(self, cache: KVCache) -> list[tuple[int, str, float]]:
+        """(language token, language code, its probability among the languages) for each row of `cache`, each
+        row's most likely language after start-of-transcript, as transformers' generate picks it."""
         candidates, logits = self._language_logits(cache)
-        best = candidates[logits.argmax(dim=-1)].tolist()
+        best = logits.argmax(dim=-1)
+        probabilities = torch.softmax(logits.float(), dim=-1).gather(1, best[:, None])[:, 0].tolist()
         codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
-        return [(token, codes[token]) for token in best]
+        return [(token, codes[token], probability)
+                for token, probability in zip(candidates[best].tolist(), probabilities)]
 
     def language_probabilities(self, features: torch.Tensor) -> list[tuple[str, float]]:
         """(language code, probability) for one window's features, likeliest first: openai's detect_language, a

@@ -21,6 +21,7 @@ class TranscriptionResult:
     assistant_model: str | None = None
     compute_type: str | None = None
     timings: dict = field(default_factory=dict)
+    language_probability: float | None = None  # of the detected language (1.0 when given); None: nothing detected
 
     @property
     def tokens(self) -> list[int]:

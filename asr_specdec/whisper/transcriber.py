@@ -258,6 +258,7 @@ class SpeculativeWhisper:
         return TranscriptionResult(
             text=self._text(spoken), segments=[segment.output(self.tokens.timestamp_begin) for segment in spoken],
             window_tokens=run.window_tokens, stats=run.stats, language=detected,
+            language_probability=run.language_probability if detected == run.language else 1.0,
             duration=audio_io.duration_seconds(samples), **self._labels())
 
     def _generator(self, recipe: Recipe) -> torch.Generator | None:
@@ -309,7 +310,8 @@ class SpeculativeWhisper:
             decoded = result.decoded
             if not run.options.multilingual:  # else every window detects its own
                 run.language_id = run.language_id if run.language_id is not None else decoded.language_id
-            run.language = run.language or decoded.detected_language
+            if run.language is None and decoded.detected_language is not None:
+                run.language, run.language_probability = decoded.detected_language, decoded.language_probability
             run.window_tokens.append(decoded.tokens)
             run.results.append(result)
         return results
@@ -432,6 +434,7 @@ class _Run:
     decode: WindowDecoder | None = None
     on_segment: SegmentListener | None = None
     language: str | None = None
+    language_probability: float | None = None
     window_tokens: list[list[int]] = field(default_factory=list)
     results: list[WindowResult] = field(default_factory=list)  # per decoded window, in order
 

@@ -111,16 +111,23 @@ def test_log_progress_shows_a_bar_over_audio_seconds(model, jfk, capsys):
     assert "11.0/11.0" in capsys.readouterr().err
 
 
-def test_detect_language_and_its_threshold_rule(model, peer_audio):
+def test_detect_language_and_its_threshold_rule(model, peer_audio, jfk):
     audio = decode_audio(str(peer_audio / "multilingual.mp3"))
-    language, probability, ranked = model.detect_language(audio)
-    assert language == "en" and probability == ranked[0][1] > 0.9
+    language, first_probability, ranked = model.detect_language(audio)
+    assert language == "en" and first_probability == ranked[0][1] > 0.9
     assert sum(p for _, p in ranked) == pytest.approx(1.0, abs=1e-4) and len(ranked) == 99
     assert model.detect_language(audio[30 * 16000:])[0] == "de"
     # no window clears a threshold of 1: the language most windows chose, at its best probability
     language, probability, _ = model.detect_language(audio, language_detection_segments=2,
                                                      language_detection_threshold=1.0)
     assert language in ("en", "de") and probability > 0.9
+    # the transcription reports the same detection, in its result and its JSON record
+    from asr_specdec.whisper.records import result_record
+
+    result = model.speculative.transcribe(audio[: 30 * 16000], temperature=0.0)
+    assert result.language == "en" and result.language_probability == pytest.approx(first_probability, abs=1e-3)
+    assert result_record(result, "clip")["language_probability"] == result.language_probability
+    assert model.speculative.transcribe(jfk, language="en").language_probability == 1.0
     features = model.speculative.pipeline.features(audio[30 * 16000:])[0].cpu().numpy()
     assert model.detect_language(features=features)[0] == "de"
 
