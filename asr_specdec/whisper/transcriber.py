@@ -348,8 +348,8 @@ class SpeculativeWhisper:
 
     def _transcribe_speech(self, samples: np.ndarray, run: _Run, timestamps: bool = True) -> list[_TextSegment]:
         """The VAD path: speech windows (vad.py) decoded `vad_batch_size` at a time as rows of one batch, each on
-        its own (with timestamps, else a window is one segment, cut where its words cross a removed silence);
-        times mapped back to the file's timeline."""
+        its own (with timestamps; without, a window is one segment spanning its speech); times mapped back to the
+        file's timeline."""
         options = run.options
         vad = options.vad_options
         windows = speech_windows(samples, speech_regions(samples, vad), self.pipeline.window_samples,
