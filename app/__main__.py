@@ -36,12 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
+    from asr_specdec.core.modes import default_mode
     from asr_specdec.errors import SpecdecError
 
     from .server import launch, make_settings
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    mode = args.mode or ("quantized-self" if check_mode_on("quantized-self", device) is None else "off")
+    mode = args.mode or default_mode(device)
     if check_mode_on(mode, device):
         print(f"error: {check_mode_on(mode, device)}", file=sys.stderr)
         return 2

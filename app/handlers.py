@@ -98,7 +98,7 @@ class Handlers:
             result = self.service.transcribe(audio, options, lambda done, what: progress(done, desc=what),
                                              timestamps=True, recipe=recipe)
             downloads = write_downloads(result, Path(self._downloads.name), download_stem(audio, recorded))
-            return (result.text, summary_html(result, self._language_source(options), note),
+            return (result.text.strip(), summary_html(result, self._language_source(options), note),
                     segments_html(result.segments, audio_elem_id),
                     token_highlights(result, self.service.tokenizer(options.main)),
                     table_html(TELEMETRY_HEADERS, telemetry_rows(result)), [str(path) for path in downloads])
@@ -118,7 +118,7 @@ class Handlers:
             downloads = write_comparison(plain, speculative, rows, Path(self._downloads.name),
                                          download_stem(audio, recorded=False))
             return (comparison_summary_html(plain, speculative, self._language_source(options), note),
-                    table_html(COMPARISON_HEADERS, rows), plain.text, speculative.text,
+                    table_html(COMPARISON_HEADERS, rows), plain.text.strip(), speculative.text.strip(),
                     token_highlights(speculative, self.service.tokenizer(options.main)),
                     [str(path) for path in downloads])
 

@@ -17,6 +17,12 @@ _EXPORTS = {
     "Drafter": "core.drafter",
     "load_audio": "whisper.audio",
     "SpecdecError": "errors",
+    # faster-whisper's API (compat/): `from asr_specdec import WhisperModel` in place of faster_whisper's
+    "WhisperModel": "compat.model",
+    "BatchedInferencePipeline": "compat.model",
+    "decode_audio": "compat.utils",
+    "available_models": "compat.utils",
+    "format_timestamp": "compat.utils",
 }
 
 

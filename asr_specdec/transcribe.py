@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .commands import add_compute_type_arguments, format_stats, run_command
-from .core.modes import ASSISTANT_MODES, MODES, check_mode_on
+from .core.modes import ASSISTANT_MODES, MODES, check_mode_on, default_mode
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
 from .whisper.records import result_record
 
@@ -120,11 +120,10 @@ def choose_models(args) -> tuple[str, str | None, str, str]:
 
             raise SpecdecError(refused)
         return main, assistant, args.mode, reason
-    if assistant:
-        return main, assistant, "assistant", reason
-    if check_mode_on("quantized-self", args.device) is None:
-        return main, assistant, "quantized-self", reason
-    return main, assistant, "off", f"{reason}; mode off: no assistant given, and quantized-self runs on the CPU only"
+    mode = default_mode(args.device, bool(assistant))
+    if mode == "off":
+        reason = f"{reason}; mode off: no assistant given, and quantized-self runs on the CPU only"
+    return main, assistant, mode, reason
 
 
 def build_transcriber(args, mode_override: str | None = None):

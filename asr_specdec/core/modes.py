@@ -21,3 +21,11 @@ def check_mode_on(mode: str, device: str) -> str | None:
         return None
     return (f"mode '{mode}' cannot run on {device}: {CPU_ONLY_REASON}; on a GPU use assistant (with an "
             "assistant model), early-exit, prompt-lookup or off")
+
+
+def default_mode(device: str = "cpu", assistant: bool = False) -> str:
+    """The project's default drafter, the one place that decides it: the assistant when one is given, else the
+    main model's int8 self where it runs (a CPU, and the fastest drafter measured there), else none."""
+    if assistant:
+        return "assistant"
+    return "quantized-self" if check_mode_on("quantized-self", device) is None else "off"

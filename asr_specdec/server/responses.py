@@ -30,14 +30,19 @@ def language_name(code: str | None) -> str | None:
 def render(result, request: AudioRequest, telemetry: dict) -> Response:
     """The answer to a non-streaming request, in its response_format."""
     if request.response_format == "text":
-        return PlainTextResponse(result.text + "\n")
+        return PlainTextResponse(api_text(result) + "\n")
     if request.response_format == "srt":
         return PlainTextResponse(to_srt(result.segments))
     if request.response_format == "vtt":
         return Response(to_vtt(result.segments), media_type="text/vtt; charset=utf-8")
     if request.response_format == "verbose_json":
         return JSONResponse(verbose(result, request, telemetry))
-    return JSONResponse({"text": result.text, "usage": usage(result)})
+    return JSONResponse({"text": api_text(result), "usage": usage(result)})
+
+
+def api_text(result) -> str:
+    """The whole text as OpenAI's API gives it: without Whisper's leading space (which its segments keep)."""
+    return result.text.strip()
 
 
 def usage(result) -> dict:
@@ -48,7 +53,8 @@ def verbose(result, request: AudioRequest, telemetry: dict) -> dict:
     # OpenAI reports the translation's language (English), and the audio's language for a transcription
     language = "english" if request.task == "translate" else language_name(result.language)
     record = {
-        "task": request.task, "language": language, "duration": round(result.duration, 3), "text": result.text,
+        "task": request.task, "language": language, "duration": round(result.duration, 3), "text": api_text(result),
+        "language_probability": result.language_probability,
         "segments": [segment_record(index, segment, request.temperature)
                      for index, segment in enumerate(result.segments)],
         "usage": usage(result), TELEMETRY_KEY: telemetry,
@@ -90,12 +96,12 @@ def server_sent_event(data: dict) -> str:
 
 def delta_event(index: int, segment: Segment) -> str:
     """One decoded segment, as OpenAI's `transcript.text.delta`, with its times under `segment`."""
-    delta = segment.text if index == 0 else " " + segment.text
+    delta = segment.text.lstrip() if index == 0 else segment.text  # the deltas add up to the done event's text
     return server_sent_event({"type": "transcript.text.delta", "delta": delta,
                               "segment": {"id": index, "start": segment.start, "end": segment.end,
                                           "text": segment.text}})
 
 
 def done_event(result, telemetry: dict) -> str:
-    return server_sent_event({"type": "transcript.text.done", "text": result.text, "usage": usage(result),
+    return server_sent_event({"type": "transcript.text.done", "text": api_text(result), "usage": usage(result),
                               "language": result.language, TELEMETRY_KEY: telemetry})

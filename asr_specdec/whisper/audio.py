@@ -54,6 +54,27 @@ def load_audio(source, sample_rate: float | None = None) -> np.ndarray:
     return np.ascontiguousarray(samples, dtype=np.float32)
 
 
+def load_stereo(source, sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, np.ndarray]:
+    """(left, right) float32 samples at `sample_rate` from a path or an encoded file's bytes (a mono file gives
+    its channel twice, as faster-whisper's decode_audio(split_stereo=True) does)."""
+    if isinstance(source, (str, os.PathLike)):
+        name = str(source)
+        source = _readable_file(Path(source).expanduser(), name)
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        name, source = "audio bytes", bytes(source)
+        if not source:
+            raise AudioError(f"{name}: empty (0 bytes)")
+    else:
+        raise TypeError(f"load_stereo takes a path or bytes, not {type(source).__name__}")
+    channels, rate = _decode(source, name, stereo=True)
+    if rate != sample_rate and channels.size:
+        import soxr
+
+        channels = soxr.resample(channels, rate, sample_rate, quality="HQ")
+    channels = np.ascontiguousarray(channels.T, dtype=np.float32)
+    return channels[0], channels[1]
+
+
 def duration_seconds(audio: np.ndarray) -> float:
     return len(audio) / SAMPLE_RATE
 
@@ -111,37 +132,42 @@ def _readable_file(path: Path, name: str) -> Path:
     return path
 
 
-def _decode(source: bytes | Path, name: str) -> tuple[np.ndarray, int]:
-    """(mono float32 samples, rate): soundfile for the formats libsndfile knows, else ffmpeg."""
+def _decode(source: bytes | Path, name: str, stereo: bool = False) -> tuple[np.ndarray, int]:
+    """(mono float32 samples, or [samples, 2] with `stereo`; rate): soundfile for the formats libsndfile knows,
+    else ffmpeg."""
     import soundfile
 
     try:
         file = soundfile.SoundFile(io.BytesIO(source) if isinstance(source, bytes) else source)
     except soundfile.LibsndfileError:
-        return _decode_with_ffmpeg(source, name), SAMPLE_RATE
+        return _decode_with_ffmpeg(source, name, channels=2 if stereo else 1), SAMPLE_RATE
     # libsndfile knows the format, so a failure now is damage that ffmpeg would only paper over
     with file:
         try:
-            return file.read(dtype="float32", always_2d=True).mean(axis=1), file.samplerate
+            samples = file.read(dtype="float32", always_2d=True)
+            if stereo:
+                return (samples[:, :2] if samples.shape[1] >= 2 else np.repeat(samples, 2, axis=1)), file.samplerate
+            return samples.mean(axis=1), file.samplerate
         except soundfile.LibsndfileError as error:
             reason = str(error).removeprefix("Error : ").rstrip(".")
             raise AudioError(f"{name}: corrupt or truncated {file.format} audio ({reason})") from None
 
 
-def _decode_with_ffmpeg(source: bytes | Path, name: str) -> np.ndarray:
+def _decode_with_ffmpeg(source: bytes | Path, name: str, channels: int = 1) -> np.ndarray:
     if shutil.which("ffmpeg") is None:
         raise AudioError(f"{name}: not audio that libsndfile can read (install ffmpeg for mp4/m4a/aac/wma)")
     # "file:" stops ffmpeg reading a name with a colon as a protocol; a path lets it seek (mp4 moov at end)
     input_spec = "pipe:0" if isinstance(source, bytes) else f"file:{source.resolve()}"
     command = ["ffmpeg", "-nostdin", "-loglevel", "error", "-i", input_spec,
-               "-f", "f32le", "-ac", "1", "-ar", str(SAMPLE_RATE), "pipe:1"]
+               "-f", "f32le", "-ac", str(channels), "-ar", str(SAMPLE_RATE), "pipe:1"]
     process = subprocess.run(command, input=source if isinstance(source, bytes) else None,
                              capture_output=True, check=False)
     if process.returncode != 0:
         lines = process.stderr.decode(errors="replace").strip().splitlines()
         reason = lines[-1].removeprefix(f"{input_spec}: ") if lines else f"ffmpeg exit code {process.returncode}"
         raise AudioError(f"{name}: not a recognised audio file ({reason})")
-    return np.frombuffer(process.stdout, dtype=np.float32)
+    samples = np.frombuffer(process.stdout, dtype=np.float32)
+    return samples if channels == 1 else samples.reshape(-1, channels)
 
 
 def _mono_array(samples: np.ndarray, name: str) -> np.ndarray:

@@ -63,19 +63,21 @@ def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | 
     for index, audio in enumerate(samples):
         rows = [(offset, window, row, quiet) for (owner, offset, window), row, quiet in zip(windows, decoded, silent)
                 if owner == index]
-        stats, segments, window_tokens, detected = DecodeStats(), [], [], None
+        stats, segments, window_tokens, detected, probability = DecodeStats(), [], [], None, None
         for offset, window, row, quiet in rows:
             stats.add(row.stats)
             window_tokens.append(row.tokens)
-            detected = detected or row.detected_language
-            text = "" if quiet else pipeline.text(row.tokens)
-            if text:
+            if detected is None and row.detected_language is not None:
+                detected, probability = row.detected_language, row.language_probability
+            text = "" if quiet else pipeline.segment_text(row.tokens)
+            if text.strip():
                 segments.append(Segment(round(offset, 3), round(offset + audio_io.duration_seconds(window), 3), text))
         if language:
-            detected = language
+            detected, probability = language, 1.0
         elif not pipeline.tokens.multilingual:
-            detected = "en"
+            detected, probability = "en", 1.0
         results.append(TranscriptionResult(
-            text=" ".join(segment.text for segment in segments), segments=segments, window_tokens=window_tokens,
-            stats=stats, language=detected, duration=audio_io.duration_seconds(audio), **(labels or {})))
+            text="".join(segment.text for segment in segments), segments=segments, window_tokens=window_tokens,
+            stats=stats, language=detected, duration=audio_io.duration_seconds(audio), language_probability=probability,
+            **(labels or {})))
     return results

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from ..errors import SpecdecError
 from .fallback import DEFAULT_TEMPERATURES, Recipe
+from .tokens import Suppression
 from .vad import VadOptions
 from .words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 
@@ -22,16 +23,21 @@ class TranscribeOptions:
     vad_filter: bool = False
     vad_options: VadOptions = field(default_factory=VadOptions)
     vad_batch_size: int = 8  # speech windows decoded together as rows of one batch
-    initial_prompt: str | None = None  # text the first window is conditioned on (<|startofprev|>)
+    initial_prompt: str | tuple[int, ...] | None = None  # text (or token ids) the first window is conditioned on
     prefix: str | None = None  # text the first window's transcript is made to begin with
     hotwords: str | None = None  # hint words put in every window's prompt (faster-whisper), unless a prefix is given
     recipe: Recipe = field(default_factory=Recipe)
     prepend_punctuations: str = PREPEND_PUNCTUATIONS
     append_punctuations: str = APPEND_PUNCTUATIONS
+    multilingual: bool = False  # detect the language of every window (else the first window's is kept)
+    suppression: Suppression | None = None  # what windows may not produce; None: the model's generation config
+    max_new_tokens: int | None = None  # per window; None: the transcriber's
 
     def __post_init__(self):
         if self.vad_batch_size < 1:
             raise SpecdecError(f"vad_batch_size must be at least 1, not {self.vad_batch_size}")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise SpecdecError(f"max_new_tokens must be at least 1, not {self.max_new_tokens}")
 
     def with_overrides(self, **overrides) -> TranscribeOptions:
         """A copy with the given options (recipe fields may be given by name; None switches a threshold off)."""
@@ -79,7 +85,9 @@ def prompt_tokens(tokenizer, options: TranscribeOptions, limit: int) -> PromptTo
     """Token ids of the option texts. A prompt over `limit` tokens (Whisper's: half its context less one) keeps
     its last `limit` tokens, as openai does, with a PromptTruncated warning; a prefix or hotwords over it keep
     their first ones, as faster-whisper does."""
-    def encode(text: str | None) -> list[int]:
+    def encode(text: str | tuple[int, ...] | None) -> list[int]:
+        if isinstance(text, (tuple, list)):
+            return [int(token) for token in text]  # token ids, as faster-whisper's initial_prompt may be
         return tokenizer.encode(" " + text.strip(), add_special_tokens=False) if text and text.strip() else []
 
     initial, prefix = encode(options.initial_prompt), encode(options.prefix)

@@ -28,7 +28,7 @@ from .compute import ComputeType
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
 from .encoder import EncoderRunner
 from .longform import Frames
-from .tokens import WhisperTokens
+from .tokens import Suppression, WhisperTokens
 from .window_extras import WindowExtras, window_extras
 
 
@@ -47,6 +47,8 @@ class Window:
     word_tokens: Callable[[list[int]], list[int]] | None = None
     audio_frames: int | None = None  # feature frames that hold real audio (None: the whole window)
     task: str | None = None  # transcribe or translate; None: the pipeline's task
+    suppression: Suppression | None = None  # what the row may not produce; None: the model's generation config
+    max_new_tokens: int | None = None  # None: the pipeline's
 
 
 @dataclass
@@ -56,6 +58,7 @@ class DecodedWindow:
     detected_language: str | None  # the language code found in the audio; None when it was given
     stats: DecodeStats
     extras: WindowExtras | None = None  # scores and aligned words, when the window asked for them
+    language_probability: float | None = None  # of the detected language, among the languages; None when given
 
 
 # decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
@@ -105,7 +108,13 @@ class WindowPipeline:
         return self.processor.feature_extractor.n_samples
 
     def text(self, tokens: list[int]) -> str:
-        return self.processor.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+        """The text of `tokens` without its surrounding spaces (live hypotheses, fallback scores)."""
+        return self.segment_text(tokens).strip()
+
+    def segment_text(self, tokens: list[int]) -> str:
+        """The text of `tokens` as Whisper writes it, with its leading space (as openai and faster-whisper keep it):
+        segments joined with "" read right, and a result's tokens decode to exactly its text."""
+        return self.processor.tokenizer.decode(tokens, skip_special_tokens=True)
 
     def decode(self, windows: list[Window], generator: torch.Generator | None = None,
                sampling: Sampling | None = None) -> list[DecodedWindow]:
@@ -119,11 +128,12 @@ class WindowPipeline:
             encoder_seconds = time.perf_counter() - started
             languages = self._languages(cache, windows)
             prompts = [self.tokens.prompt(language_id, window.task or self.task, window.timestamps, window.previous)
-                       for window, (language_id, _) in zip(windows, languages)]
+                       for window, (language_id, _, _) in zip(windows, languages)]
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
-                eos_token_id=self.tokens.end_of_text, max_new_tokens=self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt), window.timestamps), sampling=window.sampling or sampling,
+                eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
+                rules=self.tokens.rules(len(prompt), window.timestamps, window.suppression),
+                sampling=window.sampling or sampling,
                 draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
                                                   encoder_output, cross_states, cache,
@@ -138,14 +148,15 @@ class WindowPipeline:
                                     prompt, extra, tokens, rules.rules, language_id,
                                     target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1))
                       if window.score or window.word_tokens else None
-                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _))
+                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _, _))
                       in enumerate(zip(windows, prompts, forced, rows, settings, languages))]
         decoded = []
-        for (tokens, stats), (language_id, detected), extra, window_extra in zip(rows, languages, forced, extras):
+        for (tokens, stats), (language_id, detected, probability), extra, window_extra in zip(rows, languages, forced,
+                                                                                              extras):
             stats.encoder_seconds += encoder_seconds / len(windows)
             stats.draft_seconds += drafter_seconds / len(windows)
             stats.total_seconds = (time.perf_counter() - started) / len(windows)
-            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra))
+            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra, probability))
         return decoded
 
     def _encode(self, features: list[torch.Tensor]):
@@ -160,23 +171,42 @@ class WindowPipeline:
         return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                      cross_states=cross_states)
 
-    def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None]]:
-        """(language token, detected code or None) per row: the window's language, or the one detected in it."""
+    def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None, float | None]]:
+        """(language token, detected code or None, its probability or None) per row: the window's language, or the
+        one detected in it."""
         if not self.tokens.multilingual or all(window.language_id is not None for window in windows):
-            return [(window.language_id, None) for window in windows]
+            return [(window.language_id, None, None) for window in windows]
         detected = self.detect_languages(cache)
-        return [(window.language_id, None) if window.language_id is not None else found
+        return [(window.language_id, None, None) if window.language_id is not None else found
                 for window, found in zip(windows, detected)]
 
-    def detect_languages(self, cache: KVCache) -> list[tuple[int, str]]:
-        """(language token, language code) for each row of `cache`, each row's most likely language after
-        start-of-transcript, as transformers' generate picks it."""
+    def detect_languages(self, cache: KVCache) -> list[tuple[int, str, float]]:
+        """(language token, language code, its probability among the languages) for each row of `cache`, each
+        row's most likely language after start-of-transcript, as transformers' generate picks it."""
+        candidates, logits = self._language_logits(cache)
+        best = logits.argmax(dim=-1)
+        probabilities = torch.softmax(logits.float(), dim=-1).gather(1, best[:, None])[:, 0].tolist()
+        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
+        return [(token, codes[token], probability)
+                for token, probability in zip(candidates[best].tolist(), probabilities)]
+
+    def language_probabilities(self, features: torch.Tensor) -> list[tuple[str, float]]:
+        """(language code, probability) for one window's features, likeliest first: openai's detect_language, a
+        softmax over the language tokens' logits after start-of-transcript."""
+        with torch.inference_mode():
+            _, _, _, cache = self._encode([features])
+            candidates, logits = self._language_logits(cache)
+            probabilities = torch.softmax(logits[0].float(), dim=-1).tolist()
+        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
+        ranked = sorted(zip(candidates.tolist(), probabilities), key=lambda pair: -pair[1])
+        return [(codes[token], probability) for token, probability in ranked]
+
+    def _language_logits(self, cache: KVCache) -> tuple[torch.Tensor, torch.Tensor]:
+        """(language token ids, their logits per row [rows, languages]) after start-of-transcript."""
         ids = torch.full((cache.batch_size, 1), self.tokens.start_of_transcript, device=self.runner.device)
         logits = self.runner.forward(cache, ids, 0)[:, -1]
         candidates = torch.tensor(list(self.tokens.language_ids.values()), device=logits.device)
-        best = candidates[logits[:, candidates].argmax(dim=-1)].tolist()
-        codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
-        return [(token, codes[token]) for token in best]
+        return candidates, logits[:, candidates]
 
     def _start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
                        cache: KVCache, sampling: list[Sampling]) -> float:

@@ -10,6 +10,7 @@ def result_record(result, file: str, comparison: dict | None = None) -> dict:
         "text": result.text,
         "segments": [segment_record(segment) for segment in result.segments],
         "language": result.language,
+        "language_probability": result.language_probability,
         "duration": round(result.duration, 3),
         "mode": result.mode,
         "main_model": result.main_model,

@@ -22,6 +22,7 @@ class TranscriptionResult:
     compute_type: str | None = None
     backend: str | None = None  # "native avx2", "pytorch (cpu)", ...
     timings: dict = field(default_factory=dict)
+    language_probability: float | None = None  # of the detected language (1.0 when given); None: nothing detected
 
     @property
     def tokens(self) -> list[int]:

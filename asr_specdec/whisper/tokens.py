@@ -9,6 +9,21 @@ from ..errors import SpecdecError
 from .timestamps import TimestampRules
 
 DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai's max_initial_timestamp of 1.0 s
+TIMESTAMP_SECONDS = 0.02  # what one timestamp token step is worth
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """What a window may not produce, where it differs from the model's generation config (faster-whisper's
+    `suppress_tokens`, `suppress_blank` and `max_initial_timestamp`)."""
+
+    tokens: tuple[int, ...] | None = None  # never produced; None: the generation config's list
+    blank: bool = True  # no blank (a space or end-of-text) as the first token
+    max_initial_timestamp: float | None = 1.0  # seconds: the first timestamp is no later; None: no limit
+
+    def __post_init__(self):
+        if self.max_initial_timestamp is not None and self.max_initial_timestamp < 0:
+            raise SpecdecError(f"max_initial_timestamp must be 0 or more seconds, not {self.max_initial_timestamp}")
 
 
 @dataclass(frozen=True)
@@ -107,10 +122,25 @@ class WhisperTokens:
             tokens = [self.start_of_prev, *previous[-(self.max_positions // 2 - 1):], *tokens]
         return tokens if timestamps else tokens + [self.no_timestamps]
 
-    def rules(self, prompt_length: int, timestamps: bool = False) -> LogitRules:
+    def rules(self, prompt_length: int, timestamps: bool = False, suppression: Suppression | None = None) -> LogitRules:
+        """The logit rules of a row whose prompt is `prompt_length` long: the model's, or `suppression`'s."""
+        suppress, begin_suppress = self.suppress_tokens, self.begin_suppress_tokens
+        max_initial = self.max_initial_timestamp_index
+        if suppression is not None:
+            suppress = suppress if suppression.tokens is None else tuple(suppression.tokens)
+            begin_suppress = begin_suppress if suppression.blank else ()
+            max_initial = (None if suppression.max_initial_timestamp is None
+                           else round(suppression.max_initial_timestamp / TIMESTAMP_SECONDS))
         if not timestamps:
-            return LogitRules(self.suppress_tokens, self.begin_suppress_tokens, begin_index=prompt_length)
-        return TimestampRules(self.suppress_tokens, self.begin_suppress_tokens, begin_index=prompt_length,
+            return LogitRules(suppress, begin_suppress, begin_index=prompt_length)
+        return TimestampRules(suppress, begin_suppress, begin_index=prompt_length,
                               timestamp_begin=self.timestamp_begin, no_timestamps=self.no_timestamps,
-                              end_of_text=self.end_of_text,
-                              max_initial_timestamp_index=self.max_initial_timestamp_index)
+                              end_of_text=self.end_of_text, max_initial_timestamp_index=max_initial)
+
+    def special_ids(self) -> tuple[int, ...]:
+        """The tokens faster-whisper always suppresses with a `suppress_tokens` list: the tasks, start of
+        transcript, of previous text and of LM, and no-speech."""
+        ids = [*self.task_ids.values(), self.start_of_transcript, self.no_speech]
+        if self.start_of_prev is not None:
+            ids += [self.start_of_prev, self.start_of_prev - 1]  # <|startoflm|> comes right before <|startofprev|>
+        return tuple(sorted(set(ids)))

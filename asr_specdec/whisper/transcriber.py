@@ -13,7 +13,7 @@ import torch
 from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from ..core.drafter import Drafter
 from ..core.logits import Sampling
-from ..core.modes import MODES
+from ..core.modes import MODES, default_mode
 from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
@@ -97,8 +97,10 @@ def _load_lean(location, device, dtype):
     return load_lean_whisper(location, device=device, dtype=dtype), processor
 
 
-def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit):
-    """The drafting mode from an explicit `mode` or from the transformers-style arguments given."""
+def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit,
+                 device: str | torch.device = "cpu"):
+    """The drafting mode from an explicit `mode`, from the transformers-style arguments given, else the project's
+    default for `device` (core/modes.py)."""
     if mode is not None:
         if mode not in MODES:
             raise SpecdecError(f"unknown mode '{mode}': choose one of {', '.join(MODES)}")
@@ -109,7 +111,7 @@ def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_t
         return "prompt-lookup"
     if assistant_early_exit:
         return "early-exit"
-    return "off"
+    return default_mode(device)
 
 
 def _first_given(*values):
@@ -117,7 +119,8 @@ def _first_given(*values):
 
 
 class SpeculativeWhisper:
-    """Transcribe with a main Whisper model, optionally verified against a drafter.
+    """Transcribe with a main Whisper model, optionally verified against a drafter (by default the project's:
+    the main model's int8 self on a CPU, none elsewhere; `mode="off"` decodes plainly).
 
     Greedy output is exactly the main model's greedy output whatever the drafter; sampling output has
     exactly the main model's distribution. Accepts transformers' argument names (`assistant_model`,
@@ -190,7 +193,7 @@ class SpeculativeWhisper:
             self.mode, self.pipeline.drafter = drafter.name, drafter
             return
         self.mode = resolve_mode(drafter or mode, assistant_model, assistant_tokenizer,
-                                 prompt_lookup_num_tokens, assistant_early_exit)
+                                 prompt_lookup_num_tokens, assistant_early_exit, self.device)
         if self.mode == "prompt-lookup" and prompt_lookup_num_tokens:
             self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic,
                                                      schedule=draft_length.schedule)
@@ -271,27 +274,26 @@ class SpeculativeWhisper:
         long_form = _check_long_form(long_form or self.long_form)
         condition = _first_given(condition_on_previous_text, self.condition_on_previous_text)
         is_long = len(samples) > self.pipeline.window_samples
-        if is_long and long_form == "sequential" and timestamps is False:
-            raise SpecdecError("sequential long-form decoding needs timestamps: use long_form='chunked' for audio "
-                               "over 30 s without timestamps")
         run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
                    task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
         if options.vad_filter:
-            segments = self._transcribe_speech(samples, run)
+            segments = self._transcribe_speech(samples, run, timestamps is not False)
         elif is_long and long_form == "chunked":
             segments = self._transcribe_chunked(samples, run, bool(timestamps))
         elif is_long or timestamps:
-            segments = self._transcribe_sequential(samples, run, is_long, condition)
+            # without timestamps, each 30-s window is one segment and the next one starts where it ends (openai's)
+            segments = self._transcribe_sequential(samples, run, is_long, condition, timestamps is not False)
         else:
             segments = self._transcribe_chunked(samples, run, False)
         run.stats.total_seconds = time.perf_counter() - started
         if progress is not None:
             progress(1.0, "done")
         detected = language if language else ("en" if not self.tokens.multilingual else run.language)
-        spoken = [segment for segment in segments if segment.text]
+        spoken = [segment for segment in segments if segment.text.strip()]
         return TranscriptionResult(
             text=self._text(spoken), segments=[segment.output(self.tokens.timestamp_begin) for segment in spoken],
             window_tokens=run.window_tokens, stats=run.stats, language=detected,
+            language_probability=run.language_probability if detected == run.language else 1.0,
             duration=audio_io.duration_seconds(samples), **self._labels())
 
     def _generator(self, recipe: Recipe) -> torch.Generator | None:
@@ -331,7 +333,8 @@ class SpeculativeWhisper:
         prefix = tuple(prompts.prefix) if prompts.prefix and not run.window_tokens else None
         return Window(features, run.language_id, timestamps, window_context(prompts.hotwords, previous,
                                                                             tokens.prompt_limit),
-                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task)
+                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task,
+                      suppression=options.suppression, max_new_tokens=options.max_new_tokens)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
         """Windows of a transcribe call as rows of one decode (with fallback retries); the first window's detected
@@ -340,8 +343,10 @@ class SpeculativeWhisper:
                                        run.decode)
         for result in results:
             decoded = result.decoded
-            run.language_id = run.language_id if run.language_id is not None else decoded.language_id
-            run.language = run.language or decoded.detected_language
+            if not run.options.multilingual:  # else every window detects its own
+                run.language_id = run.language_id if run.language_id is not None else decoded.language_id
+            if run.language is None and decoded.detected_language is not None:
+                run.language, run.language_probability = decoded.detected_language, decoded.language_probability
             run.window_tokens.append(decoded.tokens)
             run.results.append(result)
         return results
@@ -376,9 +381,10 @@ class SpeculativeWhisper:
     def _place_words(self, options: TranscribeOptions):
         return partial(place_words, prepend=options.prepend_punctuations, append=options.append_punctuations)
 
-    def _transcribe_speech(self, samples: np.ndarray, run: _Run) -> list[_TextSegment]:
+    def _transcribe_speech(self, samples: np.ndarray, run: _Run, timestamps: bool = True) -> list[_TextSegment]:
         """The VAD path: speech windows (vad.py) decoded `vad_batch_size` at a time as rows of one batch, each on
-        its own with timestamps; times mapped back to the file's timeline."""
+        its own (with timestamps; without, a window is one segment spanning its speech); times mapped back to the
+        file's timeline."""
         options = run.options
         vad = options.vad_options
         windows = speech_windows(samples, speech_regions(samples, vad), self.pipeline.window_samples,
@@ -390,7 +396,7 @@ class SpeculativeWhisper:
                 run.progress(begin / len(windows), f"transcribing speech windows {begin + 1}-{last} of {len(windows)}")
             group = windows[begin:begin + options.vad_batch_size]
             # words always: they place segments on the file's timeline (kept in the output only when asked)
-            rows = [replace(self._window(self.pipeline.features(window.samples), run, True,
+            rows = [replace(self._window(self.pipeline.features(window.samples), run, timestamps,
                                          run.prompts.initial or None, len(window.samples) // hop),
                             word_tokens=window_text_tokens(self.tokens.end_of_text)) for window in group]
             rows = rows[:1] + [replace(row, prefix=None) for row in rows[1:]]  # the prefix starts the first only
@@ -398,18 +404,21 @@ class SpeculativeWhisper:
             for number, (window, result) in enumerate(zip(group, self._decode_windows(rows, run)), start=first):
                 if result.silent:
                     continue
-                timed, _ = self._independent(result, number, 0.0, audio_io.duration_seconds(window.samples), True,
-                                             run, 0.0)
+                timed, _ = self._independent(result, number, 0.0, audio_io.duration_seconds(window.samples),
+                                             timestamps, run, 0.0)
                 pieces = [part for piece in timed for part in on_file_timeline(piece, window)]
+                if not timestamps:  # one segment a window, spanning its speech (faster-whisper's batched output)
+                    pieces = [replace(timed[0], start=pieces[0].start, end=pieces[-1].end,
+                                      words=tuple(word for piece in pieces for word in piece.words))]
                 if not options.word_timestamps:
                     pieces = [replace(piece, words=()) for piece in pieces]
-                finished = [self._segment(piece, run, True) for piece in pieces]
+                finished = [self._segment(piece, run, timestamps) for piece in pieces]
                 run.emit(finished, self.tokens.timestamp_begin)
                 segments += finished
         return segments
 
-    def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool,
-                               condition: bool) -> list[_TextSegment]:
+    def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool, condition: bool,
+                               timestamps: bool = True) -> list[_TextSegment]:
         """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
         if condition and self.sampling.do_sample and self.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
@@ -418,14 +427,14 @@ class SpeculativeWhisper:
 
         def decode(window: torch.Tensor, previous: list[int] | None, real: int) -> WindowOutcome:
             frames = real if is_long else min(real, audio_frames)
-            result = self._decode_windows([self._window(window, run, True, previous, frames, True)], run)[0]
+            result = self._decode_windows([self._window(window, run, timestamps, previous, frames, True)], run)[0]
             extras = result.decoded.extras
             return WindowOutcome(result.decoded.tokens, skip=result.silent,
                                  reset_prompt=result.temperature > recipe.prompt_reset_on_temperature,
                                  words=extras.words if extras else None)
 
         def emit(pieces: list[TimedTokens]) -> None:
-            run.emit([self._segment(piece, run, True) for piece in pieces], self.tokens.timestamp_begin)
+            run.emit([self._segment(piece, run, timestamps) for piece in pieces], self.tokens.timestamp_begin)
 
         output = transcribe_sequential(self.pipeline.features(samples, whole=is_long), decode,
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
@@ -433,16 +442,17 @@ class SpeculativeWhisper:
                                        place_words=self._place_words(run.options), with_frames=True,
                                        on_segments=emit if run.on_segment is not None else None,
                                        audio_seconds=audio_io.duration_seconds(samples))
-        return [self._segment(piece, run, True) for piece in output.segments]
+        return [self._segment(piece, run, timestamps) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
-        return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.text(list(piece.tokens)),
-                            piece.tokens if timestamps else None, piece.words, run.results[piece.window])
+        return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.segment_text(list(piece.tokens)),
+                            piece.tokens if timestamps else None, piece.words, run.results[piece.window],
+                            piece.tokens)
 
     def _text(self, segments: list[_TextSegment]) -> str:
         if all(segment.tokens is None for segment in segments):
-            return " ".join(segment.text for segment in segments)
-        return self.pipeline.text([token for segment in segments for token in segment.tokens or ()])
+            return "".join(segment.text for segment in segments)
+        return self.pipeline.segment_text([token for segment in segments for token in segment.tokens or ()])
 
 
 @dataclass
@@ -459,13 +469,14 @@ class _Run:
     decode: WindowDecoder | None = None
     on_segment: SegmentListener | None = None
     language: str | None = None
+    language_probability: float | None = None
     window_tokens: list[list[int]] = field(default_factory=list)
     results: list[WindowResult] = field(default_factory=list)  # per decoded window, in order
 
     def emit(self, segments: list[_TextSegment], timestamp_begin: int) -> None:
         if self.on_segment is not None:
             for segment in segments:
-                if segment.text:
+                if segment.text.strip():
                     self.on_segment(segment.output(timestamp_begin))
 
 
@@ -477,12 +488,13 @@ class _TextSegment:
     tokens: tuple[int, ...] | None = None
     words: tuple = ()
     window: WindowResult | None = None
+    all_tokens: tuple[int, ...] = ()  # its generated ids, with or without timestamps
 
     def output(self, timestamp_begin: int) -> Segment:
         window = self.window
         if window is None:
-            return Segment(self.start, self.end, self.text, self.tokens or ())
-        return Segment(self.start, self.end, self.text, self.tokens or (), words=self.words,
+            return Segment(self.start, self.end, self.text, self.all_tokens)
+        return Segment(self.start, self.end, self.text, self.all_tokens, words=self.words,
                        avg_logprob=_rounded(window.avg_logprob), compression_ratio=round(window.compression_ratio, 4),
                        no_speech_prob=_rounded(window.no_speech_prob), temperature=window.temperature)
 

@@ -76,7 +76,7 @@ def test_transcribes_a_clip_with_segments_language_telemetry_highlights_and_down
     srt = names["LJ002-0020.srt"].read_text()  # the cue carries the model's own times, as the segments view does
     cue = re.match(r"1\n00:00:(\d\d,\d{3}) --> 00:00:(\d\d,\d{3})\n", srt).groups()
     assert [round(float(time.replace(",", ".")), 1) for time in cue] == [start, end] and "1813" in srt
-    assert json.loads(names["LJ002-0020.json"].read_text())["text"] == text
+    assert json.loads(names["LJ002-0020.json"].read_text())["text"] == " " + text
 
 
 def test_microphone_endpoint_transcribes_a_recording_and_names_downloads_by_its_time(client):
@@ -103,7 +103,7 @@ def test_compare_reports_times_speedup_and_identical_output_and_offers_downloads
     names = {Path(path).name: Path(path) for path in downloads}
     assert {"LJ002-0020.srt", "LJ002-0020.comparison.json"} <= set(names)
     report = json.loads(names["LJ002-0020.comparison.json"].read_text())
-    assert report["plain"]["text"] == plain and report["speculative"]["mode"] == "prompt-lookup"
+    assert report["plain"]["text"].strip() == plain and report["speculative"]["mode"] == "prompt-lookup"
 
 
 def test_assistant_mode_works_with_the_assistant_the_page_offers(server, client):

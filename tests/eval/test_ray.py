@@ -79,7 +79,7 @@ def test_a_corrupt_file_and_a_killed_worker_give_failed_rows(ray_session, capsys
     assert code == 1, capsys.readouterr().err
     rows = {row["id"]: row for row in map(json.loads, (tmp_path / "out" / "rows.jsonl").read_text().splitlines())}
     assert len(rows) == 4
-    assert rows[str(shared_audio / "LJ002-0020.wav")]["text"] == "in 1813."
+    assert rows[str(shared_audio / "LJ002-0020.wav")]["text"] == " in 1813."
     assert rows[str(shared_audio / "goforward.wav")]["status"] == "ok"
     assert rows["corrupt.wav"]["status"] == "failed" and "corrupt.wav" in rows["corrupt.wav"]["error"]
     assert rows["kill-me"]["status"] == "failed" and "died" in rows["kill-me"]["error"]

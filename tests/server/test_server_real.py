@@ -51,7 +51,7 @@ def test_official_openai_client_on_real_speech(served, whisper):
                                                  timestamp_granularities=["segment"])
     assert verbose.text == SENTENCE and verbose.language == "english" and verbose.duration == pytest.approx(2.67)
     (segment,) = verbose.segments
-    assert segment.text == SENTENCE and 0 <= segment.start < segment.end <= 2.67
+    assert segment.text == " " + SENTENCE and 0 <= segment.start < segment.end <= 2.67
     assert verbose.model_extra["asr_specdec"]["stats"]["accepted_tokens"] > 0  # the drafter did the work
     srt = client.audio.transcriptions.create(model="whisper-1", file=upload, response_format="srt")
     assert srt.startswith("1\n00:00:00,000 --> 00:00:02,") and SENTENCE in srt

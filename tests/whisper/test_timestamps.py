@@ -168,3 +168,25 @@ def test_a_vocabulary_without_timestamps_is_refused():
         tokens.prompt(None, "transcribe", timestamps=True)
     with pytest.raises(SpecdecError, match="startofprev"):
         WhisperTokens(5, 4, 9, {}, {}, (), (), 64, vocab_size=40).prompt(None, "transcribe", True, previous=[1])
+
+
+def test_a_windows_suppression_replaces_the_models_rules():
+    from asr_specdec.errors import SpecdecError
+    from asr_specdec.whisper.tokens import Suppression
+
+    tokens = WhisperTokens(start_of_transcript=5, end_of_text=4, no_timestamps=9, language_ids={}, task_ids={},
+                           suppress_tokens=(1, 2), begin_suppress_tokens=(3, 4), max_positions=64, vocab_size=100)
+    default = tokens.rules(2, timestamps=True)
+    assert tokens.rules(2, True, Suppression()) == default  # faster-whisper's defaults are the model's here
+    custom = tokens.rules(2, True, Suppression(tokens=(7,), blank=False, max_initial_timestamp=0.0))
+    assert custom.suppress_tokens == (7,) and custom.begin_suppress_tokens == ()
+    assert custom.max_initial_timestamp_index == 0
+    assert tokens.rules(2, True, Suppression(max_initial_timestamp=None)).max_initial_timestamp_index is None
+    assert tokens.rules(2, False, Suppression(tokens=())).suppress_tokens == ()
+    with pytest.raises(SpecdecError, match="max_initial_timestamp"):
+        Suppression(max_initial_timestamp=-1.0)
+    # a suppressed token is never chosen, whatever its logit
+    logits = torch.zeros(1, 100)
+    logits[0, 7] = 10.0
+    plain_rules = tokens.rules(2, False, Suppression(tokens=(7,)))
+    assert plain_rules.apply(logits, 2, [0, 0])[0].argmax().item() != 7

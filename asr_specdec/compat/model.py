@@ -1,0 +1,379 @@
+"""faster-whisper 1.2's `WhisperModel` and `BatchedInferencePipeline` on speculative Whisper: the same signatures,
+defaults and return types, mapped onto one SpeculativeWhisper (the engine is reused, never copied).
+
+`transcribe` returns `(segments, info)`: `info` (language and its probability, durations, the options used) is
+known at once; `segments` is a lazy generator that decodes window by window as it is read (lazy.py). Every
+option either does what it does in faster-whisper or is refused by name (plan.py). What differs is listed in the
+README ("Coming from faster-whisper").
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import warnings
+
+import numpy as np
+
+from ..errors import SpecdecError
+from ..whisper import audio as audio_io
+from ..whisper.options import vad_options
+from ..whisper.tokens import Suppression
+from ..whisper.vad import VadOptions, speech_regions
+from ..whisper.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
+from .lazy import lazy_segments
+from .plan import UnsupportedOption, clip_ranges, refuse_unsupported, search_options, suppressed_tokens, temperatures
+from .types import Segment, TranscriptionInfo, TranscriptionOptions, Word
+from .utils import model_spec
+
+DEFAULT_TEMPERATURES = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+WINDOW_SECONDS = 30
+# faster-whisper's compute types, as ours (compute.py); "default" and "auto" are the project's choice for the device
+COMPUTE_TYPES = {"default": None, "auto": None, "float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
+                 "int8": "int8", "int8_float32": "int8"}
+
+
+class WhisperModel:
+    """A Whisper model as faster-whisper's `WhisperModel`, decoding speculatively: the same text as plain greedy
+    decoding, byte for byte, in less time.
+
+    `model_size_or_path`: one of available_models() (our offline packs `base` and `tiny.en` need no network), a
+    faster-whisper (CTranslate2) model directory, a transformers directory, or a model-hub id. Our own keyword
+    extras: `mode` (the drafter; by default the project's, core/modes.py), `assistant_model`, `num_draft_tokens`,
+    `draft_schedule`, and any other SpeculativeWhisper option (e.g. `silence_threshold`).
+    """
+
+    def __init__(self, model_size_or_path: str, device: str = "auto", device_index: int | list[int] = 0,
+                 compute_type: str = "default", cpu_threads: int = 0, num_workers: int = 1,
+                 download_root: str | None = None, local_files_only: bool = False, files: dict | None = None,
+                 revision: str | None = None, use_auth_token: str | bool | None = None, *, mode: str | None = None,
+                 assistant_model=None, num_draft_tokens: int | None = None, draft_schedule: str | None = None,
+                 **speculative_options):
+        import torch
+
+        from ..whisper.transcriber import SpeculativeWhisper
+
+        if files:
+            raise UnsupportedOption("files= (a model held in memory) is not supported: give a model directory")
+        if num_workers != 1:
+            raise UnsupportedOption(f"num_workers={num_workers} is not supported: calls share one model, one at a "
+                                    "time (use the server, asr_specdec.serve, for concurrent requests)")
+        spec, from_hub = model_spec(model_size_or_path)
+        if from_hub:
+            for name, value in (("download_root", download_root), ("revision", revision),
+                                ("use_auth_token", use_auth_token), ("local_files_only", local_files_only or None)):
+                if value is not None:
+                    raise UnsupportedOption(f"{name}= is not supported for a model from the hub ('{spec}'): give "
+                                            "a local model directory or an offline pack (base, tiny.en)")
+        if cpu_threads < 0:
+            raise SpecdecError(f"cpu_threads must be 0 (the default) or more, not {cpu_threads}")
+        if cpu_threads:
+            torch.set_num_threads(cpu_threads)  # process-wide in torch
+        self.speculative = SpeculativeWhisper(
+            spec, mode=mode, assistant_model=assistant_model, num_draft_tokens=num_draft_tokens,
+            draft_schedule=draft_schedule, device=_device(device, device_index),
+            compute_type=_compute_type(compute_type),
+            **speculative_options)
+        self._lock = threading.Lock()  # one decode at a time (num_workers=1); readers of two generators take turns
+
+    @property
+    def supported_languages(self) -> list[str]:
+        """The languages the model knows (codes), or ["en"] for an English-only model."""
+        tokens = self.speculative.tokens
+        if not tokens.multilingual:
+            return ["en"]
+        return [key.strip("<|>") for key in tokens.language_ids]
+
+    def detect_language(self, audio: np.ndarray | None = None, features=None, vad_filter: bool = False,
+                        vad_parameters: dict | VadOptions | None = None, language_detection_segments: int = 1,
+                        language_detection_threshold: float = 0.5) -> tuple[str, float, list[tuple[str, float]]]:
+        """(language, its probability, every (language, probability) likeliest first) from the first
+        `language_detection_segments` 30-s windows of `audio` (16-kHz samples) or of log-mel `features`: the first
+        window whose likeliest language is above the threshold decides, else the language most windows chose."""
+        if audio is None and features is None:
+            raise SpecdecError("detect_language needs audio or features")
+        if not self.speculative.tokens.multilingual:
+            return "en", 1.0, [("en", 1.0)]
+        windows = self._detection_windows(audio, features, vad_filter, vad_parameters,
+                                          max(1, language_detection_segments))
+        votes: dict[str, list[float]] = {}
+        for window in windows:
+            with self._lock:
+                ranked = self.speculative.pipeline.language_probabilities(window)
+            language, probability = ranked[0]
+            if language_detection_threshold is None or probability > language_detection_threshold:
+                break
+            votes.setdefault(language, []).append(probability)
+        else:
+            language = max(votes, key=lambda code: len(votes[code]))
+            probability = max(votes[language])
+        return language, probability, ranked
+
+    def transcribe(self, audio, language: str | None = None, task: str = "transcribe", log_progress: bool = False,
+                   beam_size: int = 5, best_of: int = 5, patience: float = 1, length_penalty: float = 1,
+                   repetition_penalty: float = 1, no_repeat_ngram_size: int = 0,
+                   temperature: float | list[float] | tuple[float, ...] = DEFAULT_TEMPERATURES,
+                   compression_ratio_threshold: float | None = 2.4, log_prob_threshold: float | None = -1.0,
+                   no_speech_threshold: float | None = 0.6, condition_on_previous_text: bool = True,
+                   prompt_reset_on_temperature: float = 0.5, initial_prompt=None, prefix: str | None = None,
+                   suppress_blank: bool = True, suppress_tokens: list[int] | None = [-1],  # noqa: B006
+                   without_timestamps: bool = False, max_initial_timestamp: float = 1.0,
+                   word_timestamps: bool = False, prepend_punctuations: str = PREPEND_PUNCTUATIONS,
+                   append_punctuations: str = APPEND_PUNCTUATIONS, multilingual: bool = False,
+                   vad_filter: bool = False, vad_parameters: dict | VadOptions | None = None,
+                   max_new_tokens: int | None = None, chunk_length: int | None = None,
+                   clip_timestamps: str | list[float] = "0", hallucination_silence_threshold: float | None = None,
+                   hotwords: str | None = None, language_detection_threshold: float | None = 0.5,
+                   language_detection_segments: int = 1):
+        """Transcribe a path, a file-like object or 16-kHz samples: (lazy segments, TranscriptionInfo), with
+        faster-whisper's arguments and defaults (beam_size > 1 needs beam search, coming with issue 24)."""
+        arguments = dict(locals())
+        del arguments["self"]
+        return self._transcribe(batch_size=None, **arguments)
+
+    # the shared body of WhisperModel.transcribe and BatchedInferencePipeline.transcribe
+    def _transcribe(self, audio, batch_size: int | None, **arguments):
+        options = _Arguments(arguments)
+        refuse_unsupported(options.repetition_penalty, options.no_repeat_ngram_size, options.chunk_length,
+                           options.hallucination_silence_threshold)
+        search = search_options(options.beam_size, options.patience, options.length_penalty)
+        samples = self._samples(audio)
+        duration = audio_io.duration_seconds(samples)
+        multilingual = options.multilingual
+        if multilingual and not self.speculative.tokens.multilingual:
+            warnings.warn("this model is English-only: multilingual=True is set to False", stacklevel=3)
+            multilingual = False
+        clips = clip_ranges(options.clip_timestamps, duration)
+        vad = None
+        speech = samples
+        if batch_size is not None and clips is None and not options.vad_filter:
+            if duration > WINDOW_SECONDS:
+                raise SpecdecError("no clips to decode: set vad_filter=True or give clip_timestamps (batched "
+                                   "transcription of audio over 30 s)")
+        elif options.vad_filter and clips is None:
+            vad = _vad_options(options.vad_parameters, batched=batch_size is not None)
+            regions = speech_regions(samples, vad)
+            speech = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
+        duration_after_vad = audio_io.duration_seconds(speech)
+        detection_audio = speech if clips is None else samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
+        language, probability, all_probabilities = self._language(
+            options.language, detection_audio, options.language_detection_threshold,
+            options.language_detection_segments)
+        tokens = self.speculative.tokens
+        suppress = suppressed_tokens(options.suppress_tokens, tokens.suppress_tokens, tokens.special_ids())
+        ladder = temperatures(options.temperature)
+        batched = batch_size is not None
+        if batched:  # faster-whisper's batched decoding: first temperature, no conditioning, first timestamp 0
+            ladder, condition, max_initial = ladder[:1], False, 0.0
+        else:
+            condition, max_initial = options.condition_on_previous_text, options.max_initial_timestamp
+        initial_prompt = options.initial_prompt
+        if initial_prompt is not None and not isinstance(initial_prompt, str):
+            initial_prompt = tuple(int(token) for token in initial_prompt)
+        used = TranscriptionOptions(
+            beam_size=options.beam_size, best_of=options.best_of, patience=options.patience,
+            length_penalty=options.length_penalty, repetition_penalty=options.repetition_penalty,
+            no_repeat_ngram_size=options.no_repeat_ngram_size, log_prob_threshold=options.log_prob_threshold,
+            no_speech_threshold=options.no_speech_threshold,
+            compression_ratio_threshold=options.compression_ratio_threshold, condition_on_previous_text=condition,
+            prompt_reset_on_temperature=options.prompt_reset_on_temperature, temperatures=list(ladder),
+            initial_prompt=options.initial_prompt, prefix=options.prefix, suppress_blank=options.suppress_blank,
+            suppress_tokens=list(suppress) if options.suppress_tokens else options.suppress_tokens,
+            without_timestamps=options.without_timestamps, max_initial_timestamp=max_initial,
+            word_timestamps=options.word_timestamps, prepend_punctuations=options.prepend_punctuations,
+            append_punctuations=options.append_punctuations, multilingual=multilingual,
+            max_new_tokens=options.max_new_tokens, clip_timestamps=options.clip_timestamps,
+            hallucination_silence_threshold=options.hallucination_silence_threshold, hotwords=options.hotwords)
+        call = dict(
+            language=None if multilingual else language, task=options.task, timestamps=not options.without_timestamps,
+            long_form="sequential", condition_on_previous_text=condition, temperature=ladder,
+            compression_ratio_threshold=options.compression_ratio_threshold,
+            logprob_threshold=options.log_prob_threshold, no_speech_threshold=options.no_speech_threshold,
+            best_of=options.best_of, prompt_reset_on_temperature=options.prompt_reset_on_temperature,
+            initial_prompt=initial_prompt, prefix=options.prefix, hotwords=options.hotwords,
+            word_timestamps=options.word_timestamps, prepend_punctuations=options.prepend_punctuations,
+            append_punctuations=options.append_punctuations, multilingual=multilingual,
+            suppression=Suppression(suppress, options.suppress_blank, max_initial),
+            max_new_tokens=options.max_new_tokens, vad_filter=vad is not None, **search)
+        if vad is not None:
+            call.update(vad_options=vad, vad_batch_size=batch_size or 1)
+        if batched and clips is None and vad is None:
+            clips = [(0.0, duration)]
+        segments = self._segments(samples, clips, call, options.log_progress, duration, batched)
+        info = TranscriptionInfo(language=language, language_probability=probability, duration=duration,
+                                 duration_after_vad=duration_after_vad, all_language_probs=all_probabilities,
+                                 transcription_options=used, vad_options=vad)
+        return segments, info
+
+    def _segments(self, samples: np.ndarray, clips, call: dict, log_progress: bool, duration: float, batched: bool):
+        whisper, end_of_text = self.speculative, self.speculative.tokens.end_of_text
+        parts = [(0.0, samples)] if clips is None else [
+            (start, samples[round(start * audio_io.SAMPLE_RATE): round(end * audio_io.SAMPLE_RATE)])
+            for start, end in clips]
+        if batched and clips is not None:  # faster-whisper decodes a clip's first 30 s only
+            parts = [(start, part[: WINDOW_SECONDS * audio_io.SAMPLE_RATE]) for start, part in parts]
+
+        def transcribe(emit) -> None:
+            from tqdm import tqdm
+
+            numbers = itertools.count(1)
+            previous: list[int] = []
+            clip_call = dict(call)
+            with tqdm(total=round(duration, 2), unit="s", disable=not log_progress) as bar:
+                for start, part in parts:
+                    if not len(part):
+                        continue
+                    arguments = dict(clip_call)
+                    if previous and clip_call["condition_on_previous_text"]:
+                        arguments["initial_prompt"] = tuple(previous[-whisper.tokens.prompt_limit:])
+                    length = audio_io.duration_seconds(part)
+
+                    def progress(fraction: float, _what: str, start=start, length=length) -> None:
+                        bar.update(max(0.0, round(start + fraction * length, 2) - bar.n))
+
+                    result = whisper.transcribe(
+                        part, window_decoder=self._decode, progress=progress,
+                        on_segment=lambda segment, start=start: emit(_segment(next(numbers), segment, start)),
+                        **arguments)
+                    previous = [token for token in result.tokens if token < end_of_text]
+                    clip_call["prefix"] = None  # the prefix starts the first clip only
+
+        return lazy_segments(transcribe)
+
+    def _decode(self, windows, generator=None, sampling=None):
+        with self._lock:
+            return self.speculative.pipeline.decode(windows, generator, sampling)
+
+    def _language(self, language: str | None, samples: np.ndarray, threshold: float | None,
+                  segments: int) -> tuple[str, float, list[tuple[str, float]] | None]:
+        tokens = self.speculative.tokens
+        if not tokens.multilingual:
+            if language not in (None, "en"):
+                warnings.warn(f"this model is English-only: language '{language}' is replaced by 'en'", stacklevel=4)
+            return "en", 1.0, None
+        if language is not None:
+            tokens.language_token(language)  # an unknown language is an error now, not at the first segment
+            return language, 1.0, None
+        return self.detect_language(samples, language_detection_segments=segments,
+                                    language_detection_threshold=threshold)
+
+    def _samples(self, audio) -> np.ndarray:
+        """16-kHz mono samples of a path, a file-like object or an array (an empty array stays empty)."""
+        if isinstance(audio, np.ndarray) and audio.size == 0:
+            return np.zeros(0, dtype=np.float32)
+        if hasattr(audio, "read"):
+            audio = audio.read()
+        return audio_io.load_audio(audio)
+
+    def _detection_windows(self, audio, features, vad_filter: bool, vad_parameters, segments: int) -> list:
+        import torch
+
+        pipeline = self.speculative.pipeline
+        window_frames = pipeline.frames.window
+        if audio is not None:
+            samples = self._samples(audio)
+            if vad_filter:
+                regions = speech_regions(samples, vad_options(vad_parameters))
+                samples = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
+            samples = samples[: segments * pipeline.window_samples]
+            if not len(samples):
+                samples = np.zeros(audio_io.SAMPLE_RATE, dtype=np.float32)  # something to detect on, as there
+            return [pipeline.features(samples[begin: begin + pipeline.window_samples])
+                    for begin in range(0, len(samples), pipeline.window_samples)]
+        features = torch.as_tensor(np.asarray(features), dtype=torch.float32)
+        features = features if features.dim() == 3 else features.unsqueeze(0)
+        features = features[..., : segments * window_frames]
+        windows = []
+        for begin in range(0, max(features.shape[-1], 1), window_frames):
+            window = features[..., begin: begin + window_frames]
+            window = torch.nn.functional.pad(window, (0, window_frames - window.shape[-1]))
+            windows.append(window.to(self.speculative.runner.device))
+        return windows
+
+
+class BatchedInferencePipeline:
+    """faster-whisper's batched transcription: speech (VAD) or clips decoded as rows of one batch, `batch_size`
+    at a time, each window on its own (no conditioning, one temperature), with every option WhisperModel takes."""
+
+    def __init__(self, model: WhisperModel):
+        self.model = model
+
+    def transcribe(self, audio, language: str | None = None, task: str = "transcribe", log_progress: bool = False,
+                   beam_size: int = 5, best_of: int = 5, patience: float = 1, length_penalty: float = 1,
+                   repetition_penalty: float = 1, no_repeat_ngram_size: int = 0,
+                   temperature: float | list[float] | tuple[float, ...] = DEFAULT_TEMPERATURES,
+                   compression_ratio_threshold: float | None = 2.4, log_prob_threshold: float | None = -1.0,
+                   no_speech_threshold: float | None = 0.6, condition_on_previous_text: bool = True,
+                   prompt_reset_on_temperature: float = 0.5, initial_prompt=None, prefix: str | None = None,
+                   suppress_blank: bool = True, suppress_tokens: list[int] | None = [-1],  # noqa: B006
+                   without_timestamps: bool = True, max_initial_timestamp: float = 1.0,
+                   word_timestamps: bool = False, prepend_punctuations: str = PREPEND_PUNCTUATIONS,
+                   append_punctuations: str = APPEND_PUNCTUATIONS, multilingual: bool = False,
+                   vad_filter: bool = True, vad_parameters: dict | VadOptions | None = None,
+                   max_new_tokens: int | None = None, chunk_length: int | None = None,
+                   clip_timestamps: list[dict] | None = None, hallucination_silence_threshold: float | None = None,
+                   batch_size: int = 8, hotwords: str | None = None,
+                   language_detection_threshold: float | None = 0.5, language_detection_segments: int = 1):
+        """(lazy segments, TranscriptionInfo), with faster-whisper's batched defaults (VAD on, no timestamps)."""
+        arguments = dict(locals())
+        del arguments["self"]
+        if batch_size < 1:
+            raise SpecdecError(f"batch_size must be at least 1, not {batch_size}")
+        return self.model._transcribe(**arguments)
+
+
+class _Arguments:
+    """The transcribe arguments by name."""
+
+    def __init__(self, arguments: dict):
+        self.__dict__.update(arguments)
+
+
+def _segment(number: int, segment, offset: float) -> Segment:
+    """One of our segments (formats.Segment) as faster-whisper's, `offset` seconds later."""
+    start, end = round(segment.start + offset, 3), round(segment.end + offset, 3)
+    words = [Word(round(word.start + offset, 3), round(word.end + offset, 3), word.word, word.probability)
+             for word in segment.words] if segment.words else None
+    return Segment(id=number, seek=round(start * 100), start=start, end=end, text=segment.text,
+                   tokens=list(segment.tokens), avg_logprob=segment.avg_logprob,
+                   compression_ratio=segment.compression_ratio, no_speech_prob=segment.no_speech_prob, words=words,
+                   temperature=segment.temperature)
+
+
+def _vad_options(parameters, batched: bool) -> VadOptions:
+    """faster-whisper's VAD options; batched, its own defaults (160-ms silences) and windows of at most 30 s."""
+    if isinstance(parameters, VadOptions):
+        return parameters
+    if not batched:
+        return vad_options(parameters)
+    values = {"min_silence_duration_ms": 160, **(parameters or {})}
+    values["max_speech_duration_s"] = WINDOW_SECONDS
+    return vad_options(values)
+
+
+def _device(device: str, device_index: int | list[int]) -> str:
+    import torch
+
+    if isinstance(device_index, (list, tuple)):
+        if len(device_index) != 1:
+            raise UnsupportedOption(f"device_index={list(device_index)}: one device per model here")
+        device_index = device_index[0]
+    if device == "auto":
+        return f"cuda:{device_index}" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise SpecdecError(f"device='{device}': no CUDA GPU is available here (use device='cpu' or 'auto')")
+        return device if ":" in device else f"cuda:{device_index}"
+    raise SpecdecError(f"unknown device '{device}': use 'cpu', 'cuda' or 'auto'")
+
+
+def _compute_type(name: str) -> str | None:
+    if name in COMPUTE_TYPES:
+        return COMPUTE_TYPES[name]
+    if ":" in name:  # ours, ENCODER:DECODER
+        return name
+    raise UnsupportedOption(f"compute_type='{name}' is not supported: use one of {', '.join(COMPUTE_TYPES)} "
+                            "(or ours, ENCODER:DECODER such as int8:float32)")
+

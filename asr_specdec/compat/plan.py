@@ -1,0 +1,78 @@
+"""faster-whisper's `transcribe` arguments mapped, once, onto SpeculativeWhisper's: the clips to decode, the
+suppressed tokens, what is refused. Pure functions over the arguments; nothing here decodes."""
+
+from __future__ import annotations
+
+from ..errors import SpecdecError
+
+
+class UnsupportedOption(SpecdecError, NotImplementedError):
+    """A faster-whisper option this drop-in cannot honour: refused with its name, never accepted and ignored."""
+
+
+def search_options(beam_size: int, patience: float, length_penalty: float) -> dict:
+    """The beam-search options for SpeculativeWhisper.transcribe. Beam search comes with issue 24 (branch `beams`):
+    until it lands only greedy search (beam_size=1) runs here, where patience and length_penalty, which only a
+    beam reads, change nothing (as in faster-whisper with beam_size=1)."""
+    if beam_size < 1:
+        raise SpecdecError(f"beam_size must be at least 1, not {beam_size}")
+    if beam_size > 1:
+        raise UnsupportedOption(f"beam search (beam_size={beam_size}) is not available in this build yet: "
+                                "pass beam_size=1 for greedy search")
+    return {}
+
+
+def refuse_unsupported(repetition_penalty: float, no_repeat_ngram_size: int, chunk_length: int | None,
+                       hallucination_silence_threshold: float | None) -> None:
+    """Options that would change the output in ways this build cannot: an error naming each, unless at its no-op
+    value."""
+    if repetition_penalty != 1:
+        raise UnsupportedOption(f"repetition_penalty={repetition_penalty} is not supported: leave it at 1")
+    if no_repeat_ngram_size != 0:
+        raise UnsupportedOption(f"no_repeat_ngram_size={no_repeat_ngram_size} is not supported: leave it at 0")
+    if chunk_length not in (None, 30):
+        raise UnsupportedOption(f"chunk_length={chunk_length} is not supported: Whisper's windows are 30 s here")
+    if hallucination_silence_threshold is not None:
+        raise UnsupportedOption("hallucination_silence_threshold is not supported: leave it at None")
+
+
+def temperatures(temperature) -> tuple[float, ...]:
+    return tuple(float(value) for value in temperature) if isinstance(temperature, (list, tuple)) \
+        else (float(temperature),)
+
+
+def suppressed_tokens(suppress_tokens, default: tuple[int, ...], special: tuple[int, ...]) -> tuple[int, ...]:
+    """faster-whisper's rule: -1 stands for the model's non-speech symbols (here its generation config's list);
+    a list also suppresses the special tokens; None or an empty list suppresses nothing."""
+    if not suppress_tokens:
+        return ()
+    ids = {int(token) for token in suppress_tokens if int(token) >= 0} | set(special)
+    if -1 in suppress_tokens:
+        ids |= set(default)
+    return tuple(sorted(ids))
+
+
+def clip_ranges(clip_timestamps, duration: float) -> list[tuple[float, float]] | None:
+    """(start, end) seconds of each clip to decode, from "start,end,start,..." (the last end defaults to the end of
+    the audio), a list of such numbers, or a list of {"start", "end"} dicts; None for the whole audio ("0")."""
+    if clip_timestamps is None or clip_timestamps == "0":
+        return None
+    if isinstance(clip_timestamps, str):
+        try:
+            points = [float(value) for value in clip_timestamps.split(",") if value.strip()]
+        except ValueError:
+            raise SpecdecError(f"clip_timestamps must be numbers separated by commas, not '{clip_timestamps}'") \
+                from None
+    elif all(isinstance(clip, dict) for clip in clip_timestamps):
+        points = [float(value) for clip in clip_timestamps for value in (clip["start"], clip["end"])]
+    else:
+        points = [float(value) for value in clip_timestamps]
+    if len(points) % 2:
+        points.append(duration)
+    clips = [(max(0.0, start), min(end, duration)) for start, end in zip(points[::2], points[1::2])]
+    for start, end in clips:
+        if end < start:
+            raise SpecdecError(f"clip_timestamps: a clip ends ({end} s) before it starts ({start} s)")
+    if clips == [(0.0, duration)]:
+        return None
+    return [(start, end) for start, end in clips if end > start]
