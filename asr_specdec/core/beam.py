@@ -127,7 +127,7 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
         if drafter is not None:
             drafter.keep(expanded, memo)
     audios = [_Audio(list(prompt), row, row.beam, min(len(prompt) + row.max_new_tokens, target.max_positions),
-                     row.draft_length.copy(), [_Beam(list(prompt), 0.0, 0)], [[] for _ in range(size)])
+                     row.draft_length.for_beams(), [_Beam(list(prompt), 0.0, 0)], [[] for _ in range(size)])
               for prompt, row, size in zip(prompts, settings, sizes)]
     started = time.perf_counter()
     for audio in audios:
@@ -185,6 +185,8 @@ def _drafts(drafter: Drafter | None, batch: list[_Audio]) -> list[list[list[int]
     for audio in batch:
         by_row = {beam.row: beam for beam in audio.beams}
         length = min(audio.draft_length.tokens, audio.limit - len(audio.beams[0].tokens) - 1)
+        if len(audio.beams) < audio.beam.beam_size:  # the first step: at most one of its children follows a draft
+            length = 0
         for row in range(len(audio.held)):
             sequences.append(by_row[row].tokens if row in by_row else audio.prompt)
             wanted.append(max(length, 0) if row in by_row and drafter is not None else 0)

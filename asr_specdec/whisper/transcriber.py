@@ -226,6 +226,8 @@ class SpeculativeWhisper:
         started = time.perf_counter()
         options = self.options.with_overrides(**_recipe_arguments(
             _call_temperature(recipe_options.pop("temperature", None)), recipe_options))
+        if options.recipe.beam_size is not None and self.sampling.do_sample:
+            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
         prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
         language = language or self.language
