@@ -139,6 +139,8 @@ class SpeculativeWhisper:
         dtype = model_dtype(self.compute_type, device)
         self.options = TranscribeOptions().with_overrides(**_recipe_arguments(temperature, recipe_options))
         temperature = temperature if not isinstance(temperature, (list, tuple)) else 1.0
+        if self.options.recipe.beam_size is not None and do_sample:
+            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
         self.timestamps = _first_given(timestamps, return_timestamps)
         self.long_form = _check_long_form(long_form)
         self.condition_on_previous_text = bool(_first_given(condition_on_previous_text, condition_on_prev_tokens))
