@@ -30,6 +30,9 @@ PROBE_EVERY = 8  # rounds without drafting between one-token probes
 # beam search scores every beam's draft with full logits: a drafted step costs far more of a pass than in greedy
 # decoding, so its schedule learns that cost (from passes with and without a draft) starting from this prior
 BEAM_VERIFY_COST = 0.2
+# a beam probe drafts for every beam, whose drafter rows must first catch up with every move since the last one:
+# probing that often would cost beams far more than a few percent
+BEAM_PROBE_EVERY = 32
 
 
 @dataclass
@@ -97,7 +100,8 @@ class DraftLength:
         best = self.best_length()
         if best == 0:
             self._idle_rounds += 1
-            self.tokens = 1 if self._idle_rounds % PROBE_EVERY == 0 else 0
+            probe_every = BEAM_PROBE_EVERY if self.learn_verify_cost else PROBE_EVERY
+            self.tokens = 1 if self._idle_rounds % probe_every == 0 else 0
         else:
             self._idle_rounds = 0
             self.tokens = best
