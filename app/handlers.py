@@ -58,8 +58,9 @@ def options_from(main, mode, assistant, language, task, draft_tokens, dynamic, c
     return options, recipe_from(*recipe)
 
 
-def recipe_from(word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="") -> RecipeChoices:
-    return RecipeChoices(bool(word_timestamps), bool(vad_filter), initial_prompt or "", hotwords or "")
+def recipe_from(word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="", beam_size=0) -> RecipeChoices:
+    return RecipeChoices(bool(word_timestamps), bool(vad_filter), initial_prompt or "", hotwords or "",
+                         int(beam_size or 0))
 
 
 class Handlers:
@@ -77,19 +78,19 @@ class Handlers:
 
     # the API's parameter names are these functions' own, in the order of Controls.decoding
     def transcribe(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic, compute_type="auto",
-                   word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="",
+                   word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="", beam_size=0,
                    progress=gr.Progress()):  # noqa: B008 (gradio finds its progress bar by this default)
         """A file upload: (transcript, summary, segments, token highlights, telemetry, downloads)."""
         decoding = (main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
-                    vad_filter, initial_prompt, hotwords)
+                    vad_filter, initial_prompt, hotwords, beam_size)
         return self._transcribe(audio, decoding, progress, recorded=False, audio_elem_id="file-audio")
 
     def transcribe_recording(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
                              compute_type="auto", word_timestamps=False, vad_filter=False, initial_prompt="",
-                             hotwords="", progress=gr.Progress()):  # noqa: B008
+                             hotwords="", beam_size=0, progress=gr.Progress()):  # noqa: B008
         """A microphone recording: the same outputs, downloads named by the time of the recording."""
         decoding = (main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
-                    vad_filter, initial_prompt, hotwords)
+                    vad_filter, initial_prompt, hotwords, beam_size)
         return self._transcribe(audio, decoding, progress, recorded=True, audio_elem_id="mic-audio")
 
     def _transcribe(self, audio, decoding: tuple, progress, recorded: bool, audio_elem_id: str):
@@ -104,14 +105,14 @@ class Handlers:
                     table_html(TELEMETRY_HEADERS, telemetry_rows(result)), [str(path) for path in downloads])
 
     def compare(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic, compute_type="auto",
-                word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="",
+                word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="", beam_size=0,
                 progress=gr.Progress()):  # noqa: B008
         """(summary, comparison table, plain transcript, speculative transcript, speculative token highlights,
         downloads)."""
         with shown_to_user():
             options, recipe, note = self._options((main, mode, assistant, language, task, draft_tokens, dynamic,
                                                    compute_type, word_timestamps, vad_filter, initial_prompt,
-                                                   hotwords))
+                                                   hotwords, beam_size))
             plain, speculative = self.service.compare(audio, options, lambda done, what: progress(done, desc=what),
                                                       timestamps=True, recipe=recipe)
             rows = comparison_rows(plain, speculative)

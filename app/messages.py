@@ -19,6 +19,7 @@ CONTROLS = {
     "--vad": "Skip silence (VAD)",
     "--initial-prompt": "Initial prompt",
     "--hotwords": "Hotwords",
+    "--beam-size": "Beam search: beams",
 }
 _PIP = re.compile(r":? ?pip install ([\w.-]+)")
 _MODE_FLAG = re.compile(r"(?:use )?--mode ([a-z-]+(?: or [a-z-]+)?)")

@@ -51,6 +51,7 @@ class RecipeChoices:
     vad_filter: bool = False
     initial_prompt: str = ""
     hotwords: str = ""
+    beam_size: int = 0  # beam search with this many beams; 0: greedy
 
     def as_arguments(self) -> dict:
         """Keyword arguments of SpeculativeWhisper.transcribe; empty texts are left out."""
@@ -59,4 +60,6 @@ class RecipeChoices:
             arguments["initial_prompt"] = self.initial_prompt.strip()
         if self.hotwords.strip():
             arguments["hotwords"] = self.hotwords.strip()
+        if self.beam_size > 0:
+            arguments["beam_size"] = self.beam_size
         return arguments

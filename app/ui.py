@@ -38,12 +38,14 @@ class Controls:
     vad_filter: gr.Checkbox
     initial_prompt: gr.Textbox
     hotwords: gr.Textbox
+    beam_size: gr.Slider
 
     @property
     def decoding(self) -> list:
         """In the order of the handlers' parameters."""
         return [self.main, self.mode, self.assistant, self.language, self.task, self.draft_tokens, self.dynamic,
-                self.compute_type, self.word_timestamps, self.vad_filter, self.initial_prompt, self.hotwords]
+                self.compute_type, self.word_timestamps, self.vad_filter, self.initial_prompt, self.hotwords,
+                self.beam_size]
 
 
 @dataclass
@@ -150,11 +152,14 @@ def _controls(service: TranscriptionService) -> Controls:
         initial_prompt = gr.Textbox("", label="Initial prompt", lines=2, elem_id="initial-prompt",
                                     info="text the transcript continues: spellings, names, punctuation style")
         hotwords = gr.Textbox("", label="Hotwords", elem_id="hotwords", info="words to listen for, in every window")
+        beam_size = gr.Slider(0, 8, value=0, step=1, label="Beam search: beams (0: greedy)", elem_id="beam-size",
+                              info="openai-whisper's and faster-whisper's default is 5; speculative beam search gives "
+                                   "exactly plain beam search's text")
     with gr.Accordion("About the drafters", open=False, elem_id="drafter-guide"):
         gr.Markdown(guide_markdown(settings.device))
     gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_audio_seconds:g} s of audio.")
     return Controls(main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
-                    vad_filter, initial_prompt, hotwords)
+                    vad_filter, initial_prompt, hotwords, beam_size)
 
 
 def _result_panel(prefix: str) -> ResultPanel:

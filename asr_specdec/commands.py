@@ -20,7 +20,9 @@ def format_stats(stats, label: str) -> str:
             f"(encoder {stats.encoder_seconds:.2f} s, draft {stats.draft_seconds:.2f} s, verify "
             f"{stats.verify_seconds:.2f} s); drafted {stats.drafted_tokens}, accepted {stats.accepted_tokens} "
             f"({stats.acceptance_rate:.0%}); {stats.tokens_per_main_pass:.2f} tokens per main pass, "
-            f"{stats.main_passes} main passes, {stats.draft_passes} drafter passes")
+            f"{stats.main_passes} main passes, {stats.draft_passes} drafter passes"
+            + (f"; {stats.beam_steps} beam steps ({stats.beam_steps_per_main_pass:.2f} per main pass)"
+               if stats.beam_steps else ""))
 
 
 def run_command(run, args, interrupted: str) -> int:

@@ -57,6 +57,15 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True
                        help="skip a window whose no-speech probability is above P whatever its text (default 0.8; "
                             "'off' keeps openai's rule alone, which lets Whisper's 'you' on silence through)")
     group.add_argument("--best-of", type=int, default=5, help="candidates sampled per fallback retry (default 5)")
+    group.add_argument("--beam-size", type=int, default=None, metavar="N",
+                       help="beam search with N beams at temperature 0, as openai-whisper and faster-whisper decode "
+                            "by default (5); speculative beam search returns exactly plain beam search's text "
+                            "(default: greedy)")
+    group.add_argument("--patience", type=float, default=None,
+                       help="with --beam-size: stop after beam size x patience finished candidates (default 1.0)")
+    group.add_argument("--length-penalty", type=float, default=None, metavar="ALPHA",
+                       help="with --beam-size: rank candidates by sum / ((5 + length) / 6) ** ALPHA, ALPHA in [0, 1] "
+                            "(default: sum / length)")
     group.add_argument("--initial-prompt", help="text the first window is conditioned on (spellings, style); "
                                                 "over 223 tokens only its end is kept")
     group.add_argument("--prefix", help="text the first window's transcript is made to begin with")
@@ -77,6 +86,14 @@ def check_recipe_arguments(args) -> None:
         raise SpecdecError("--best-of must be at least 1")
     if args.vad_batch_size < 1:
         raise SpecdecError("--vad-batch-size must be at least 1")
+    if args.beam_size is not None and args.beam_size < 1:
+        raise SpecdecError("--beam-size must be at least 1")
+    if args.beam_size is None and (args.patience is not None or args.length_penalty is not None):
+        raise SpecdecError("--patience and --length-penalty are beam search options: give --beam-size too")
+    if args.patience is not None and args.patience <= 0:
+        raise SpecdecError("--patience must be positive")
+    if args.length_penalty is not None and not 0 <= args.length_penalty <= 1:
+        raise SpecdecError("--length-penalty must be between 0 and 1")
     if not 0 < args.vad_threshold < 1:
         raise SpecdecError("--vad-threshold must be between 0 and 1")
     if args.vad_min_silence_ms < 0 or args.vad_speech_pad_ms < 0:
@@ -93,6 +110,9 @@ def recipe_options(args) -> dict:
         "no_speech_threshold": args.no_speech_threshold,
         "silence_threshold": args.silence_threshold,
         "best_of": args.best_of,
+        "beam_size": args.beam_size,
+        "patience": args.patience,
+        "length_penalty": args.length_penalty,
         "initial_prompt": args.initial_prompt,
         "prefix": args.prefix,
         "hotwords": args.hotwords,

@@ -59,8 +59,9 @@ def rules_for(prompt: list[int]) -> TimestampRules:
 
 
 def window_decoder(model, drafter_factory=None, draft_tokens: int = 4, dynamic: bool = False,
-                   stats: list | None = None):
-    """decode(window features, previous tokens) -> generated tokens, by the engine, plain or speculative."""
+                   stats: list | None = None, beam=None):
+    """decode(window features, previous tokens) -> generated tokens, by the engine, plain or speculative; with beam
+    search when `beam` (a BeamSearch) is given."""
     runner = WhisperDecoderRunner(model)
     drafter = drafter_factory() if drafter_factory else None
 
@@ -71,7 +72,7 @@ def window_decoder(model, drafter_factory=None, draft_tokens: int = 4, dynamic: 
             cache = runner.new_cache(encoded, cross_states=cross)
             prompt = prompt_for(previous)
             settings = GenerationSettings(eos_token_id=EOS, max_new_tokens=64, rules=rules_for(prompt),
-                                          draft_length=DraftLength(draft_tokens, dynamic=dynamic))
+                                          draft_length=DraftLength(draft_tokens, dynamic=dynamic), beam=beam)
             if drafter is not None:
                 drafter.start(DraftContext(rules=settings.rules, sampling=Sampling(), max_positions=cache.max_positions,
                                            eos_token_id=EOS, encoder_output=encoded, input_features=window,

@@ -27,6 +27,12 @@ PRIOR_COST = 0.3  # draft step / main pass, before it is measured
 VERIFY_COST = 0.05  # a verification pass grows by about this much of a main pass per extra position
 DECAY = 0.7  # weight kept by older rounds' counts each round
 PROBE_EVERY = 8  # rounds without drafting between one-token probes
+# beam search scores every beam's draft with full logits: a drafted step costs far more of a pass than in greedy
+# decoding, so its schedule learns that cost (from passes with and without a draft) starting from this prior
+BEAM_VERIFY_COST = 0.2
+# a beam probe drafts for every beam, whose drafter rows must first catch up with every move since the last one:
+# probing that often would cost beams far more than a few percent
+BEAM_PROBE_EVERY = 32
 
 
 @dataclass
@@ -41,6 +47,9 @@ class DraftLength:
     _draft_step: float | None = field(default=None, repr=False)  # seconds per draft step
     _main_pass: float | None = field(default=None, repr=False)  # seconds per main pass
     _idle_rounds: int = field(default=0, repr=False)
+    learn_verify_cost: bool = False  # measure what one more drafted position costs (beam search) instead of assuming
+    _plain_pass: float | None = field(default=None, repr=False)  # seconds per pass without a draft
+    _position: float | None = field(default=None, repr=False)  # seconds per extra drafted position of a pass
 
     def __post_init__(self):
         if self.tokens < 1:
@@ -54,7 +63,14 @@ class DraftLength:
 
     def copy(self) -> DraftLength:
         """A fresh schedule with these settings (the length adapts per sequence)."""
-        return DraftLength(self.tokens, self.dynamic, self.minimum, self.maximum, self.schedule)
+        return DraftLength(self.tokens, self.dynamic, self.minimum, self.maximum, self.schedule,
+                           learn_verify_cost=self.learn_verify_cost)
+
+    def for_beams(self) -> DraftLength:
+        """A fresh schedule for beam search: the same settings, the verification cost learnt (see BEAM_VERIFY_COST)."""
+        schedule = self.copy()
+        schedule.learn_verify_cost = True
+        return schedule
 
     @property
     def acceptance(self) -> float:
@@ -66,7 +82,11 @@ class DraftLength:
     def cost(self) -> float:
         """(draft step + one more verified position) / main pass."""
         ratio = PRIOR_COST if not (self._draft_step and self._main_pass) else self._draft_step / self._main_pass
-        return ratio + VERIFY_COST
+        if not self.learn_verify_cost:
+            return ratio + VERIFY_COST
+        if self._position is None or not self._plain_pass:
+            return ratio + BEAM_VERIFY_COST
+        return ratio + self._position / self._plain_pass
 
     def update(self, drafted: int, accepted: int, draft_seconds: float = 0.0, verify_seconds: float = 0.0) -> None:
         if self.schedule == "fixed":
@@ -80,7 +100,8 @@ class DraftLength:
         best = self.best_length()
         if best == 0:
             self._idle_rounds += 1
-            self.tokens = 1 if self._idle_rounds % PROBE_EVERY == 0 else 0
+            probe_every = BEAM_PROBE_EVERY if self.learn_verify_cost else PROBE_EVERY
+            self.tokens = 1 if self._idle_rounds % probe_every == 0 else 0
         else:
             self._idle_rounds = 0
             self.tokens = best
@@ -94,6 +115,10 @@ class DraftLength:
                 self._draft_step = _smoothed(self._draft_step, draft_seconds / drafted)
         if verify_seconds > 0:
             self._main_pass = _smoothed(self._main_pass, verify_seconds)
+            if not drafted:
+                self._plain_pass = _smoothed(self._plain_pass, verify_seconds)
+            elif self._plain_pass:
+                self._position = _smoothed(self._position, max(0.0, verify_seconds - self._plain_pass) / drafted)
 
     def best_length(self) -> int:
         """The draft length with the most expected tokens per unit of time (0: plain decoding)."""

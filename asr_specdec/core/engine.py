@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .beam import BeamSearch, beam_search_batch
 from .draft_length import DraftLength
 from .drafter import Drafter
 from .logits import LogitRules, Sampling, greedy_by_mask
@@ -30,6 +31,7 @@ class GenerationSettings:
     draft_length: DraftLength = field(default_factory=DraftLength)
     # called with the sequence after each round; True ends generation (e.g. a stop string was produced)
     stop: Callable[[list[int]], bool] | None = None
+    beam: BeamSearch | None = None  # beam search (beam.py) instead of greedy choices or sampling
 
 
 @dataclass
@@ -76,6 +78,8 @@ def generate_batch(
     if not prompts or any(not prompt for prompt in prompts):
         raise ValueError("every prompt must hold at least one token")
     per_row = settings if isinstance(settings, list) else [settings] * len(prompts)
+    if any(row.beam is not None for row in per_row):
+        return [(outcome.tokens, outcome.stats) for outcome in generate_beams(target, prompts, per_row, drafter)]
     rows = [_Row(list(prompt), row_settings, row_settings.draft_length.copy(),
                  min(len(prompt) + row_settings.max_new_tokens, target.max_positions), list(prompt))
             for prompt, row_settings in zip(prompts, per_row, strict=True)]
@@ -112,6 +116,17 @@ def generate_batch(
         row.stats.new_tokens = len(row.sequence) - len(row.prompt)
         results.append((row.sequence[len(row.prompt):], row.stats))
     return results
+
+
+def generate_beams(target: Target, prompts: list[list[int]], settings: list[GenerationSettings],
+                   drafter: Drafter | None = None) -> list:
+    """Beam search after each prompt (every row's settings with `beam`, no sampling): one BeamOutcome per row,
+    with its candidates and sums of log-probabilities; speculative when a drafter is given, with the same result."""
+    if any(row.beam is None or row.sampling.do_sample for row in settings):
+        raise ValueError("beam search rows cannot share a batch with greedy or sampled rows, nor sample")
+    if not hasattr(target, "copy_positions"):
+        raise ValueError(f"{type(target).__name__} cannot move keys and values between rows: no beam search")
+    return beam_search_batch(target, prompts, settings, drafter)
 
 
 def _drop(active: list[int], finished: list[bool], target, drafter) -> list[int]:

@@ -16,6 +16,10 @@ class Target(Protocol):
         """Feed tokens at positions start.. (overwriting anything cached there); logits [scored, vocab] of the
         last `scored` of them (all when None): rows nobody reads are not projected onto the vocabulary."""
 
+    # A batched target also has extend_rows(feeds, starts, scored) and keep(rows, memo) (rows may repeat: a row
+    # duplicated); beam search needs copy_positions(moves): for (source, destination, begin, end) row destination
+    # takes row source's keys and values at positions begin..end-1, every move reading rows before any writes.
+
 
 class _OneRow:
     """A target that feeds one sequence (`extend`) seen as a batch of one row."""

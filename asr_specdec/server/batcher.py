@@ -9,7 +9,8 @@ it has alone (tests/whisper/test_batch_real.py), so batching changes nobody's an
 by window, each window as soon as the one before it is done (sequential long-form keeps its exact seeking).
 
 Only rows that can share a decode call are batched: the same pipeline (mode and draft length), the same
-sampling settings, and the same timestamp setting (so a batch keeps the greedy fast path that rows without
+sampling settings, the same beam search settings (a batch decodes all its rows with beams or none), and the
+same timestamp setting (so a batch keeps the greedy fast path that rows without
 timestamps get). A sampled request has its own random generator and is decoded alone.
 
 Other work that decodes with the same models (a live stream's update) runs on the decoding thread too, between
@@ -73,7 +74,8 @@ class _Job:
         """Jobs with equal keys can be rows of one decode call; a sampled job has its own generator and key."""
         if self.generator is not None or self.call is not None:
             return self
-        return id(self.pipeline), self.sampling, tuple(window.timestamps for window in self.windows)
+        return (id(self.pipeline), self.sampling, tuple(window.timestamps for window in self.windows),
+                tuple(getattr(window, "beam", None) for window in self.windows))
 
     def finish(self, rows: list | None = None, error: BaseException | None = None) -> None:
         self.rows, self.error = rows, error

@@ -1,7 +1,8 @@
 """The multipart forms of /v1/audio/transcriptions and /v1/audio/translations, as OpenAI defines them, validated
-at the edge into one `AudioRequest`. Extra fields (`mode`, `num_draft_tokens`) are this server's own; OpenAI
-clients send them through `extra_body`. What depends on the loaded model (model name, language, mode) is
-checked by the service."""
+at the edge into one `AudioRequest`. Extra fields (`mode`, `num_draft_tokens`, and the decoding options
+`beam_size`, `patience`, `length_penalty`, `best_of`, as faster-whisper-based servers take them) are this
+server's own; OpenAI clients send them through `extra_body`. What depends on the loaded model (model name,
+language, mode) is checked by the service."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ class AudioRequest:
     stream: bool = False
     mode: str | None = None
     num_draft_tokens: int | None = None
+    beam_size: int | None = None
+    patience: float | None = None
+    length_penalty: float | None = None
+    best_of: int | None = None
 
     @property
     def timestamps(self) -> bool | None:
@@ -39,6 +44,12 @@ class AudioRequest:
     @property
     def word_timestamps(self) -> bool:
         return "word" in self.granularities
+
+    @property
+    def decoding(self) -> dict:
+        """The decoding options the request gives (the server's own defaults stand for the others)."""
+        names = ("beam_size", "patience", "length_penalty", "best_of")
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
 async def transcription_request(
@@ -53,11 +64,16 @@ async def transcription_request(
     stream: Annotated[bool, Form()] = False,
     mode: Annotated[str | None, Form()] = None,
     num_draft_tokens: Annotated[int | None, Form()] = None,
+    beam_size: Annotated[int | None, Form()] = None,
+    patience: Annotated[float | None, Form()] = None,
+    length_penalty: Annotated[float | None, Form()] = None,
+    best_of: Annotated[int | None, Form()] = None,
 ) -> AudioRequest:
     return await _validated(file, model=model, task="transcribe", language=language, prompt=prompt,
                             response_format=response_format, temperature=temperature,
                             granularities=(*(timestamp_granularities or ()), *(timestamp_granularities_plain or ())),
-                            stream=stream, mode=mode, num_draft_tokens=num_draft_tokens)
+                            stream=stream, mode=mode, num_draft_tokens=num_draft_tokens, beam_size=beam_size,
+                            patience=patience, length_penalty=length_penalty, best_of=best_of)
 
 
 async def translation_request(
@@ -69,9 +85,14 @@ async def translation_request(
     stream: Annotated[bool, Form()] = False,
     mode: Annotated[str | None, Form()] = None,
     num_draft_tokens: Annotated[int | None, Form()] = None,
+    beam_size: Annotated[int | None, Form()] = None,
+    patience: Annotated[float | None, Form()] = None,
+    length_penalty: Annotated[float | None, Form()] = None,
+    best_of: Annotated[int | None, Form()] = None,
 ) -> AudioRequest:
     return await _validated(file, model=model, task="translate", prompt=prompt, response_format=response_format,
-                            temperature=temperature, stream=stream, mode=mode, num_draft_tokens=num_draft_tokens)
+                            temperature=temperature, stream=stream, mode=mode, num_draft_tokens=num_draft_tokens,
+                            beam_size=beam_size, patience=patience, length_penalty=length_penalty, best_of=best_of)
 
 
 TranscriptionForm = Annotated[AudioRequest, Depends(transcription_request)]
@@ -92,6 +113,7 @@ async def _validated(file: UploadFile, **fields) -> AudioRequest:
     if "word" in fields.get("granularities", ()) and response_format != "verbose_json":
         raise ApiError(400, "word timestamps come with response_format verbose_json",
                        param="timestamp_granularities", code="invalid_value")
+    _check_decoding(fields)
     for name in ("language", "prompt", "mode"):
         if fields.get(name) is not None and not fields[name].strip():
             fields[name] = None
@@ -102,3 +124,21 @@ async def _validated(file: UploadFile, **fields) -> AudioRequest:
     if not audio:
         raise ApiError(400, "the uploaded file is empty (0 bytes)", param="file", code="empty_file")
     return AudioRequest(audio=audio, filename=file.filename, **fields)
+
+
+def _check_decoding(fields: dict) -> None:
+    """400s for decoding options out of range (beam search's as openai-whisper checks them)."""
+    problems = {
+        "beam_size": fields.get("beam_size") is not None and not 1 <= fields["beam_size"] <= 16,
+        "patience": fields.get("patience") is not None and not fields["patience"] > 0,
+        "length_penalty": fields.get("length_penalty") is not None and not 0 <= fields["length_penalty"] <= 1,
+        "best_of": fields.get("best_of") is not None and not 1 <= fields["best_of"] <= 16,
+    }
+    rules = {"beam_size": "an integer from 1 to 16", "patience": "positive", "length_penalty": "between 0 and 1",
+             "best_of": "an integer from 1 to 16"}
+    for name, bad in problems.items():
+        if bad:
+            raise ApiError(400, f"{name} must be {rules[name]}", param=name, code="invalid_value")
+    if fields.get("beam_size") is None and fields.get("patience") is not None:
+        raise ApiError(400, "patience is a beam search option: give beam_size too", param="patience",
+                       code="invalid_value")

@@ -223,7 +223,8 @@ class TranscriptionService:
                                       timestamps=request.timestamps, temperature=request.temperature,
                                       window_decoder=decoder, on_segment=on_segment,
                                       **({"word_timestamps": True} if request.word_timestamps else {}),
-                                      **({"best_of": 1} if request.temperature > 0 else {}))  # OpenAI samples once
+                                      # OpenAI samples once, unless the request asks for best_of itself
+                                      **{**({"best_of": 1} if request.temperature > 0 else {}), **request.decoding})
 
     def _prompt_tokens(self, transcriber, prompt: str | None) -> list[int]:
         if not prompt:

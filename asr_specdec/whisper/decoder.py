@@ -85,6 +85,18 @@ class KVCache:
                     memo[id(tensor)] = (tensor, tensor.index_select(0, _on(rows, tensor.device, memo)))
                 states[index] = memo[id(tensor)][1]
 
+    def copy_positions(self, moves: list[tuple[int, int, int, int]]) -> None:
+        """For each (source, destination, begin, end): row destination's self-attention keys and values at
+        positions begin..end-1 become row source's (keys move in whole blocks of 16; the destination's other
+        positions in those blocks must be equal or unused). All moves read before any writes."""
+        for keys, values in zip(self.self_keys, self.self_values):
+            blocks = [keys[source, :, begin // SLOT_MULTIPLE: _padded(end) // SLOT_MULTIPLE].clone()
+                      for source, _, begin, end in moves]
+            rows = [values[source, :, begin:end].clone() for source, _, begin, end in moves]
+            for (_, destination, begin, end), block, row in zip(moves, blocks, rows):
+                keys[destination, :, begin // SLOT_MULTIPLE: _padded(end) // SLOT_MULTIPLE] = block
+                values[destination, :, begin:end] = row
+
 
 def _on(rows: torch.Tensor, device: torch.device, memo: dict) -> torch.Tensor:
     """`rows` on `device`, copied there once per keep (memo)."""
@@ -501,5 +513,12 @@ class DecoderTarget:
         return rows
 
     def keep(self, rows: torch.Tensor, memo: dict) -> None:
+        """Only batch rows `rows` go on, in that order; a row listed twice is duplicated (beam search)."""
         self._slot_rows = [self._slot_rows[slot] for slot in rows.tolist()]
         self.cache.keep(rows, memo)
+
+    def copy_positions(self, moves: list[tuple[int, int, int, int]]) -> None:
+        """Beam search's row moves (see KVCache.copy_positions); hidden states are not recorded for moved rows."""
+        if self._recorded is not None:
+            raise ValueError("a target recording hidden states cannot move rows (beam search)")
+        self.cache.copy_positions(moves)

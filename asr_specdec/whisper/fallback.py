@@ -1,6 +1,7 @@
 """openai-whisper's decoding recipe for a window: temperature fallback and the no-speech judgement.
 
-A window is first decoded at the ladder's first temperature (0: greedy, speculative and exact). If its text is
+A window is first decoded at the ladder's first temperature (0: greedy, or beam search with `beam_size` beams as
+openai does it; speculative and exact either way). If its text is
 too repetitive (gzip compression ratio above `compression_ratio_threshold`) or its average log-probability is
 below `logprob_threshold`, it is decoded again at the next temperature, sampled and speculative (rejection
 sampling keeps the main model's distribution; the drafter samples at the same temperature), `best_of`
@@ -21,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..core.beam import BeamSearch
 from ..core.logits import Sampling
 from ..core.stats import DecodeStats
 from ..errors import SpecdecError
@@ -40,8 +42,18 @@ class Recipe:
     silence_threshold: float | None = 0.8  # above it a window is silent whatever its log-probability
     best_of: int = 5
     prompt_reset_on_temperature: float = 0.5
+    beam_size: int | None = None  # beam search at temperature 0 (openai's DecodingOptions); None: greedy
+    patience: float | None = None  # with beam_size: finish after round(beam_size * patience) candidates (1.0)
+    length_penalty: float | None = None  # with beam_size: None divides by the length, else the Google NMT penalty
 
     def __post_init__(self):
+        if self.beam_size is None and self.patience is not None:
+            raise SpecdecError("patience needs beam_size (it is a beam search option)")
+        if self.beam_size is not None:
+            try:
+                BeamSearch(self.beam_size, self.patience, self.length_penalty)
+            except ValueError as error:
+                raise SpecdecError(str(error)) from None
         if not self.temperatures or any(not 0 <= value <= 2 for value in self.temperatures):
             raise SpecdecError(f"temperatures must be a non-empty list of values in [0, 2], not {self.temperatures}")
         if self.best_of < 1:
@@ -50,6 +62,11 @@ class Recipe:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise SpecdecError(f"{name} must be in [0, 1], not {value}")
+
+    @property
+    def beam(self) -> BeamSearch | None:
+        """How the temperature-0 try decodes: beam search, or None for greedy decoding."""
+        return None if self.beam_size is None else BeamSearch(self.beam_size, self.patience, self.length_penalty)
 
     @property
     def scores_windows(self) -> bool:
@@ -100,7 +117,7 @@ def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe
                 sampled = replace(window, sampling=Sampling(True, temperature))
                 rows += [(index, sampled)] * recipe.best_of
             else:
-                rows.append((index, window))
+                rows.append((index, replace(window, beam=recipe.beam) if recipe.beam else window))
         decoded = (decode or pipeline.decode)([window for _, window in rows], generator, None)
         candidates: dict[int, list[WindowResult]] = {}
         for (index, _), row in zip(rows, decoded):

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core.beam import BeamOutcome, BeamSearch
 from ..core.draft_length import DraftLength
 from ..core.drafter import DraftContext, Drafter
-from ..core.engine import GenerationSettings, generate_batch
+from ..core.engine import GenerationSettings, generate_batch, generate_beams
 from ..core.logits import LogitRules, Sampling
 from ..core.stats import DecodeStats
 from . import audio as audio_io
@@ -49,6 +50,7 @@ class Window:
     task: str | None = None  # transcribe or translate; None: the pipeline's task
     suppression: Suppression | None = None  # what the row may not produce; None: the model's generation config
     max_new_tokens: int | None = None  # None: the pipeline's
+    beam: BeamSearch | None = None  # beam search (core/beam.py) instead of greedy decoding; every row or none
 
 
 @dataclass
@@ -59,6 +61,7 @@ class DecodedWindow:
     stats: DecodeStats
     extras: WindowExtras | None = None  # scores and aligned words, when the window asked for them
     language_probability: float | None = None  # of the detected language, among the languages; None when given
+    beam: BeamOutcome | None = None  # beam search's candidates and sums, when the window was decoded with beams
 
 
 # decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
@@ -134,15 +137,18 @@ class WindowPipeline:
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
                 rules=self.tokens.rules(len(prompt), window.timestamps, window.suppression),
                 sampling=window.sampling or sampling,
-                draft_length=self.draft_length) for window, prompt in zip(windows, prompts)]
+                draft_length=self.draft_length, beam=window.beam) for window, prompt in zip(windows, prompts)]
+            beams = any(window.beam is not None for window in windows)
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
                                                   encoder_output, cross_states, cache,
                                                   [row.sampling for row in settings])
             # a score pass reads the hidden states of decoding where they are a fresh pass's bits (native kernels)
-            target = DecoderTarget(self.runner, cache, record_hidden=self.runner.native is not None
+            target = DecoderTarget(self.runner, cache, record_hidden=self.runner.native is not None and not beams
                                    and any(window.score for window in windows))
-            rows = generate_batch(target, [prompt + extra for prompt, extra in zip(prompts, forced)],
-                                  settings, self.drafter, generator)
+            fed = [prompt + extra for prompt, extra in zip(prompts, forced)]
+            outcomes = generate_beams(target, fed, settings, self.drafter) if beams else None
+            rows = ([(outcome.tokens, outcome.stats) for outcome in outcomes] if beams
+                    else generate_batch(target, fed, settings, self.drafter, generator))
             extras = [window_extras(self, window, row, encoder_output[row:row + 1],
                                     tuple([layer[row:row + 1] for layer in side] for side in cross_states),
                                     prompt, extra, tokens, rules.rules, language_id,
@@ -151,12 +157,13 @@ class WindowPipeline:
                       for row, (window, prompt, extra, (tokens, _), rules, (language_id, _, _))
                       in enumerate(zip(windows, prompts, forced, rows, settings, languages))]
         decoded = []
-        for (tokens, stats), (language_id, detected, probability), extra, window_extra in zip(rows, languages, forced,
-                                                                                              extras):
+        for row, ((tokens, stats), (language_id, detected, probability), extra, window_extra) in enumerate(
+                zip(rows, languages, forced, extras)):
             stats.encoder_seconds += encoder_seconds / len(windows)
             stats.draft_seconds += drafter_seconds / len(windows)
             stats.total_seconds = (time.perf_counter() - started) / len(windows)
-            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra, probability))
+            decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra, probability,
+                                         outcomes[row] if outcomes else None))
         return decoded
 
     def _encode(self, features: list[torch.Tensor]):

@@ -168,6 +168,8 @@ class SpeculativeWhisper:
         dtype = model_dtype(self.compute_type, device)
         self.options = TranscribeOptions().with_overrides(**_recipe_arguments(temperature, recipe_options))
         temperature = temperature if not isinstance(temperature, (list, tuple)) else 1.0
+        if self.options.recipe.beam_size is not None and do_sample:
+            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
         self.timestamps = _first_given(timestamps, return_timestamps)
         self.long_form = _check_long_form(long_form)
         self.condition_on_previous_text = bool(_first_given(condition_on_previous_text, condition_on_prev_tokens))
@@ -264,6 +266,8 @@ class SpeculativeWhisper:
         started = time.perf_counter()
         options = self.options.with_overrides(**_recipe_arguments(
             _call_temperature(recipe_options.pop("temperature", None)), recipe_options))
+        if options.recipe.beam_size is not None and self.sampling.do_sample:
+            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
         prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
         language = language or self.language

@@ -3,15 +3,18 @@ and int8) and transformers' generate(), interleaved in one run on the shared cli
 batches of 8; the decoder's per-pass costs; and the cold-start wall time of each command line.
 
     python -m eval.bench.speed [--main base] [--threads 2] [--repeats 3] [--compute-types ...] [--skip cold,long]
-                               [--isa avx2]
+                               [--isa avx2] [--beam-size 5]
 
 `--isa avx2` runs ours on the AVX2 kernel build and caps faster-whisper (CTranslate2), torch and oneDNN at AVX2,
 as on a CPU without AVX-512 (the process restarts itself with those settings before anything loads).
+`--beam-size N`: every system decodes with N beams (faster-whisper too).
 
 Every system gets the same 16-kHz samples in memory and is timed from samples to tokens (features included),
 after a warm-up; each clip's time is the minimum over the repeats, the systems taking turns clip by clip.
 faster-whisper runs the same CTranslate2 weights (the offline pack), beam 1, no VAD, the same threads. Ratios
-compare times from this one run. "text = float32" counts clips whose text equals our float32 plain text.
+compare times from this one run. With `--beam-size N` every system decodes with N beams instead (faster-whisper
+with beam_size=N, ours plain and speculative), and ours greedy speculative stays in for the WER comparison.
+"text = float32" counts clips whose text equals our float32 plain text.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def best_of(function, repeats: int):
 
 # ---------------------------------------------------------------------------------------------------- systems
 
-def our_systems(main: str, compute_types: list[str]) -> dict:
+def our_systems(main: str, compute_types: list[str], beam_size: int | None = None) -> dict:
     from asr_specdec.weights.whisper_models import resolve_model_dir
     from asr_specdec.whisper import SpeculativeWhisper
     from asr_specdec.whisper.lean_model import load_lean_whisper
@@ -72,8 +75,13 @@ def our_systems(main: str, compute_types: list[str]) -> dict:
     systems = {}
     for compute in compute_types:
         for mode in ("off", "quantized-self"):
-            whisper = SpeculativeWhisper(loaded, mode=mode, language=LANGUAGE, compute_type=compute)
-            systems[f"ours {compute}, {'plain' if mode == 'off' else mode}"] = whisper
+            whisper = SpeculativeWhisper(loaded, mode=mode, language=LANGUAGE, compute_type=compute,
+                                         beam_size=beam_size)
+            beams = f", beam {beam_size}" if beam_size else ""
+            systems[f"ours {compute}, {'plain' if mode == 'off' else mode}{beams}"] = whisper
+        if beam_size:
+            systems[f"ours {compute}, quantized-self, greedy"] = SpeculativeWhisper(
+                loaded, mode="quantized-self", language=LANGUAGE, compute_type=compute)
     return systems
 
 
@@ -92,9 +100,9 @@ def faster_whisper_systems(main: str, threads: int, scratch: Path) -> tuple[dict
             for kind in ("float32", "int8")}, str(ct2_dir)
 
 
-def faster_whisper_text(model, samples: np.ndarray, timestamps: bool) -> tuple[str, list[int]]:
-    # beam 1, greedy at temperature 0 only, no VAD, no previous-text prompt, nothing dropped as silence
-    segments, _ = model.transcribe(samples, beam_size=1, temperature=0, vad_filter=False, language=LANGUAGE,
+def faster_whisper_text(model, samples: np.ndarray, timestamps: bool, beam_size: int = 1) -> tuple[str, list[int]]:
+    # beam 1 (or --beam-size), temperature 0 only, no VAD, no previous-text prompt, nothing dropped as silence
+    segments, _ = model.transcribe(samples, beam_size=beam_size, temperature=0, vad_filter=False, language=LANGUAGE,
                                    condition_on_previous_text=False, without_timestamps=not timestamps,
                                    no_speech_threshold=None)
     segments = list(segments)
@@ -215,13 +223,14 @@ def speculative_round(model, encoded, prefix: list[int], following: list[int], r
         f"| in a round: a draft step / a main step | {median['draft step'] / median['one main step']:.2f} |"]
 
 
-def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int) -> tuple[list[str], dict]:
+def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int,
+                beam_size: int = 1) -> tuple[list[str], dict]:
     from asr_specdec.whisper.audio import load_audio
 
     audio = [load_audio(clip) for clip in clips]
     tallies = {name: Tally() for name in [*systems, *fw, *(["transformers generate()"] if hf else [])]}
     runs = {name: (lambda samples, whisper=whisper: _ours(whisper, samples)) for name, whisper in systems.items()}
-    runs.update({name: (lambda samples, model=model: (*faster_whisper_text(model, samples, False), 0, 0))
+    runs.update({name: (lambda samples, model=model: (*faster_whisper_text(model, samples, False, beam_size), 0, 0))
                  for name, model in fw.items()})
     if hf:
         runs["transformers generate()"] = lambda samples: (*transformers_text(hf, samples, False), 0, 0)
@@ -229,7 +238,7 @@ def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int) ->
         run(audio[0])
     for samples in audio:
         for name, run in runs.items():
-            seconds, (text, tokens, drafted, accepted) = best_of(lambda run=run, samples=samples: run(samples),
+            seconds, (text, tokens, drafted, accepted, *_) = best_of(lambda run=run, samples=samples: run(samples),
                                                                  repeats)
             tally = tallies[name]
             tally.seconds.append(seconds)
@@ -242,7 +251,8 @@ def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int) ->
 
 def _ours(whisper, samples):
     result = whisper.transcribe(samples)
-    return result.text, result.tokens, result.stats.drafted_tokens, result.stats.accepted_tokens
+    return (result.text, result.tokens, result.stats.drafted_tokens, result.stats.accepted_tokens,
+            result.stats.beam_steps_per_main_pass)
 
 
 def table(tallies: dict, clips: list[Path]) -> list[str]:
@@ -273,9 +283,9 @@ def table(tallies: dict, clips: list[Path]) -> list[str]:
     return lines
 
 
-def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int) -> list[str]:
+def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int, beam_size: int = 1) -> list[str]:
     runs = {name: (lambda whisper=whisper: _ours(whisper, audio)) for name, whisper in systems.items()}
-    runs.update({name: (lambda model=model: (*faster_whisper_text(model, audio, True), 0, 0))
+    runs.update({name: (lambda model=model: (*faster_whisper_text(model, audio, True, beam_size), 0, 0))
                  for name, model in fw.items()})
     if hf:
         runs["transformers generate(return_timestamps=True)"] = lambda: (*transformers_text(hf, audio, True), 0, 0)
@@ -294,6 +304,8 @@ def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int) -> l
         versus_plain = f"{seconds[plain_name] / taken:.2f}x" if ours else ""
         versus_fw = f"{seconds['faster-whisper int8'] / taken:.2f}x" if "faster-whisper int8" in seconds else ""
         same = ("yes" if results[plain_name][0] == results[name][0] else "NO") if ours else ""
+        passes = results[name][4] if len(results[name]) > 4 else ""
+        name = f"{name} ({passes:.2f} beam steps per pass)" if passes else name
         lines.append(f"| {name} | {taken:.2f} | {versus_plain} | {versus_fw} | {same} |")
     return lines
 
@@ -372,6 +384,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: steps, short, long, batch, cold")
     parser.add_argument("--isa", choices=("avx2",), help="ours on this kernel build, the others capped to it")
+    parser.add_argument("--beam-size", type=int, default=None,
+                        help="every system decodes with this many beams (faster-whisper too); default: greedy")
     args = parser.parse_args(argv)
     if args.isa and os.environ.get("ASR_SPECDEC_ISA") != args.isa:  # the caps must be set before torch loads
         environment = {**os.environ, **CAPS[args.isa], "ASR_SPECDEC_ISA": args.isa}
@@ -384,25 +398,26 @@ def main(argv=None) -> int:
     from asr_specdec.native import describe
     from asr_specdec.whisper.compute import auto_compute_type
 
-    print(f"# speed, {args.main}, {args.threads} threads, torch {torch.__version__}, best of {args.repeats}; "
+    beams = f", beam size {args.beam_size}" if args.beam_size else ""
+    print(f"# speed, {args.main}, {args.threads} threads, torch {torch.__version__}, best of {args.repeats}{beams}; "
           f"kernels: {describe()}, auto = {auto_compute_type('cpu')}\n")
     if "steps" not in skip:
         longest = max(manifest_clips(Path(args.audio)), key=lambda clip: clip.stat().st_size)
         print("## decoder and encoder passes\n\n" + "\n".join(step_costs(args.main, args.repeats, longest)) + "\n",
               flush=True)
     with tempfile.TemporaryDirectory() as scratch:
-        ours = our_systems(args.main, compute_types)
+        ours = our_systems(args.main, compute_types, args.beam_size)
         fw, ct2_dir = faster_whisper_systems(args.main, args.threads, Path(scratch))
         if not fw:
             print(f"(faster-whisper skipped: {ct2_dir})")
             ct2_dir = None
-        hf = transformers_system(args.main)
+        hf = transformers_system(args.main) if not args.beam_size else None  # its beams are another algorithm
         if "short" not in skip:
-            lines, _ = short_clips(ours, fw, hf, clips, args.repeats)
+            lines, _ = short_clips(ours, fw, hf, clips, args.repeats, args.beam_size or 1)
             print(f"## {len(clips)} shared clips, one at a time\n\n" + "\n".join(lines) + "\n", flush=True)
         if "long" not in skip:
             audio = joined_clips(Path(args.audio))
-            lines = long_file(ours, fw, hf, audio, args.repeats)
+            lines = long_file(ours, fw, hf, audio, args.repeats, args.beam_size or 1)
             print("## the long file\n\n" + "\n".join(lines) + "\n", flush=True)
         if "batch" not in skip:
             print("## batches\n\n" + "\n".join(batches(args.main, "auto", clips, args.repeats)) + "\n", flush=True)

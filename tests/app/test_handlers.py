@@ -37,6 +37,8 @@ def test_the_page_settings_split_into_the_decoder_and_this_call_s_recipe():
     assert recipe.as_arguments() == {"word_timestamps": True, "vad_filter": True, "initial_prompt": "Mr. Quilter"}
     assert options_from("base", "off", None, "auto", "transcribe", 5.0, False)[1].as_arguments() == {
         "word_timestamps": False, "vad_filter": False}
+    beams = options_from("base", "off", None, "auto", "transcribe", 5.0, False, "int8", False, False, "", "", 5.0)[1]
+    assert beams.as_arguments() == {"word_timestamps": False, "vad_filter": False, "beam_size": 5}
 
 
 def test_an_unloadable_default_model_stops_start_up_with_one_line(capsys, tmp_path):

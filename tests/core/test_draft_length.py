@@ -51,3 +51,23 @@ def test_adaptive_comes_back_when_the_drafter_starts_agreeing():
     schedule = DraftLength(8, schedule="adaptive")
     run(schedule, 30, 0.0, 0.1)
     assert max(run(schedule, 40, 1.0, 0.1)[-5:]) >= 8
+
+
+def test_beam_schedules_learn_the_verification_cost_and_probe_rarely():
+    from asr_specdec.core.draft_length import BEAM_PROBE_EVERY
+
+    # a pass costs 1 without a draft and 1 + 1.2 per drafted position: drafting stops although every token agrees
+    schedule, lengths = DraftLength(4, schedule="adaptive").for_beams(), []
+    schedule.update(0, 0, 0.0, 1.0)  # beam search's first step drafts nothing
+    for _ in range(200):
+        drafted = schedule.tokens
+        lengths.append(drafted)
+        schedule.update(drafted, drafted, drafted * 0.3, 1.0 + 1.2 * drafted)
+    assert schedule.learn_verify_cost and set(lengths[20:]) <= {0, 1}
+    assert 0 < sum(lengths[20:]) <= len(lengths[20:]) // BEAM_PROBE_EVERY + 1
+    # the same drafter with cheap verification keeps drafting
+    cheap = DraftLength(4, schedule="adaptive").for_beams()
+    cheap.update(0, 0, 0.0, 1.0)
+    for _ in range(30):
+        cheap.update(cheap.tokens, cheap.tokens, cheap.tokens * 0.05, 1.0 + 0.02 * cheap.tokens)
+    assert cheap.tokens >= 4

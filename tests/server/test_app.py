@@ -181,6 +181,12 @@ def test_official_openai_client(served, whisper, clip):
     telemetry = drafted.model_extra["asr_specdec"]
     assert drafted.text == timed.text.strip() and telemetry["tokens"] == timed.tokens
     assert telemetry["mode"] == "quantized-self" and telemetry["stats"]["drafted_tokens"] > 0
+    # beam search as an extra field, as faster-whisper-based servers take it: the library's beam search result
+    beams = client.audio.transcriptions.create(model="whisper-1", file=upload, response_format="verbose_json",
+                                               extra_body={"beam_size": 3})
+    expected = whisper.transcribe(samples, timestamps=True, beam_size=3)
+    assert beams.model_extra["asr_specdec"]["tokens"] == expected.tokens
+    assert beams.model_extra["asr_specdec"]["stats"]["beam_steps"] > 0
     events = list(client.audio.transcriptions.create(model="whisper-1", file=upload, stream=True))
     assert [event.type for event in events] == ["transcript.text.delta"] * len(timed.segments) + \
         ["transcript.text.done"]
@@ -234,6 +240,10 @@ BAD_INPUTS = [
     ("unknown mode", {"mode": "telepathy"}, "clip", 400, "mode", "invalid_value"),
     ("mode needing an assistant", {"mode": "universal"}, "clip", 400, "mode", "invalid_value"),
     ("draft length out of range", {"num_draft_tokens": "99"}, "clip", 400, "num_draft_tokens", "invalid_value"),
+    ("beam size out of range", {"beam_size": "0"}, "clip", 400, "beam_size", "invalid_value"),
+    ("length penalty out of range", {"beam_size": "3", "length_penalty": "2"}, "clip", 400, "length_penalty",
+     "invalid_value"),
+    ("patience without beams", {"patience": "2"}, "clip", 400, "patience", "invalid_value"),
     ("oversized upload", {}, "oversized", 413, "file", "file_too_large"),
     ("audio over the duration limit", {}, "too long", 413, "file", "audio_too_long"),
 ]

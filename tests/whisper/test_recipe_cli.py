@@ -50,6 +50,12 @@ def test_vad_times_land_on_the_file(capsys, paused_file):
     assert 11.5 < record["segments"][0]["start"] < 13 and "young" in record["text"]
 
 
+def test_beam_search_from_the_command_line(capsys, shared_audio):
+    clip = shared_audio / "librivox-0880.wav"
+    code, out, err = cli(capsys, clip, "--beam-size", "3", "--patience", "2", "--length-penalty", "0.5", "--stats")
+    assert code == 0 and "young man" in out.lower() and "beam steps" in err
+
+
 def test_a_long_prompt_is_cut_with_one_warning_line(capsys, paused_file):
     code, out, err = cli(capsys, paused_file, "--initial-prompt", "It was a quiet evening in the village. " * 40)
     assert code == 0 and out.strip()
@@ -61,6 +67,10 @@ def test_a_long_prompt_is_cut_with_one_warning_line(capsys, paused_file):
     (["--no-speech-threshold", "2"], "no_speech_threshold must be in [0, 1]"),
     (["--best-of", "0"], "--best-of must be at least 1"),
     (["--vad-threshold", "1.5"], "--vad-threshold must be between 0 and 1"),
+    (["--beam-size", "0"], "--beam-size must be at least 1"),
+    (["--patience", "2"], "give --beam-size too"),
+    (["--beam-size", "3", "--length-penalty", "1.5"], "--length-penalty must be between 0 and 1"),
+    (["--beam-size", "3", "--do-sample"], "cannot be combined with do_sample"),
     (["--vad", "--batch-size", "4"], "--batch-size decodes whole files"),
 ])
 def test_bad_values_are_one_line_errors(capsys, paused_file, arguments, message):

@@ -1,0 +1,40 @@
+"""Beam search on real weights (base) and two shared clips: speculative beam search returns exactly plain beam
+search's result (tokens, sum of log-probabilities, every candidate) at the default compute type with the default
+drafter, and at float32 with the early-exit drafter; through transcribe, the same text."""
+
+from __future__ import annotations
+
+import pytest
+
+from asr_specdec.core.beam import BeamSearch
+from asr_specdec.whisper import SpeculativeWhisper
+from asr_specdec.whisper.pipeline import Window
+
+pytestmark = pytest.mark.slow
+CLIPS = ("goforward.wav", "librivox-0880.wav")
+
+
+@pytest.fixture(scope="module")
+def clips(shared_audio):
+    from asr_specdec.whisper.audio import load_audio
+
+    return [load_audio(shared_audio / name) for name in CLIPS]
+
+
+def beams(whisper: SpeculativeWhisper, clips, timestamps: bool):
+    pipeline = whisper.pipeline
+    windows = [Window(pipeline.features(samples), language_id=whisper.tokens.language_token("en"),
+                      timestamps=timestamps, beam=BeamSearch(5)) for samples in clips]
+    return [(row.tokens, row.beam.sum_logprob, row.beam.candidates) for row in pipeline.decode(windows)]
+
+
+@pytest.mark.parametrize("compute, mode, timestamps", [("auto", "quantized-self", True),
+                                                       ("float32", "early-exit", False)])
+def test_speculative_beam_search_is_plain_beam_search(base_dir, clips, compute, mode, timestamps):
+    plain = SpeculativeWhisper(str(base_dir), mode="off", language="en", compute_type=compute)
+    speculative = SpeculativeWhisper(str(base_dir), mode=mode, language="en", compute_type=compute)
+    expected = beams(plain, clips, timestamps)
+    assert all(len(candidates) == 5 for _, _, candidates in expected)
+    assert beams(speculative, clips, timestamps) == expected
+    if mode == "quantized-self":
+        assert speculative.transcribe(clips[0], beam_size=5).text == plain.transcribe(clips[0], beam_size=5).text
