@@ -126,7 +126,7 @@ class WhisperModel:
                    hotwords: str | None = None, language_detection_threshold: float | None = 0.5,
                    language_detection_segments: int = 1):
         """Transcribe a path, a file-like object or 16-kHz samples: (lazy segments, TranscriptionInfo), with
-        faster-whisper's arguments and defaults (beam_size > 1 needs beam search, coming with issue 24)."""
+        faster-whisper's arguments and defaults (beam search with 5 beams unless beam_size=1)."""
         arguments = dict(locals())
         del arguments["self"]
         return self._transcribe(batch_size=None, **arguments)

@@ -11,15 +11,20 @@ class UnsupportedOption(SpecdecError, NotImplementedError):
 
 
 def search_options(beam_size: int, patience: float, length_penalty: float) -> dict:
-    """The beam-search options for SpeculativeWhisper.transcribe. Beam search comes with issue 24 (branch `beams`):
-    until it lands only greedy search (beam_size=1) runs here, where patience and length_penalty, which only a
-    beam reads, change nothing (as in faster-whisper with beam_size=1)."""
+    """The beam-search options for SpeculativeWhisper.transcribe, with faster-whisper's meaning: beam_size=1 is
+    greedy search (CTranslate2 decodes one beam greedily), where patience and length_penalty change nothing.
+    CTranslate2 ranks finished candidates by sum / length ** length_penalty, and openai's ranking (ours) by
+    sum / length when length_penalty is None: the two agree at faster-whisper's default of 1 only."""
     if beam_size < 1:
         raise SpecdecError(f"beam_size must be at least 1, not {beam_size}")
-    if beam_size > 1:
-        raise UnsupportedOption(f"beam search (beam_size={beam_size}) is not available in this build yet: "
-                                "pass beam_size=1 for greedy search")
-    return {}
+    if beam_size == 1:
+        return {}
+    if patience <= 0:
+        raise SpecdecError(f"patience must be positive, not {patience}")
+    if length_penalty != 1:
+        raise UnsupportedOption(f"length_penalty={length_penalty} is not supported: CTranslate2's length ** penalty "
+                                "ranking is not openai-whisper's, which this build runs; leave it at 1")
+    return {"beam_size": beam_size, "patience": patience}
 
 
 def refuse_unsupported(repetition_penalty: float, no_repeat_ngram_size: int, chunk_length: int | None,

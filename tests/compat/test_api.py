@@ -120,8 +120,10 @@ def test_suppress_tokens_follow_faster_whispers_rule():
 
 def test_what_cannot_be_honoured_is_refused_by_name():
     assert search_options(1, 1.0, 1.0) == {}
-    with pytest.raises(NotImplementedError, match="beam search"):
-        search_options(5, 1.0, 1.0)
+    assert search_options(5, 1.0, 1.0) == {"beam_size": 5, "patience": 1.0}  # faster-whisper's default
+    assert search_options(3, 2.0, 1.0) == {"beam_size": 3, "patience": 2.0}
+    with pytest.raises(UnsupportedOption, match="length_penalty"):
+        search_options(5, 1.0, 0.5)
     with pytest.raises(SpecdecError, match="beam_size"):
         search_options(0, 1.0, 1.0)
     refuse_unsupported(1, 0, None, None)
