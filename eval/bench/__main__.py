@@ -3,7 +3,8 @@
 import importlib
 
 # memory, report and systems are the duel's parts
-BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "streaming", "text", "server")
+BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "streaming", "text", "server",
+              "faithful")
 
 if __name__ == "__main__":
     for name in BENCHMARKS:
