@@ -15,7 +15,9 @@ from asr_specdec.errors import AudioError, SpecdecError
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.live import play, summarize
 from asr_specdec.whisper.pipeline import DecodedWindow
+from asr_specdec.whisper.scoring import WindowScore
 from asr_specdec.whisper.streaming import IDLE_SECONDS, StreamingTranscriber
+from asr_specdec.whisper.window_extras import WindowExtras
 
 from ..tiny_ct2 import write_tiny_ct2
 
@@ -119,17 +121,24 @@ def test_decodes_run_where_decode_windows_says(asr):
 
 class Script:
     """A stand-in for the pipeline's decode: returns the hypotheses given, in order, and records each window and
-    what the hypothesis drafter was told to expect."""
+    what the hypothesis drafter was told to expect. `scores`: (no-speech probability, avg log-probability) of
+    each hypothesis (none: the decode has no score)."""
 
-    def __init__(self, stream: StreamingTranscriber, hypotheses: list[list[int]]):
+    def __init__(self, stream: StreamingTranscriber, hypotheses: list[list[int]],
+                 scores: list[tuple[float, float]] | None = None):
         self.hypotheses, self.windows, self.expected = list(hypotheses), [], []
+        self.scores = list(scores) if scores is not None else None
         self.stream = stream
         stream.pipeline.decode = self
 
     def __call__(self, windows, generator=None):
         self.windows.append(windows[0])
         self.expected.append(list(self.stream.hypothesis_drafter.hypothesis))
-        return [DecodedWindow(self.hypotheses.pop(0), None, None, DecodeStats())]
+        extras = None
+        if self.scores is not None:
+            no_speech, logprob = self.scores.pop(0)
+            extras = WindowExtras(score=WindowScore(0.0, logprob, no_speech))
+        return [DecodedWindow(self.hypotheses.pop(0), None, None, DecodeStats(), extras)]
 
 
 @pytest.fixture
@@ -173,6 +182,74 @@ def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr
     update = stream.feed(noise(0.5))  # 1.5 s > max_buffer_seconds: " uno" is committed and cut away
     assert update.new_committed == "uno" and update.tentative == "dos"
     assert stream.buffer_seconds == pytest.approx(0.9)
+
+
+def test_an_update_the_model_doubts_commits_nothing_and_is_not_agreed_with(asr, words):
+    """The start of the issue's meeting clip: short buffers that the model thinks hold no speech (no-speech
+    probability over 0.6) say "Thank you."; two of them agreeing must not commit it, and the first heard
+    hypothesis must not be agreed with a doubted one."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    thanks, abigail = [ts, *words(" Thank you."), eot], [ts, *words(" I'm Abigail Klaflin."), eot]
+    Script(stream, [thanks, thanks, abigail, abigail], scores=[(0.7, -0.5), (0.75, -0.4), (0.3, -0.5), (0.2, -0.4)])
+    updates = [stream.feed(noise(0.5, seed)) for seed in range(4)]
+    assert [update.committed for update in updates[:3]] == ["", "", ""]
+    assert updates[0].tentative == updates[1].tentative == ""  # a doubted hypothesis is not shown either
+    assert updates[0].no_speech_prob == pytest.approx(0.7) and updates[0].as_dict()["no_speech_prob"] == 0.7
+    assert updates[2].tentative == "I'm Abigail Klaflin."
+    assert updates[3].committed == "I'm Abigail Klaflin."
+
+
+def test_a_decode_judged_silent_is_no_text_and_the_buffer_is_let_go(asr, words):
+    """openai's rule (no-speech probability over 0.8, or over 0.6 with a low log-probability) makes a decode
+    count as no text, as offline decoding skips such a window: nothing committed, not even by finish(), and the
+    buffer is cut back as for a decode without text."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    you = [ts, *words(" you"), eot]
+    Script(stream, [you] * 7, scores=[(0.85, -0.2), (0.65, -1.5)] * 3 + [(0.9, -0.3)])
+    for seed in range(6):
+        update = stream.feed(noise(0.5, seed))
+        assert update.committed == "" and update.tentative == ""
+    assert stream.buffer_seconds <= IDLE_SECONDS
+    assert stream.finish().committed == ""
+
+
+def test_a_doubted_decode_that_offline_would_keep_is_committed_at_the_end(asr, words):
+    """No-speech probability 0.7 with a likely text: offline decoding keeps it, so finish() commits it."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    Script(stream, [[ts, *words(" quiet words"), eot]], scores=[(0.7, -0.3)])
+    assert stream.feed(noise(0.5)).committed == ""
+    final = stream.finish()
+    assert final.committed == "quiet words" and final.new_committed == "quiet words"
+
+
+def test_a_buffer_longer_than_a_window_is_decoded_window_by_window(asr, words):
+    """Decoding fell far behind: 40 s waiting. The first max_buffer_seconds are decoded and cut at their last
+    segment; the rest is decoded next, even with no new audio, and finish() commits it; nothing is cut unread."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    script = Script(stream, [[ts, *words(" one"), ts + 1000, eot], [ts, *words(" two"), eot]])
+    stream.append(noise(40.0))
+    first = stream.update()
+    assert first.buffer_seconds == pytest.approx(25.0, abs=0.01) and first.new_committed == "one"
+    assert stream.buffer_seconds == pytest.approx(20.0)  # cut at the segment's end, 20 s
+    second = stream.update()  # nothing new arrived, but 20 s are waiting
+    assert second is not None and second.buffer_start == pytest.approx(20.0) and second.tentative == "two"
+    assert stream.update() is None
+    final = stream.finish()
+    assert final.committed == "one two" and len(script.windows) == 2
+
+
+def test_finish_decodes_a_backlog_of_more_than_a_window_first(asr, words):
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    script = Script(stream, [[ts, *words(" one"), ts + 1000, eot], [ts, *words(" two"), eot]])
+    stream.append(noise(40.0))
+    final = stream.finish()
+    assert final.committed == "one two" and final.new_committed == "one two" and len(script.windows) == 2
+    assert [word.text for word in final.words] == ["one", "two"]
 
 
 def test_nothing_then_finish_and_empty_chunks(asr):
