@@ -35,7 +35,7 @@ from .scoring import WindowScore
 
 # a hypothesis of a 25-s buffer is ~80-100 tokens; drafting it in long runs costs one main pass each
 DEFAULT_HYPOTHESIS_TOKENS = 64
-SILENCE_RMS = 0.003  # about -50 dBFS: a 25-ms frame quieter than this holds no speech
+SILENCE_RMS = 0.001  # -60 dBFS: a 25-ms frame quieter than this holds no speech (quiet speech is louder)
 IDLE_SECONDS = 2.0  # a buffer in which nothing was heard is cut back to its last KEEP_SECONDS past this
 KEEP_SECONDS = 1.0
 
