@@ -17,6 +17,8 @@ the audio received so far. `append` and `update` may run in different threads (a
 from __future__ import annotations
 
 import copy
+import dataclasses
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,6 +40,8 @@ DEFAULT_HYPOTHESIS_TOKENS = 64
 SILENCE_RMS = 0.001  # -60 dBFS: a 25-ms frame quieter than this holds no speech (quiet speech is louder)
 IDLE_SECONDS = 2.0  # a buffer in which nothing was heard is cut back to its last KEEP_SECONDS past this
 KEEP_SECONDS = 1.0
+# a cut falls at the quietest 20 ms after the last committed word's aligned end, at most this much after it
+CUT_SEARCH_SECONDS = 1.5
 
 
 @dataclass
@@ -106,6 +110,7 @@ class _Decode:
     plain_seconds: float | None = None
     identical: bool | None = None
     score: WindowScore | None = None  # no-speech probability and log-probability of the decode
+    words: list | None = None  # the hypothesis's words aligned to the audio (AlignedWord), when it may be cut
 
 
 class StreamingTranscriber:
@@ -170,6 +175,7 @@ class StreamingTranscriber:
         self._tentative: list[int] = []  # the hypothesis's text after them
         self._heard = False  # whether the last hypothesis may be agreed with (its no-speech probability was low)
         self._backlog = False  # the buffer held more than one window: the rest waits for the next update
+        self._decoded_samples = np.zeros(0, dtype=np.float32)  # the buffer of the update being made
         self._emitted: list[int] = []  # every committed text token
         self._committed_until: float | None = None
 
@@ -275,12 +281,14 @@ class StreamingTranscriber:
         if self._backlog:
             samples = samples[:round(self.max_buffer_seconds * audio_io.SAMPLE_RATE) + 1]
         decoded = _Decode()
+        self._decoded_samples = samples
         if not fresh:  # the end of a stream with nothing new: the last hypothesis stands
             new_tokens, words = self._commit_tentative(len(samples), start)
         else:
             if len(samples) and not self._silent(samples):
                 decoded = self._decode(samples)
-            new_tokens, words = self._advance(decoded.tokens, len(samples), start, final, decoded.score)
+            new_tokens, words = self._advance(decoded.tokens, len(samples), start, final, decoded.score,
+                                              decoded.words)
         audio_seconds = received / audio_io.SAMPLE_RATE
         return StreamingUpdate(
             audio_seconds=audio_seconds, committed=self.committed, new_committed=self.pipeline.text(new_tokens),
@@ -296,14 +304,20 @@ class StreamingTranscriber:
         """One window of the buffer, conditioned on the committed text before it, drafted from the last hypothesis
         (and with compare=True decoded plain as well, from the same features)."""
         started = time.perf_counter()
+        # a buffer that may be cut this update has its words aligned, so that the cut follows the last word
+        timed = len(samples) > self.trim_seconds * audio_io.SAMPLE_RATE
+        frames = -(-len(samples) // self.pipeline.processor.feature_extractor.hop_length)
         window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None,
-                        score=self.no_speech_threshold is not None)
+                        score=self.no_speech_threshold is not None,
+                        word_tokens=self._text_tokens if timed else None,
+                        audio_frames=min(frames, self.pipeline.frames.window) if timed else None)
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)
         decoded = self._decode_windows(self.pipeline, [window])[0]
         result = _Decode(decoded.tokens, decoded.stats, time.perf_counter() - started,
-                         score=decoded.extras.score if decoded.extras else None)
+                         score=decoded.extras.score if decoded.extras else None,
+                         words=decoded.extras.words if decoded.extras else None)
         if self.hypothesis_drafter is not None:
             result.usage = self.hypothesis_drafter.usage(decoded.tokens)
         if self.language_id is None and self.pipeline.tokens.multilingual and self._has_text(decoded.tokens):
@@ -329,7 +343,7 @@ class StreamingTranscriber:
         return new_tokens, words
 
     def _advance(self, tokens: list[int], buffer_samples: int, buffer_start: int, final: bool,
-                 score: WindowScore | None = None):
+                 score: WindowScore | None = None, aligned: list | None = None):
         """Commit what this hypothesis agrees on with the last one (all of it when final), cut the buffer where
         committed segments end, and keep the hypothesis for the next update. A decode that openai's rule judges
         silent counts as no text (offline decoding skips such a window); one whose no-speech probability is over
@@ -353,6 +367,8 @@ class StreamingTranscriber:
         found = agreement.pieces(tokens, timestamp_begin, eot)
         buffer_seconds = self._seconds(buffer_samples)
         cut = self._cut(found, committed, buffer_seconds, final)
+        if cut is not None:
+            cut = self._at_last_word(cut, aligned, self._decoded_samples)
         full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
         if cut is not None:
             committed = max(committed, cut.text_end)  # a forced cut commits the segments it cuts away
@@ -392,6 +408,32 @@ class StreamingTranscriber:
         if buffer_seconds > self.max_buffer_seconds and complete:
             return complete[-1]
         return None
+
+    def _at_last_word(self, piece: agreement.Piece, aligned: list | None, samples: np.ndarray) -> agreement.Piece:
+        """The piece to cut at, its end moved back to the quietest 20 ms between its last word's aligned end and
+        the first of: the next word's start, CUT_SEARCH_SECONDS later, the segment's end. Whisper may end a
+        segment well past speech it skipped (a short utterance after it); cutting at the segment's end would
+        lose that speech."""
+        if not aligned or piece.end is None:
+            return piece
+        count, index = 0, -1
+        while count < piece.text_end and index + 1 < len(aligned):
+            index += 1
+            count += len(aligned[index].tokens)
+        if count != piece.text_end:  # the words do not end with the piece: keep Whisper's time
+            return piece
+        step = self._step_seconds
+        following = aligned[index + 1].start if index + 1 < len(aligned) else math.inf
+        first = math.ceil(aligned[index].end / step)
+        last = min(piece.end, math.floor(min(following, aligned[index].end + CUT_SEARCH_SECONDS) / step))
+        if last <= first:
+            return piece if first >= piece.end else dataclasses.replace(piece, end=max(1, first))
+        frames = [samples[k * self._step_samples:(k + 1) * self._step_samples] for k in range(first, last + 1)]
+        loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else 0.0 for frame in frames]
+        return dataclasses.replace(piece, end=max(1, first + int(np.argmin(loudness))))
+
+    def _text_tokens(self, tokens: list[int]) -> list[int]:
+        return agreement.text_tokens(tokens, self.pipeline.tokens.end_of_text)
 
     def _words(self, found, text: list[int], start: int, end: int, buffer_seconds: float,
                buffer_start: int) -> list[CommittedWord]:

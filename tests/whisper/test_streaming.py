@@ -13,6 +13,7 @@ import pytest
 from asr_specdec.core.stats import DecodeStats
 from asr_specdec.errors import AudioError, SpecdecError
 from asr_specdec.whisper import SpeculativeWhisper
+from asr_specdec.whisper.alignment import AlignedWord
 from asr_specdec.whisper.live import play, summarize
 from asr_specdec.whisper.pipeline import DecodedWindow
 from asr_specdec.whisper.scoring import WindowScore
@@ -125,9 +126,10 @@ class Script:
     each hypothesis (none: the decode has no score)."""
 
     def __init__(self, stream: StreamingTranscriber, hypotheses: list[list[int]],
-                 scores: list[tuple[float, float]] | None = None):
+                 scores: list[tuple[float, float]] | None = None, words: list | None = None):
         self.hypotheses, self.windows, self.expected = list(hypotheses), [], []
         self.scores = list(scores) if scores is not None else None
+        self.words = list(words) if words is not None else None
         self.stream = stream
         stream.pipeline.decode = self
 
@@ -138,6 +140,8 @@ class Script:
         if self.scores is not None:
             no_speech, logprob = self.scores.pop(0)
             extras = WindowExtras(score=WindowScore(0.0, logprob, no_speech))
+        if self.words is not None:
+            extras = WindowExtras(words=self.words.pop(0))
         return [DecodedWindow(self.hypotheses.pop(0), None, None, DecodeStats(), extras)]
 
 
@@ -171,6 +175,25 @@ def test_local_agreement_commits_cuts_at_committed_segments_and_prompts_with_the
     assert final.final and final.committed == "hello world this is it" and final.tentative == ""
     with pytest.raises(SpecdecError):
         stream.feed(noise(0.5))
+
+
+def test_a_cut_follows_the_last_committed_word_not_a_late_segment_end(asr, words):
+    """Whisper ended the committed segment " hello world" at 1.4 s, long after its last word (aligned end 0.7 s):
+    the buffer is cut at the quietest 20 ms between that word's end and the next word's start (a pause at
+    1.0 s), so speech Whisper skipped before 1.4 s is decoded again, not cut away."""
+    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    hello, world, this = words(" hello"), words(" world"), words(" this")
+    hypothesis = [ts, *hello, *world, ts + 70, ts + 70, *this, eot]
+    aligned = [AlignedWord(" hello", hello, 0.1, 0.3, 0.9), AlignedWord(" world", world, 0.4, 0.7, 0.9),
+               AlignedWord(" this", this, 1.45, 1.5, 0.9)]
+    script = Script(stream, [hypothesis, hypothesis], words=[aligned, aligned])
+    audio = noise(1.5)
+    audio[RATE:RATE + RATE // 25] = 0.0  # a pause at 1.00-1.04 s
+    first, second = stream.feed(audio[:12000]), stream.feed(audio[12000:])
+    assert first.committed == "" and second.committed == "hello world this"
+    assert script.windows[0].word_tokens is None and script.windows[1].word_tokens is not None
+    assert stream.buffer_seconds == pytest.approx(0.5)  # cut at 1.00 s, not at the segment's end (1.4 s)
 
 
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):
