@@ -429,7 +429,7 @@ class StreamingTranscriber:
         if last <= first:
             return piece if first >= piece.end else dataclasses.replace(piece, end=max(1, first))
         frames = [samples[k * self._step_samples:(k + 1) * self._step_samples] for k in range(first, last + 1)]
-        loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else 0.0 for frame in frames]
+        loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else math.inf for frame in frames]
         return dataclasses.replace(piece, end=max(1, first + int(np.argmin(loudness))))
 
     def _text_tokens(self, tokens: list[int]) -> list[int]:
