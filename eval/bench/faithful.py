@@ -153,9 +153,6 @@ def benchmark(args) -> int:
     reference = " ".join(clip_text[name] for name, _ in named)
     references = {name: reference for name in speech}
     paths = args.paths.split(",")
-    unknown = [path for path in paths if path not in PATHS]
-    if unknown:
-        raise SystemExit(f"error: unknown path {', '.join(unknown)}: choose from {', '.join(PATHS)}")
     print(f"{args.main} (mode {asr.mode}, {asr.compute_type.name}), {args.threads} threads; non-speech "
           f"{len(kinds)} kinds x {args.seconds:g} s; speech from {len(named)} clips "
           f"({sum(len(samples) for _, samples in named) / RATE:.1f} s)\n")
@@ -244,6 +241,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.pause < 0 or args.runs < 1:
         parser.error("--seconds and --runs must be positive, --pause not negative")
+    unknown = [path for path in args.paths.split(",") if path not in PATHS]
+    if unknown:
+        parser.error(f"unknown path {', '.join(unknown)}: choose from {', '.join(PATHS)}")
     torch.set_num_threads(args.threads)
     return live_check(args) if args.live_check else benchmark(args)
 
