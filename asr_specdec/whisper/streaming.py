@@ -176,6 +176,7 @@ class StreamingTranscriber:
         self._heard = False  # whether the last hypothesis may be agreed with (its no-speech probability was low)
         self._backlog = False  # the buffer held more than one window: the rest waits for the next update
         self._decoded_samples = np.zeros(0, dtype=np.float32)  # the buffer of the update being made
+        self._cut_since_decode = False  # the last update cut the buffer after decoding it
         self._emitted: list[int] = []  # every committed text token
         self._committed_until: float | None = None
 
@@ -274,14 +275,16 @@ class StreamingTranscriber:
     def _update(self, final: bool) -> StreamingUpdate:
         with self._lock:
             samples, start, received = self._buffer, self._buffer_start, self._received
-        fresh = received > self._decoded_until or self._backlog
+        # the end of a stream decodes again what is left when the last update cut the buffer: that update's
+        # hypothesis may have stopped short of the audio that is left (finish commits the decode of it)
+        fresh = received > self._decoded_until or self._backlog or final and self._cut_since_decode
         self._decoded_until = received
         # a buffer longer than the window (decoding fell far behind): its first window now, the rest next update
         self._backlog = len(samples) > self.pipeline.window_samples and not final
         if self._backlog:
             samples = samples[:round(self.max_buffer_seconds * audio_io.SAMPLE_RATE) + 1]
         decoded = _Decode()
-        self._decoded_samples = samples
+        self._decoded_samples, self._cut_since_decode = samples, False
         if not fresh:  # the end of a stream with nothing new: the last hypothesis stands
             new_tokens, words = self._commit_tentative(len(samples), start)
         else:
@@ -455,6 +458,7 @@ class StreamingTranscriber:
             count = min(max(count, 0), len(self._buffer))
             self._buffer = self._buffer[count:].copy()
             self._buffer_start += count
+            self._cut_since_decode = self._cut_since_decode or count > 0
 
     def _silent(self, samples: np.ndarray) -> bool:
         """True when no 25-ms frame of the buffer is louder than silence_rms."""

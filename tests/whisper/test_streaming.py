@@ -196,6 +196,20 @@ def test_a_cut_follows_the_last_committed_word_not_a_late_segment_end(asr, words
     assert stream.buffer_seconds == pytest.approx(0.5)  # cut at 1.00 s, not at the segment's end (1.4 s)
 
 
+def test_finish_decodes_again_what_a_cut_left(asr, words):
+    """The last update was a forced cut whose hypothesis stopped short ("dos" and no more): finish() with no new
+    audio decodes what the cut left and commits that decode, not the stale tentative text."""
+    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    script = Script(stream, [[ts, *words(" one"), ts + 30, ts + 30, *words(" two"), eot],
+                             [ts, *words(" uno"), ts + 30, ts + 30, *words(" dos"), eot],
+                             [ts, *words(" dos tres"), eot]])
+    stream.feed(noise(1.0))
+    assert stream.feed(noise(0.5)).new_committed == "uno"
+    final = stream.finish()
+    assert len(script.windows) == 3 and final.committed == "uno dos tres"
+
+
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):
     stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
