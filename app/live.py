@@ -1,14 +1,14 @@
 """The Live tab: microphone chunks streamed into the library's StreamingTranscriber, one stream per recording
 in the session's state; committed and tentative text and the speed-up of drafting from the last hypothesis.
 
-Gradio runs a session's chunks one after another, so a chunk that arrives during a decode waits; a chunk whose
-decode would start sooner after the last one than that decode took only appends its audio (the next decode
-covers it), so the tab never falls behind the speaker."""
+Gradio runs a session's chunks one after another, so a chunk handler must never wait for a decode: it appends
+the chunk's audio and returns at once, showing the latest update; the decodes run in the recording's own worker
+thread, each covering all the audio appended since the last one (when decoding falls behind, updates coalesce
+instead of queueing). Stop waits for the worker, then decodes the rest and commits all of it."""
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from html import escape
 
@@ -26,6 +26,7 @@ RECORDING = "recording"  # the session's state between Record and the first chun
 WAITING = '<p class="live-text live-waiting">Press Record and speak: the text appears here as you talk.</p>'
 NOTHING_HEARD = '<p class="live-text live-waiting">Nothing was heard: check that the microphone is on.</p>'
 MIN_NEW_SECONDS = 0.5
+IDLE_WORKER_SECONDS = 30.0  # a worker asked for nothing this long ends (a tab closed without Stop leaks nothing)
 
 
 @dataclass
@@ -34,15 +35,48 @@ class LiveSession:
     lock: threading.Lock  # the decoder's: file requests on the same models wait while a chunk decodes
     last: StreamingUpdate | None = None
     decoded_seconds: float = 0.0  # audio received at the last decode
-    next_decode: float = 0.0  # time.monotonic() before which a chunk only appends
+    shown: StreamingUpdate | None = None  # the update the page shows
+    error: Exception | None = None  # what the worker's last decode raised, shown by the next chunk
     totals: dict = field(default_factory=lambda: {"tokens": 0, "passes": 0, "from_hypothesis": 0, "decodes": 0})
+    _wanted: threading.Event = field(default_factory=threading.Event)
+    _worker: threading.Thread | None = None
+    _stopping: bool = False
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def request(self) -> None:
+        """Ask the worker for an update (started if it is not running); returns at once."""
+        with self._guard:
+            if self._stopping:
+                return
+            self._wanted.set()
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="live-decoder", daemon=True)
+                self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            self._wanted.wait(IDLE_WORKER_SECONDS)
+            with self._guard:  # requests set the event under the guard: none is lost between the two
+                if self._stopping or not self._wanted.is_set():
+                    self._worker = None
+                    return
+                self._wanted.clear()
+            try:
+                self.decode()
+            except Exception as error:  # noqa: BLE001 - handed to the next chunk, which shows it
+                self.error = error
+
+    def stop_worker(self) -> None:
+        """Let the worker finish the decode it is running, then end it; no decode starts after this."""
+        with self._guard:
+            self._stopping, worker = True, self._worker
+            self._wanted.set()
+        if worker is not None:
+            worker.join()
 
     def decode(self, final: bool = False) -> StreamingUpdate | None:
-        started = time.monotonic()
         with self.lock:
             update = self.stream.finish() if final else self.stream.update()
-        took = time.monotonic() - started
-        self.next_decode = time.monotonic() + took
         self.decoded_seconds = self.stream.received_seconds
         if update is not None:
             self.last = update
@@ -77,12 +111,15 @@ class LiveHandlers:
             except AudioError as error:  # a bad chunk: said once, the stream goes on
                 gr.Warning(in_app_terms(str(error)))
                 return session, gr.skip(), gr.skip()
-            waiting = session.stream.received_seconds - session.decoded_seconds
-            if waiting < MIN_NEW_SECONDS or time.monotonic() < session.next_decode:
+            if session.error is not None:  # the worker's last decode failed: said here, once
+                error, session.error = session.error, None
+                raise error
+            if session.stream.received_seconds - session.decoded_seconds >= MIN_NEW_SECONDS:
+                session.request()  # decoded in the worker: this chunk does not wait for it
+            update = session.last
+            if update is None or update is session.shown:
                 return session, gr.skip(), gr.skip()
-            update = session.decode()
-            if update is None:
-                return session, gr.skip(), gr.skip()
+            session.shown = update
             return session, live_text_html(update), live_telemetry_html(session)
 
     def stop(self, session: LiveSession | str | None):
@@ -90,6 +127,7 @@ class LiveHandlers:
         if not isinstance(session, LiveSession):
             return None, NOTHING_HEARD, ""
         with shown_to_user():
+            session.stop_worker()
             update = session.decode(final=True)
             if not update.committed.strip():
                 return None, NOTHING_HEARD, live_telemetry_html(session)

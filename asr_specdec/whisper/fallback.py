@@ -152,12 +152,16 @@ def _needs_fallback(result: WindowResult, recipe: Recipe) -> bool:
 
 
 def _is_silent(result: WindowResult, recipe: Recipe) -> bool:
+    return is_silent(result.no_speech_prob, result.avg_logprob, recipe)
+
+
+def is_silent(no_speech_prob: float | None, avg_logprob: float | None, recipe: Recipe) -> bool:
     """openai's rule (no-speech probability above the threshold, unless the text is likely enough anyway), and
     no-speech probability above the silence threshold."""
-    if recipe.no_speech_threshold is None or result.no_speech_prob is None:
+    if recipe.no_speech_threshold is None or no_speech_prob is None:
         return False
-    if recipe.silence_threshold is not None and result.no_speech_prob > recipe.silence_threshold:
+    if recipe.silence_threshold is not None and no_speech_prob > recipe.silence_threshold:
         return True
-    if recipe.logprob_threshold is not None and result.avg_logprob > recipe.logprob_threshold:
+    if recipe.logprob_threshold is not None and avg_logprob is not None and avg_logprob > recipe.logprob_threshold:
         return False
-    return result.no_speech_prob > recipe.no_speech_threshold
+    return no_speech_prob > recipe.no_speech_threshold

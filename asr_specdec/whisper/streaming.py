@@ -17,6 +17,8 @@ the audio received so far. `append` and `update` may run in different threads (a
 from __future__ import annotations
 
 import copy
+import dataclasses
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,13 +31,17 @@ from ..core.stats import DecodeStats
 from ..errors import AudioError, SpecdecError
 from . import agreement
 from . import audio as audio_io
+from .fallback import Recipe, is_silent
 from .pipeline import Window
+from .scoring import WindowScore
 
 # a hypothesis of a 25-s buffer is ~80-100 tokens; drafting it in long runs costs one main pass each
 DEFAULT_HYPOTHESIS_TOKENS = 64
-SILENCE_RMS = 0.003  # about -50 dBFS: a 25-ms frame quieter than this holds no speech
+SILENCE_RMS = 0.001  # -60 dBFS: a 25-ms frame quieter than this holds no speech (quiet speech is louder)
 IDLE_SECONDS = 2.0  # a buffer in which nothing was heard is cut back to its last KEEP_SECONDS past this
 KEEP_SECONDS = 1.0
+# a cut falls at the quietest 20 ms after the last committed word's aligned end, at most this much after it
+CUT_SEARCH_SECONDS = 1.5
 
 
 @dataclass
@@ -63,6 +69,8 @@ class StreamingUpdate:
     final: bool = False
     plain_decode_seconds: float | None = None  # with compare=True: the same buffer decoded plain
     identical: bool | None = None
+    no_speech_prob: float | None = None  # of this update's decode (None when nothing was decoded)
+    new_tokens: list[int] = field(default_factory=list)  # the token ids of new_committed
 
     @property
     def text(self) -> str:
@@ -79,6 +87,8 @@ class StreamingUpdate:
             "words": [{"text": word.text, "end": round(word.end, 3)} for word in self.words],
             "final": self.final,
         }
+        if self.no_speech_prob is not None:
+            record["no_speech_prob"] = round(self.no_speech_prob, 4)
         if self.stats is not None:
             record["stats"] = self.stats.as_dict()
         if self.drafting is not None:
@@ -99,6 +109,8 @@ class _Decode:
     usage: HypothesisUsage | None = None
     plain_seconds: float | None = None
     identical: bool | None = None
+    score: WindowScore | None = None  # no-speech probability and log-probability of the decode
+    words: list | None = None  # the hypothesis's words aligned to the audio (AlignedWord), when it may be cut
 
 
 class StreamingTranscriber:
@@ -139,6 +151,11 @@ class StreamingTranscriber:
         self.language_id = tokens.language_token(language) if language and tokens.multilingual else None
         self.min_chunk_seconds, self.trim_seconds = min_chunk_seconds, trim_seconds
         self.max_buffer_seconds, self.silence_rms = max_buffer_seconds, silence_rms
+        # what judges a decode: openai's rule drops a silent one (as offline decoding skips a silent window); one
+        # whose no-speech probability alone is over the threshold commits nothing and is agreed with by nothing
+        options = getattr(asr, "options", None)
+        self.recipe: Recipe = options.recipe if options is not None else Recipe()
+        self.no_speech_threshold = self.recipe.no_speech_threshold
         self._step_seconds = base.frames.timestamp_seconds
         self._step_samples = round(self._step_seconds * audio_io.SAMPLE_RATE)
         self._prompt_limit = tokens.max_positions // 2 - 1
@@ -156,6 +173,10 @@ class StreamingTranscriber:
         self._hypothesis: list[int] = []  # the last update's tokens, as the next decode would see them
         self._committed_in_buffer: list[int] = []  # committed text tokens at the start of the hypothesis
         self._tentative: list[int] = []  # the hypothesis's text after them
+        self._heard = False  # whether the last hypothesis may be agreed with (its no-speech probability was low)
+        self._backlog = False  # the buffer held more than one window: the rest waits for the next update
+        self._decoded_samples = np.zeros(0, dtype=np.float32)  # the buffer of the update being made
+        self._cut_since_decode = False  # the last update cut the buffer after decoding it
         self._emitted: list[int] = []  # every committed text token
         self._committed_until: float | None = None
 
@@ -221,7 +242,7 @@ class StreamingTranscriber:
         since the last update."""
         if self._finished:
             raise SpecdecError("this stream has finished: start a new one")
-        if self._received == self._decoded_until:
+        if self._received == self._decoded_until and not self._backlog:
             return None
         return self._update(final=False)
 
@@ -234,7 +255,19 @@ class StreamingTranscriber:
             with self._lock:
                 self._buffer = np.concatenate([self._buffer, tail])
                 self._received += len(tail)
+        earlier_tokens, earlier_words, decode_seconds = [], [], 0.0
+        # more than a window waiting (decoding fell behind): decoded window by window first
+        while self._backlog or len(self._buffer) > self.pipeline.window_samples:
+            update = self._update(final=False)
+            earlier_tokens += update.new_tokens
+            earlier_words += update.words
+            decode_seconds += update.decode_seconds
         update = self._update(final=True)
+        if earlier_tokens or earlier_words:
+            update.new_tokens = earlier_tokens + update.new_tokens
+            update.new_committed = self.pipeline.text(update.new_tokens)
+            update.words = earlier_words + update.words
+            update.decode_seconds += decode_seconds
         self._finished = True
         self._buffer = np.zeros(0, dtype=np.float32)
         return update
@@ -242,33 +275,52 @@ class StreamingTranscriber:
     def _update(self, final: bool) -> StreamingUpdate:
         with self._lock:
             samples, start, received = self._buffer, self._buffer_start, self._received
-        fresh, self._decoded_until = received > self._decoded_until, received
+        # the end of a stream decodes again what is left when the last update cut the buffer: that update's
+        # hypothesis may have stopped short of the audio that is left (finish commits the decode of it)
+        fresh = received > self._decoded_until or self._backlog or final and self._cut_since_decode
+        self._decoded_until = received
+        # a buffer longer than the window (decoding fell far behind): its first window now, the rest next update
+        self._backlog = len(samples) > self.pipeline.window_samples and not final
+        if self._backlog:
+            samples = samples[:round(self.max_buffer_seconds * audio_io.SAMPLE_RATE) + 1]
         decoded = _Decode()
+        self._decoded_samples, self._cut_since_decode = samples, False
         if not fresh:  # the end of a stream with nothing new: the last hypothesis stands
             new_tokens, words = self._commit_tentative(len(samples), start)
         else:
             if len(samples) and not self._silent(samples):
                 decoded = self._decode(samples)
-            new_tokens, words = self._advance(decoded.tokens, len(samples), start, final)
+            new_tokens, words = self._advance(decoded.tokens, len(samples), start, final, decoded.score,
+                                              decoded.words)
         audio_seconds = received / audio_io.SAMPLE_RATE
         return StreamingUpdate(
             audio_seconds=audio_seconds, committed=self.committed, new_committed=self.pipeline.text(new_tokens),
-            tentative=self.pipeline.text(self._tentative), buffer_start=start / audio_io.SAMPLE_RATE,
+            tentative=self.pipeline.text(self._tentative) if self._heard else "",
+            buffer_start=start / audio_io.SAMPLE_RATE,
             buffer_seconds=len(samples) / audio_io.SAMPLE_RATE, decode_seconds=decoded.seconds,
             lag_seconds=None if self._committed_until is None else max(0.0, audio_seconds - self._committed_until),
             words=words, tokens=decoded.tokens, stats=decoded.stats, drafting=decoded.usage, final=final,
-            plain_decode_seconds=decoded.plain_seconds, identical=decoded.identical)
+            plain_decode_seconds=decoded.plain_seconds, identical=decoded.identical,
+            no_speech_prob=None if decoded.score is None else decoded.score.no_speech_prob, new_tokens=new_tokens)
 
     def _decode(self, samples: np.ndarray) -> _Decode:
         """One window of the buffer, conditioned on the committed text before it, drafted from the last hypothesis
         (and with compare=True decoded plain as well, from the same features)."""
         started = time.perf_counter()
-        window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None)
+        # a buffer that may be cut this update has its words aligned, so that the cut follows the last word
+        timed = len(samples) > self.trim_seconds * audio_io.SAMPLE_RATE
+        frames = -(-len(samples) // self.pipeline.processor.feature_extractor.hop_length)
+        window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None,
+                        score=self.no_speech_threshold is not None,
+                        word_tokens=self._text_tokens if timed else None,
+                        audio_frames=min(frames, self.pipeline.frames.window) if timed else None)
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)
         decoded = self._decode_windows(self.pipeline, [window])[0]
-        result = _Decode(decoded.tokens, decoded.stats, time.perf_counter() - started)
+        result = _Decode(decoded.tokens, decoded.stats, time.perf_counter() - started,
+                         score=decoded.extras.score if decoded.extras else None,
+                         words=decoded.extras.words if decoded.extras else None)
         if self.hypothesis_drafter is not None:
             result.usage = self.hypothesis_drafter.usage(decoded.tokens)
         if self.language_id is None and self.pipeline.tokens.multilingual and self._has_text(decoded.tokens):
@@ -293,19 +345,33 @@ class StreamingTranscriber:
         self._committed_in_buffer, self._tentative = text, []
         return new_tokens, words
 
-    def _advance(self, tokens: list[int], buffer_samples: int, buffer_start: int, final: bool):
+    def _advance(self, tokens: list[int], buffer_samples: int, buffer_start: int, final: bool,
+                 score: WindowScore | None = None, aligned: list | None = None):
         """Commit what this hypothesis agrees on with the last one (all of it when final), cut the buffer where
-        committed segments end, and keep the hypothesis for the next update. Returns (new committed tokens,
-        committed words)."""
+        committed segments end, and keep the hypothesis for the next update. A decode that openai's rule judges
+        silent counts as no text (offline decoding skips such a window); one whose no-speech probability is over
+        the threshold commits nothing by agreement and is not agreed with by the next. Returns (new committed
+        tokens, committed words)."""
         eot, timestamp_begin = self.pipeline.tokens.end_of_text, self.pipeline.tokens.timestamp_begin
+        if score is not None and is_silent(score.no_speech_prob, score.avg_logprob, self.recipe):
+            tokens = []
+        heard = score is None or self.no_speech_threshold is None or score.no_speech_prob <= self.no_speech_threshold
         text = agreement.text_tokens(tokens, eot)
         start = agreement.committed_end(self._committed_in_buffer, text, self._starts_word)
         tail = text[start:]
-        agreed = len(tail) if final else agreement.agreed_length([self._tentative, tail], self._starts_word)
+        if final:
+            agreed = len(tail)
+        elif heard and self._heard:
+            agreed = agreement.agreed_length([self._tentative, tail], self._starts_word)
+        else:
+            agreed = 0
+        self._heard = heard
         committed = start + agreed
         found = agreement.pieces(tokens, timestamp_begin, eot)
         buffer_seconds = self._seconds(buffer_samples)
         cut = self._cut(found, committed, buffer_seconds, final)
+        if cut is not None:
+            cut = self._at_last_word(cut, aligned, self._decoded_samples)
         full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
         if cut is not None:
             committed = max(committed, cut.text_end)  # a forced cut commits the segments it cuts away
@@ -346,6 +412,32 @@ class StreamingTranscriber:
             return complete[-1]
         return None
 
+    def _at_last_word(self, piece: agreement.Piece, aligned: list | None, samples: np.ndarray) -> agreement.Piece:
+        """The piece to cut at, its end moved back to the quietest 20 ms between its last word's aligned end and
+        the first of: the next word's start, CUT_SEARCH_SECONDS later, the segment's end. Whisper may end a
+        segment well past speech it skipped (a short utterance after it); cutting at the segment's end would
+        lose that speech."""
+        if not aligned or piece.end is None:
+            return piece
+        count, index = 0, -1
+        while count < piece.text_end and index + 1 < len(aligned):
+            index += 1
+            count += len(aligned[index].tokens)
+        if count != piece.text_end:  # the words do not end with the piece: keep Whisper's time
+            return piece
+        step = self._step_seconds
+        following = aligned[index + 1].start if index + 1 < len(aligned) else math.inf
+        first = math.ceil(aligned[index].end / step)
+        last = min(piece.end, math.floor(min(following, aligned[index].end + CUT_SEARCH_SECONDS) / step))
+        if last <= first:
+            return piece if first >= piece.end else dataclasses.replace(piece, end=max(1, first))
+        frames = [samples[k * self._step_samples:(k + 1) * self._step_samples] for k in range(first, last + 1)]
+        loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else math.inf for frame in frames]
+        return dataclasses.replace(piece, end=max(1, first + int(np.argmin(loudness))))
+
+    def _text_tokens(self, tokens: list[int]) -> list[int]:
+        return agreement.text_tokens(tokens, self.pipeline.tokens.end_of_text)
+
     def _words(self, found, text: list[int], start: int, end: int, buffer_seconds: float,
                buffer_start: int) -> list[CommittedWord]:
         if end <= start:
@@ -366,6 +458,7 @@ class StreamingTranscriber:
             count = min(max(count, 0), len(self._buffer))
             self._buffer = self._buffer[count:].copy()
             self._buffer_start += count
+            self._cut_since_decode = self._cut_since_decode or count > 0
 
     def _silent(self, samples: np.ndarray) -> bool:
         """True when no 25-ms frame of the buffer is louder than silence_rms."""

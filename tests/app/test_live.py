@@ -75,3 +75,43 @@ def test_a_microphone_that_sends_nothing_or_silence_or_stops_at_once_leaves_the_
         session, text, telemetry = live.chunk(session, (48000, np.zeros(24000, dtype=np.int16)), *decoding)
     assert session is not None and session.totals["decodes"] == 0
     assert live.stop(session)[1] == NOTHING_HEARD
+
+
+def test_chunks_never_wait_for_a_slow_decode_and_no_audio_is_dropped(tiny_en_service, shared_audio):
+    """The decoder is held (a decode that takes as long as the test wants): every chunk handler still returns at
+    once, the audio of every chunk reaches the stream, and the decodes that follow coalesce what arrived
+    meanwhile; Stop waits for the running decode, then commits everything."""
+    import threading
+
+    from app.live import RECORDING, LiveHandlers
+    from asr_specdec.whisper.audio import load_audio
+
+    live = LiveHandlers(tiny_en_service)
+    decoding = ("tiny.en", "quantized-self", None, "en", "transcribe", 8, False)
+    speech = (load_audio(shared_audio / "goforward.wav") * 32767).astype(np.int16)
+    chunks = [speech[begin:begin + 8000] for begin in range(0, len(speech), 8000)]
+    session, _, _ = live.chunk(RECORDING, (16000, chunks[0]), *decoding)
+    held, entered, done, calls = threading.Event(), threading.Event(), threading.Event(), []
+    update = session.stream.update
+
+    def slow_update():
+        calls.append(session.stream.received_seconds)
+        entered.set()
+        held.wait(60)
+        try:
+            return update()
+        finally:
+            done.set()
+
+    session.stream.update = slow_update
+    session, _, _ = live.chunk(session, (16000, chunks[1]), *decoding)
+    assert entered.wait(30), "no decode started"
+    for chunk in chunks[2:]:  # the decode is held: each of these returns without waiting for it
+        session, _, _ = live.chunk(session, (16000, chunk), *decoding)
+    assert not done.is_set() and len(calls) == 1  # every handler above returned while the decode was held
+    assert session.stream.received_seconds == pytest.approx(len(speech) / 16000)
+    held.set()
+    final = live.stop(session)
+    assert len(calls) <= 2  # what arrived during the held decode was decoded at most once more, not per chunk
+    assert session.last.final and session.last.audio_seconds == pytest.approx(len(speech) / 16000)
+    assert "forward" in final[1].lower()

@@ -6,7 +6,6 @@ of 5 beams; the others pass beam_size=1 (greedy) to keep the suite fast."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from asr_specdec import BatchedInferencePipeline, WhisperModel, decode_audio
 

@@ -13,9 +13,12 @@ import pytest
 from asr_specdec.core.stats import DecodeStats
 from asr_specdec.errors import AudioError, SpecdecError
 from asr_specdec.whisper import SpeculativeWhisper
+from asr_specdec.whisper.alignment import AlignedWord
 from asr_specdec.whisper.live import play, summarize
 from asr_specdec.whisper.pipeline import DecodedWindow
+from asr_specdec.whisper.scoring import WindowScore
 from asr_specdec.whisper.streaming import IDLE_SECONDS, StreamingTranscriber
+from asr_specdec.whisper.window_extras import WindowExtras
 
 from ..tiny_ct2 import write_tiny_ct2
 
@@ -119,17 +122,27 @@ def test_decodes_run_where_decode_windows_says(asr):
 
 class Script:
     """A stand-in for the pipeline's decode: returns the hypotheses given, in order, and records each window and
-    what the hypothesis drafter was told to expect."""
+    what the hypothesis drafter was told to expect. `scores`: (no-speech probability, avg log-probability) of
+    each hypothesis (none: the decode has no score)."""
 
-    def __init__(self, stream: StreamingTranscriber, hypotheses: list[list[int]]):
+    def __init__(self, stream: StreamingTranscriber, hypotheses: list[list[int]],
+                 scores: list[tuple[float, float]] | None = None, words: list | None = None):
         self.hypotheses, self.windows, self.expected = list(hypotheses), [], []
+        self.scores = list(scores) if scores is not None else None
+        self.words = list(words) if words is not None else None
         self.stream = stream
         stream.pipeline.decode = self
 
     def __call__(self, windows, generator=None):
         self.windows.append(windows[0])
         self.expected.append(list(self.stream.hypothesis_drafter.hypothesis))
-        return [DecodedWindow(self.hypotheses.pop(0), None, None, DecodeStats())]
+        extras = None
+        if self.scores is not None:
+            no_speech, logprob = self.scores.pop(0)
+            extras = WindowExtras(score=WindowScore(0.0, logprob, no_speech))
+        if self.words is not None:
+            extras = WindowExtras(words=self.words.pop(0))
+        return [DecodedWindow(self.hypotheses.pop(0), None, None, DecodeStats(), extras)]
 
 
 @pytest.fixture
@@ -164,6 +177,39 @@ def test_local_agreement_commits_cuts_at_committed_segments_and_prompts_with_the
         stream.feed(noise(0.5))
 
 
+def test_a_cut_follows_the_last_committed_word_not_a_late_segment_end(asr, words):
+    """Whisper ended the committed segment " hello world" at 1.4 s, long after its last word (aligned end 0.7 s):
+    the buffer is cut at the quietest 20 ms between that word's end and the next word's start (a pause at
+    1.0 s), so speech Whisper skipped before 1.4 s is decoded again, not cut away."""
+    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    hello, world, this = words(" hello"), words(" world"), words(" this")
+    hypothesis = [ts, *hello, *world, ts + 70, ts + 70, *this, eot]
+    aligned = [AlignedWord(" hello", hello, 0.1, 0.3, 0.9), AlignedWord(" world", world, 0.4, 0.7, 0.9),
+               AlignedWord(" this", this, 1.45, 1.5, 0.9)]
+    script = Script(stream, [hypothesis, hypothesis], words=[aligned, aligned])
+    audio = noise(1.5)
+    audio[RATE:RATE + RATE // 25] = 0.0  # a pause at 1.00-1.04 s
+    first, second = stream.feed(audio[:12000]), stream.feed(audio[12000:])
+    assert first.committed == "" and second.committed == "hello world this"
+    assert script.windows[0].word_tokens is None and script.windows[1].word_tokens is not None
+    assert stream.buffer_seconds == pytest.approx(0.5)  # cut at 1.00 s, not at the segment's end (1.4 s)
+
+
+def test_finish_decodes_again_what_a_cut_left(asr, words):
+    """The last update was a forced cut whose hypothesis stopped short ("dos" and no more): finish() with no new
+    audio decodes what the cut left and commits that decode, not the stale tentative text."""
+    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    script = Script(stream, [[ts, *words(" one"), ts + 30, ts + 30, *words(" two"), eot],
+                             [ts, *words(" uno"), ts + 30, ts + 30, *words(" dos"), eot],
+                             [ts, *words(" dos tres"), eot]])
+    stream.feed(noise(1.0))
+    assert stream.feed(noise(0.5)).new_committed == "uno"
+    final = stream.finish()
+    assert len(script.windows) == 3 and final.committed == "uno dos tres"
+
+
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):
     stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
@@ -173,6 +219,74 @@ def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr
     update = stream.feed(noise(0.5))  # 1.5 s > max_buffer_seconds: " uno" is committed and cut away
     assert update.new_committed == "uno" and update.tentative == "dos"
     assert stream.buffer_seconds == pytest.approx(0.9)
+
+
+def test_an_update_the_model_doubts_commits_nothing_and_is_not_agreed_with(asr, words):
+    """The start of the issue's meeting clip: short buffers that the model thinks hold no speech (no-speech
+    probability over 0.6) say "Thank you."; two of them agreeing must not commit it, and the first heard
+    hypothesis must not be agreed with a doubted one."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    thanks, abigail = [ts, *words(" Thank you."), eot], [ts, *words(" I'm Abigail Klaflin."), eot]
+    Script(stream, [thanks, thanks, abigail, abigail], scores=[(0.7, -0.5), (0.75, -0.4), (0.3, -0.5), (0.2, -0.4)])
+    updates = [stream.feed(noise(0.5, seed)) for seed in range(4)]
+    assert [update.committed for update in updates[:3]] == ["", "", ""]
+    assert updates[0].tentative == updates[1].tentative == ""  # a doubted hypothesis is not shown either
+    assert updates[0].no_speech_prob == pytest.approx(0.7) and updates[0].as_dict()["no_speech_prob"] == 0.7
+    assert updates[2].tentative == "I'm Abigail Klaflin."
+    assert updates[3].committed == "I'm Abigail Klaflin."
+
+
+def test_a_decode_judged_silent_is_no_text_and_the_buffer_is_let_go(asr, words):
+    """openai's rule (no-speech probability over 0.8, or over 0.6 with a low log-probability) makes a decode
+    count as no text, as offline decoding skips such a window: nothing committed, not even by finish(), and the
+    buffer is cut back as for a decode without text."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    you = [ts, *words(" you"), eot]
+    Script(stream, [you] * 7, scores=[(0.85, -0.2), (0.65, -1.5)] * 3 + [(0.9, -0.3)])
+    for seed in range(6):
+        update = stream.feed(noise(0.5, seed))
+        assert update.committed == "" and update.tentative == ""
+    assert stream.buffer_seconds <= IDLE_SECONDS
+    assert stream.finish().committed == ""
+
+
+def test_a_doubted_decode_that_offline_would_keep_is_committed_at_the_end(asr, words):
+    """No-speech probability 0.7 with a likely text: offline decoding keeps it, so finish() commits it."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    Script(stream, [[ts, *words(" quiet words"), eot]], scores=[(0.7, -0.3)])
+    assert stream.feed(noise(0.5)).committed == ""
+    final = stream.finish()
+    assert final.committed == "quiet words" and final.new_committed == "quiet words"
+
+
+def test_a_buffer_longer_than_a_window_is_decoded_window_by_window(asr, words):
+    """Decoding fell far behind: 40 s waiting. The first max_buffer_seconds are decoded and cut at their last
+    segment; the rest is decoded next, even with no new audio, and finish() commits it; nothing is cut unread."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    script = Script(stream, [[ts, *words(" one"), ts + 1000, eot], [ts, *words(" two"), eot]])
+    stream.append(noise(40.0))
+    first = stream.update()
+    assert first.buffer_seconds == pytest.approx(25.0, abs=0.01) and first.new_committed == "one"
+    assert stream.buffer_seconds == pytest.approx(20.0)  # cut at the segment's end, 20 s
+    second = stream.update()  # nothing new arrived, but 20 s are waiting
+    assert second is not None and second.buffer_start == pytest.approx(20.0) and second.tentative == "two"
+    assert stream.update() is None
+    final = stream.finish()
+    assert final.committed == "one two" and len(script.windows) == 2
+
+
+def test_finish_decodes_a_backlog_of_more_than_a_window_first(asr, words):
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    script = Script(stream, [[ts, *words(" one"), ts + 1000, eot], [ts, *words(" two"), eot]])
+    stream.append(noise(40.0))
+    final = stream.finish()
+    assert final.committed == "one two" and final.new_committed == "one two" and len(script.windows) == 2
+    assert [word.text for word in final.words] == ["one", "two"]
 
 
 def test_nothing_then_finish_and_empty_chunks(asr):
