@@ -21,7 +21,7 @@ from ..errors import ModelError
 
 PRECISIONS = ("float32", "bfloat16", "float16", "int8")
 COMPUTE_TYPE_HELP = ("float32, bfloat16, float16 (CUDA), int8, auto, or ENCODER:DECODER such as int8:float32 "
-                     "(default auto: int8:float32 where the native CPU kernels run (AVX-512, AVX2, NEON), "
+                     "(default auto: int8:float32 on the AVX-512 kernel build, float32 on the AVX2 and NEON builds, "
                      "bfloat16:float32 on other CPUs with native bfloat16, float16 on CUDA, else float32)")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
