@@ -24,7 +24,6 @@ as fast, as on a machine at half speed) on the `--clock`, WER against the offlin
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 import torch
 
 from ..paths import SHARED_AUDIO
+from .cli import bench_parser
 from .nonspeech import NON_SPEECH, RATE, clips, joined, loop_words, non_speech, spoken_words, word_counts
 
 DEFAULT_CLIPS = "ES2011a.Headset-0-40s-46s.wav,librivox-0870.wav,librivox-0880.wav,goforward.wav"
@@ -223,7 +223,7 @@ def live_check(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "eval.bench.faithful")
     parser.add_argument("--main", default="base")
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each non-speech kind")
     parser.add_argument("--clips", default=DEFAULT_CLIPS, help="comma-separated shared clips the speech files join")

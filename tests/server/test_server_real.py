@@ -119,13 +119,3 @@ def test_word_timestamps_and_a_live_stream_on_real_speech(served, whisper):
     messages, closed = live_messages(served.url, frames)
     assert closed == 1000 and messages[-1]["type"] == "transcript.done"
     assert messages[-1]["committed"] == SENTENCE
-
-
-def test_the_readme_websocket_client_runs_as_written(served, monkeypatch, capsys):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    client = next(block for block in readme.split("```python\n")[1:] if "create_connection" in block)
-    client = client[: client.index("```")].replace("127.0.0.1:8000", served.url.removeprefix("http://"))
-    monkeypatch.chdir(MESSAGE.parents[1])
-    exec(compile(client, "README.md", "exec"), {})
-    printed = capsys.readouterr().out.strip().splitlines()
-    assert printed[-1] == f"transcript.done {SENTENCE}"
