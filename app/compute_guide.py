@@ -40,7 +40,7 @@ def offered_types(device: str, native: bool | None = None) -> tuple[str, ...]:
 
 
 def compute_choices(device: str, native: bool | None = None) -> list[tuple[str, str]]:
-    """("auto (int8:float32 here)", "auto") first, then each type offered."""
+    """("auto (bfloat16:float32 here)", "auto") first, then each type offered."""
     return [(f"auto ({auto_compute_type(device).name} here)", AUTO),
             *((name, name) for name in offered_types(device, native))]
 

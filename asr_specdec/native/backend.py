@@ -34,7 +34,9 @@ WITH_FEATURE = {  # a build's flags where the CPU has the feature: faster int8 s
 # the fastest compute type measured to keep float32's WER on the shared clips, per build (docs/compute.md): on
 # AVX2 int8:float32 measured 2.6x slower than float32 (int8 sums without VNNI are no faster than float32 FMAs,
 # and PyTorch's bfloat16 runs emulated); NEON is unmeasured and follows AVX2 (no native bfloat16 either)
-AUTO_COMPUTE = {"avx512": ("int8", "float32"), "avx2": ("float32", "float32"), "neon": ("float32", "float32")}
+# measured per build (docs/compute.md, "auto per build"): the AVX-512 build needs AVX512-BF16, where the bfloat16
+# encoder measures faster than the int8 products with the same WER (README's speed table)
+AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("float32", "float32"), "neon": ("float32", "float32")}
 _MACOS_X86 = {"AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512F": "avx512f", "AVX512BW": "avx512bw",
               "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni", "AVX512BF16": "avx512_bf16"}
 

@@ -21,8 +21,8 @@ from ..errors import ModelError
 
 PRECISIONS = ("float32", "bfloat16", "float16", "int8")
 COMPUTE_TYPE_HELP = ("float32, bfloat16, float16 (CUDA), int8, auto, or ENCODER:DECODER such as int8:float32 "
-                     "(default auto: int8:float32 on the AVX-512 kernel build, float32 on the AVX2 and NEON builds, "
-                     "bfloat16:float32 on other CPUs with native bfloat16, float16 on CUDA, else float32)")
+                     "(default auto: bfloat16:float32 on the AVX-512 kernel build and other CPUs with native bfloat16, "
+                     "float32 on the AVX2 and NEON builds, float16 on CUDA, else float32)")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -41,8 +41,8 @@ class ComputeType:
 
 def auto_compute_type(device: str) -> ComputeType:
     """The fastest compute type measured to keep float32's WER on the shared clips, for this CPU's kernel build
-    (native/backend.py decides; README, Compute types): the decoder in float32, the encoder in int8 products where
-    the native kernels run, else in bfloat16 where the CPU has it natively; float16 on CUDA."""
+    (native/backend.py decides; README, Compute types): the decoder in float32, the encoder in bfloat16 where the
+    CPU multiplies it natively, else in float32; float16 on CUDA."""
     if str(device).startswith("cuda"):
         return ComputeType("float16", "float16")
     from ..native import kernels

@@ -28,9 +28,12 @@ from .compute import DTYPES
 _ENCODER_COPIES: dict[int, tuple[weakref.ref, dict]] = {}
 
 
-def _encoder_copy(encoder: nn.Module, precision: str) -> nn.Module:
+def _encoder_copy(encoder: nn.Module, precision: str, weights_key: str | None = None) -> nn.Module:
     """The encoder in `precision`, one copy per (encoder, precision) in the process (several transcribers on
-    the same model share it; the model itself is left as it was)."""
+    the same model share it; the model itself is left as it was). "bfloat16-frame" is the bfloat16 encoder
+    without its layers' linear weights (empty): all the int8 products' forward reads besides their packs.
+    `weights_key` names the model's exact weights: a CPU copy is then kept on disk and mapped from there, so a
+    warm start never reads the float32 weights."""
     key = id(encoder)
     entry = _ENCODER_COPIES.get(key)
     if entry is None or entry[0]() is not encoder:
@@ -43,8 +46,28 @@ def _encoder_copy(encoder: nn.Module, precision: str) -> nn.Module:
                 copies[precision] = torch.ao.quantization.quantize_dynamic(
                     copy.deepcopy(encoder).float().eval(), {nn.Linear}, dtype=torch.qint8)
         else:
-            copies[precision] = copy.deepcopy(encoder).to(DTYPES[precision]).eval()
+            copies[precision] = _converted(encoder, DTYPES[precision.removesuffix("-frame")],
+                                           without_linears=precision.endswith("-frame"), weights_key=weights_key)
     return copies[precision]
+
+
+def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, weights_key: str | None) -> nn.Module:
+    """A copy of `encoder` in `dtype`, each weight converted once (never a full-precision copy first, so the
+    peak is the copy's size), read from the disk copy when there is one; `without_linears` leaves the layers'
+    linear weights empty."""
+    from ..native.packing import PackStore
+
+    on_cpu = next(encoder.parameters()).device.type == "cpu"
+    store = PackStore(weights_key if on_cpu else None, f"encoder-{str(dtype).removeprefix('torch.')}")
+    linears = {id(parameter) for layer in encoder.layers for module in layer.modules()
+               if isinstance(module, nn.Linear) for parameter in module.parameters()} if without_linears else set()
+    memo = {}
+    for name, parameter in encoder.named_parameters():
+        converted = (torch.empty(0, dtype=dtype, device=parameter.device) if id(parameter) in linears
+                     else store.tensor(name, lambda parameter=parameter: parameter.detach().to(dtype)))
+        memo[id(parameter)] = nn.Parameter(converted, requires_grad=False)
+    store.save()
+    return copy.deepcopy(encoder, memo).to(dtype).eval()
 
 
 class EncoderRunner:
@@ -56,12 +79,12 @@ class EncoderRunner:
         self.products = None
         own = next(encoder.parameters()).dtype
         if precision == "int8" and native_int8_products(encoder):
-            encoder = _encoder_copy(encoder, "bfloat16")
             self.products = Int8Products(encoder, weights_key)
+            encoder = _encoder_copy(encoder, "bfloat16-frame", weights_key)
             self.input_dtype = torch.bfloat16
         else:
             if precision == "int8" or DTYPES.get(precision) != own:
-                encoder = _encoder_copy(encoder, precision)
+                encoder = _encoder_copy(encoder, precision, weights_key)
             self.input_dtype = torch.float32 if precision == "int8" else DTYPES[precision]
         self.encoder = encoder
         self._project = (self.products if self.products is not None
@@ -170,6 +193,8 @@ class Int8Products:
     products: bfloat16 in, bfloat16 out, float32 sums. Packed once per model, kept on disk under `weights_key`."""
 
     def __init__(self, encoder: nn.Module, weights_key: str | None):
+        """Packs `encoder`'s linear layers from their bfloat16 values, reading the weights only when the pack is
+        not on disk yet (so a warm start never pages the float32 weights in)."""
         from ..native import kernels
         from ..native.packing import PackStore, pack_linear
 
@@ -180,10 +205,11 @@ class Int8Products:
         for index, layer in enumerate(encoder.layers):
             prefix = f"encoder.{index}"
             self.layers.append({
-                "qkv": self._pack(f"{prefix}.qkv", lambda layer=layer: fused_qkv(layer.self_attn)),
-                "out": self._pack(f"{prefix}.out", lambda layer=layer: _weight_bias(layer.self_attn.out_proj)),
-                "fc1": self._pack(f"{prefix}.fc1", lambda layer=layer: _weight_bias(layer.fc1)),
-                "fc2": self._pack(f"{prefix}.fc2", lambda layer=layer: _weight_bias(layer.fc2)),
+                "qkv": self._pack(f"{prefix}.qkv", lambda layer=layer: _bfloat16(*fused_qkv(layer.self_attn))),
+                "out": self._pack(f"{prefix}.out",
+                                  lambda layer=layer: _bfloat16(*_weight_bias(layer.self_attn.out_proj))),
+                "fc1": self._pack(f"{prefix}.fc1", lambda layer=layer: _bfloat16(*_weight_bias(layer.fc1))),
+                "fc2": self._pack(f"{prefix}.fc2", lambda layer=layer: _bfloat16(*_weight_bias(layer.fc2))),
             })
         self._store.save()
         self._cross: dict[tuple, object] = {}
@@ -221,3 +247,7 @@ class Int8Products:
 
 def _weight_bias(linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
     return linear.weight.detach(), linear.bias.detach() if linear.bias is not None else None
+
+
+def _bfloat16(weight: torch.Tensor, bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    return weight.to(torch.bfloat16), bias.to(torch.bfloat16) if bias is not None else None

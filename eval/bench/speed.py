@@ -331,15 +331,24 @@ def batches(main: str, compute: str, clips: list[Path], repeats: int, batch_size
             f"{'yes' if tokens['off'] == tokens['quantized-self'] else 'NO'}"]
 
 
+# runs a command and reports its peak resident set size (KiB) on stderr's last line: started from this small
+# process, the command does not inherit the bench's own high-water mark (see memory.py)
+PEAK_RSS_LAUNCHER = ("import resource, subprocess, sys\n"
+                     "code = subprocess.run(sys.argv[1:]).returncode\n"
+                     "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+                     "sys.exit(code)")
+
+
 def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
-    """Wall time of a fresh process transcribing samples/message.wav, each command run `repeats` times."""
+    """Wall time and peak resident memory of a fresh process transcribing samples/message.wav, each command run
+    `repeats` times (the best time, the largest peak)."""
     here = Path(__file__).resolve().parents[2]
     ours = [sys.executable, "-m", "asr_specdec.transcribe", str(SAMPLE)]
     commands = {
         "python -m asr_specdec.transcribe samples/message.wav": ours,
         "python -m asr_specdec.transcribe samples/message.wav --mode off": [*ours, "--mode", "off"],
-        "python -m asr_specdec.transcribe samples/message.wav --compute-type float32": [*ours, "--compute-type",
-                                                                                       "float32"],
+        **{f"python -m asr_specdec.transcribe samples/message.wav --compute-type {compute}":
+           [*ours, "--compute-type", compute] for compute in ("float32", "int8:float32", "int8")},
     }
     if ct2_dir:
         for kind in ("float32", "int8"):
@@ -360,17 +369,20 @@ def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
         f"features = processor(load_audio({str(SAMPLE)!r}), sampling_rate=16000, return_tensors='pt').input_features\n"
         "ids = model.generate(features, language='en', task='transcribe')\n"
         "print(processor.batch_decode(ids, skip_special_tokens=True)[0].strip())")]
-    lines = ["| command | wall s (best) | output |", "|---|---|---|"]
+    lines = ["| command | wall s (best) | peak RSS MiB | output |", "|---|---|---|---|"]
     environment = {**__import__("os").environ, "OMP_NUM_THREADS": str(threads)}
     for name, command in commands.items():
-        best, output = float("inf"), ""
+        best, peak, output = float("inf"), 0, ""
         for _ in range(repeats):
             started = time.perf_counter()
-            process = subprocess.run(command, capture_output=True, text=True, cwd=here, env=environment, timeout=600)
+            process = subprocess.run([sys.executable, "-c", PEAK_RSS_LAUNCHER, *command], capture_output=True,
+                                     text=True, cwd=here, env=environment, timeout=600)
             best = min(best, time.perf_counter() - started)
+            errors = process.stderr.strip().splitlines()
+            peak = max(peak, int(errors.pop()) if errors and errors[-1].isdigit() else 0)
             output = process.stdout.strip().splitlines()[-1] if process.returncode == 0 and process.stdout.strip() \
-                else f"failed: {process.stderr.strip().splitlines()[-1:]}"
-        lines.append(f"| {name} | {best:.2f} | {output} |")
+                else f"failed: {errors[-1:]}"
+        lines.append(f"| {name} | {best:.2f} | {peak / 1024:.0f} | {output} |")
     return lines
 
 

@@ -35,7 +35,7 @@ def float32_plain(lean, clips):
 
 
 def compute_types(model) -> list[str]:
-    offered = [auto_compute_type("cpu").name, "bfloat16:float32"]
+    offered = list(dict.fromkeys([auto_compute_type("cpu").name, "int8:float32", "bfloat16:float32"]))
     if native_decoder_unavailable(model) is None:
         offered += ["bfloat16", "int8"]
     return list(dict.fromkeys(offered))

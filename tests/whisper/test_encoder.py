@@ -65,3 +65,28 @@ def test_cross_attention_states_from_one_int8_product_match_each_projection():
         for layer_expected, layer_actual in zip(expected[side], actual[side]):
             assert layer_actual.shape == layer_expected.shape and layer_actual.dtype == torch.bfloat16
             assert relative(layer_actual, layer_expected) < 0.03
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", pytest.param("int8", marks=needs_int8)])
+def test_a_warm_start_reads_the_disk_copy_not_the_float32_weights(precision, tmp_path, monkeypatch):
+    """Once a precision's copy of the encoder is on disk, a new process builds its encoder from that copy: the
+    float32 weights of the layers are never read (so they are never paged in). Shown by poisoning them."""
+    import copy
+
+    from asr_specdec.whisper import encoder as encoder_module
+
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    features = features_for(MODEL, 1)
+    model = copy.deepcopy(MODEL)
+    with torch.inference_mode():
+        cold = EncoderRunner(model.model.encoder, precision, weights_key="warm-start-test")(features)
+        encoder_module._ENCODER_COPIES.clear()  # as a new process: nothing in memory but the model
+        for layer in model.model.encoder.layers:
+            for module in layer.modules():
+                if isinstance(module, torch.nn.Linear):
+                    module.weight.fill_(1e3)
+        warm = EncoderRunner(model.model.encoder, precision, weights_key="warm-start-test")(features)
+        encoder_module._ENCODER_COPIES.clear()
+        unkeyed = EncoderRunner(model.model.encoder, precision)(features)  # without a disk copy: the poison shows
+    assert torch.equal(warm, cold)
+    assert not torch.allclose(unkeyed, cold, atol=1e-2)
