@@ -24,6 +24,7 @@ from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, 
 from .drafters.assistant import check_same_device
 from .fallback import Recipe, WindowResult, decode_with_fallback
 from .formats import Segment
+from .hallucination import check_applies
 from .longform import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
 from .options import PromptTokens, TranscribeOptions, prompt_tokens, temperature_ladder, vad_options, window_context
 from .pipeline import Window, WindowDecoder, WindowPipeline
@@ -280,6 +281,9 @@ class SpeculativeWhisper:
         is_long = len(samples) > self.pipeline.window_samples
         run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
                    task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
+        if options.hallucination_silence_threshold is not None:
+            check_applies(options.word_timestamps, not options.vad_filter and (
+                long_form == "sequential" if is_long else timestamps is not False))
         if options.vad_filter:
             segments = self._transcribe_speech(samples, run, timestamps is not False)
         elif is_long and long_form == "chunked":
@@ -445,7 +449,8 @@ class SpeculativeWhisper:
                                        condition, run.progress, initial_prompt=run.prompts.initial,
                                        place_words=self._place_words(run.options), with_frames=True,
                                        on_segments=emit if run.on_segment is not None else None,
-                                       audio_seconds=audio_io.duration_seconds(samples))
+                                       audio_seconds=audio_io.duration_seconds(samples),
+                                       hallucination_silence_threshold=run.options.hallucination_silence_threshold)
         return [self._segment(piece, run, timestamps) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
