@@ -9,7 +9,7 @@ import torch
 
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper.alignment import AlignedWord
-from asr_specdec.whisper.hallucination import Verdict, is_anomaly, judge_window, word_anomaly_score
+from asr_specdec.whisper.hallucination import Verdict, check_applies, is_anomaly, judge_window, word_anomaly_score
 from asr_specdec.whisper.longform import Frames, TimedTokens, WindowOutcome, transcribe_sequential
 from asr_specdec.whisper.options import TranscribeOptions
 from asr_specdec.whisper.words import Word, place_words
@@ -133,3 +133,8 @@ def test_the_option_is_checked():
     with pytest.raises(SpecdecError, match="hallucination_silence_threshold must be"):
         TranscribeOptions(hallucination_silence_threshold=-1.0)
     assert TranscribeOptions().with_overrides(hallucination_silence_threshold=2).hallucination_silence_threshold == 2
+    check_applies(True, True)
+    with pytest.raises(SpecdecError, match="needs word timestamps"):
+        check_applies(False, True)
+    with pytest.raises(SpecdecError, match="sequential decoding only"):
+        check_applies(True, False)
