@@ -144,8 +144,9 @@ class SpeculativeWhisper:
     `word_timestamps=True` (words with times, segments refined by them), `temperature=(0.0, 0.2, ...)` or
     `temperature_fallback=True` (retries up the temperature ladder when a window's text is too repetitive or
     unlikely; `compression_ratio_threshold`, `logprob_threshold`), `no_speech_threshold` (windows judged
-    silent give no text; on by default, None turns it off), `initial_prompt`, `prefix`, `hotwords`, and
-    `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
+    silent give no text; on by default, None turns it off), `hallucination_silence_threshold` (with words:
+    a hallucinated segment in silence is dropped and skipped, hallucination.py), `initial_prompt`, `prefix`,
+    `hotwords`, and `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
     """
 
     def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
