@@ -66,6 +66,10 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True
     group.add_argument("--length-penalty", type=float, default=None, metavar="ALPHA",
                        help="with --beam-size: rank candidates by sum / ((5 + length) / 6) ** ALPHA, ALPHA in [0, 1] "
                             "(default: sum / length)")
+    group.add_argument("--hallucination-silence-threshold", type=_threshold, default=None, metavar="S",
+                       help="with --word-timestamps: drop a segment whose words look hallucinated when it stands in "
+                            "over S seconds of silence, and skip that silence (openai-whisper's and faster-whisper's "
+                            "option; default off)")
     group.add_argument("--initial-prompt", help="text the first window is conditioned on (spellings, style); "
                                                 "over 223 tokens only its end is kept")
     group.add_argument("--prefix", help="text the first window's transcript is made to begin with")
@@ -98,6 +102,11 @@ def check_recipe_arguments(args) -> None:
         raise SpecdecError("--vad-threshold must be between 0 and 1")
     if args.vad_min_silence_ms < 0 or args.vad_speech_pad_ms < 0:
         raise SpecdecError("--vad-min-silence-ms and --vad-speech-pad-ms must not be negative")
+    threshold = args.hallucination_silence_threshold
+    if threshold is not None and (threshold < 0 or args.vad):
+        raise SpecdecError("--hallucination-silence-threshold must be seconds >= 0, and applies without --vad only")
+    if threshold is not None and not (args.word_timestamps or getattr(args, "word_cues", "segment") != "segment"):
+        raise SpecdecError("--hallucination-silence-threshold needs --word-timestamps")
 
 
 def recipe_options(args) -> dict:
@@ -121,6 +130,8 @@ def recipe_options(args) -> dict:
                         "speech_pad_ms": args.vad_speech_pad_ms},
         "vad_batch_size": args.vad_batch_size,
     }
+    if args.hallucination_silence_threshold is not None:
+        options["hallucination_silence_threshold"] = args.hallucination_silence_threshold
     if args.temperatures is not None:
         options["temperatures"] = args.temperatures
     elif args.temperature_fallback:

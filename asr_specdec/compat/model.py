@@ -22,7 +22,15 @@ from ..whisper.tokens import Suppression
 from ..whisper.vad import VadOptions, speech_regions
 from ..whisper.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from .lazy import lazy_segments
-from .plan import UnsupportedOption, clip_ranges, refuse_unsupported, search_options, suppressed_tokens, temperatures
+from .plan import (
+    UnsupportedOption,
+    clip_ranges,
+    hallucination_option,
+    refuse_unsupported,
+    search_options,
+    suppressed_tokens,
+    temperatures,
+)
 from .types import Segment, TranscriptionInfo, TranscriptionOptions, Word
 from .utils import model_spec
 
@@ -134,8 +142,9 @@ class WhisperModel:
     # the shared body of WhisperModel.transcribe and BatchedInferencePipeline.transcribe
     def _transcribe(self, audio, batch_size: int | None, **arguments):
         options = _Arguments(arguments)
-        refuse_unsupported(options.repetition_penalty, options.no_repeat_ngram_size, options.chunk_length,
-                           options.hallucination_silence_threshold)
+        refuse_unsupported(options.repetition_penalty, options.no_repeat_ngram_size, options.chunk_length)
+        hallucination = hallucination_option(options.hallucination_silence_threshold, options.word_timestamps,
+                                             options.vad_filter, batch_size is not None)
         search = search_options(options.beam_size, options.patience, options.length_penalty)
         samples = self._samples(audio)
         duration = audio_io.duration_seconds(samples)
@@ -194,7 +203,7 @@ class WhisperModel:
             word_timestamps=options.word_timestamps, prepend_punctuations=options.prepend_punctuations,
             append_punctuations=options.append_punctuations, multilingual=multilingual,
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
-            max_new_tokens=options.max_new_tokens, vad_filter=vad is not None, **search)
+            max_new_tokens=options.max_new_tokens, vad_filter=vad is not None, **search, **hallucination)
         if vad is not None:
             call.update(vad_options=vad, vad_batch_size=batch_size or 1)
         if batched and clips is None and vad is None:

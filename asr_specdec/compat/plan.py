@@ -27,8 +27,7 @@ def search_options(beam_size: int, patience: float, length_penalty: float) -> di
     return {"beam_size": beam_size, "patience": patience}
 
 
-def refuse_unsupported(repetition_penalty: float, no_repeat_ngram_size: int, chunk_length: int | None,
-                       hallucination_silence_threshold: float | None) -> None:
+def refuse_unsupported(repetition_penalty: float, no_repeat_ngram_size: int, chunk_length: int | None) -> None:
     """Options that would change the output in ways this build cannot: an error naming each, unless at its no-op
     value."""
     if repetition_penalty != 1:
@@ -37,8 +36,25 @@ def refuse_unsupported(repetition_penalty: float, no_repeat_ngram_size: int, chu
         raise UnsupportedOption(f"no_repeat_ngram_size={no_repeat_ngram_size} is not supported: leave it at 0")
     if chunk_length not in (None, 30):
         raise UnsupportedOption(f"chunk_length={chunk_length} is not supported: Whisper's windows are 30 s here")
-    if hallucination_silence_threshold is not None:
-        raise UnsupportedOption("hallucination_silence_threshold is not supported: leave it at None")
+
+
+def hallucination_option(threshold: float | None, word_timestamps: bool, vad_filter: bool, batched: bool) -> dict:
+    """`hallucination_silence_threshold` for SpeculativeWhisper.transcribe: honoured where faster-whisper applies it
+    (WhisperModel with word_timestamps=True); where faster-whisper would drop it silently (no word timestamps, the
+    batched pipeline) or where this build decodes differently (vad_filter: speech windows, not sequential windows),
+    refused by name."""
+    if threshold is None:
+        return {}
+    if batched:
+        raise UnsupportedOption("hallucination_silence_threshold is not applied by the batched pipeline (faster-"
+                                "whisper sets it to None there): leave it at None or use WhisperModel.transcribe")
+    if not word_timestamps:
+        raise UnsupportedOption("hallucination_silence_threshold works with word_timestamps=True only (faster-whisper "
+                                "ignores it otherwise): set word_timestamps=True or leave it at None")
+    if vad_filter:
+        raise UnsupportedOption("hallucination_silence_threshold with vad_filter=True is not supported (speech windows "
+                                "are decoded on their own here, not by seeking): leave one of them off")
+    return {"hallucination_silence_threshold": threshold}
 
 
 def temperatures(temperature) -> tuple[float, ...]:

@@ -1,8 +1,8 @@
 """The multipart forms of /v1/audio/transcriptions and /v1/audio/translations, as OpenAI defines them, validated
 at the edge into one `AudioRequest`. Extra fields (`mode`, `num_draft_tokens`, and the decoding options
-`beam_size`, `patience`, `length_penalty`, `best_of`, as faster-whisper-based servers take them) are this
-server's own; OpenAI clients send them through `extra_body`. What depends on the loaded model (model name,
-language, mode) is checked by the service."""
+`beam_size`, `patience`, `length_penalty`, `best_of`, `hallucination_silence_threshold`, as faster-whisper-based
+servers take them) are this server's own; OpenAI clients send them through `extra_body`. What depends on the
+loaded model (model name, language, mode) is checked by the service."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class AudioRequest:
     patience: float | None = None
     length_penalty: float | None = None
     best_of: int | None = None
+    hallucination_silence_threshold: float | None = None
 
     @property
     def timestamps(self) -> bool | None:
@@ -48,7 +49,7 @@ class AudioRequest:
     @property
     def decoding(self) -> dict:
         """The decoding options the request gives (the server's own defaults stand for the others)."""
-        names = ("beam_size", "patience", "length_penalty", "best_of")
+        names = ("beam_size", "patience", "length_penalty", "best_of", "hallucination_silence_threshold")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -68,12 +69,14 @@ async def transcription_request(
     patience: Annotated[float | None, Form()] = None,
     length_penalty: Annotated[float | None, Form()] = None,
     best_of: Annotated[int | None, Form()] = None,
+    hallucination_silence_threshold: Annotated[float | None, Form()] = None,
 ) -> AudioRequest:
     return await _validated(file, model=model, task="transcribe", language=language, prompt=prompt,
                             response_format=response_format, temperature=temperature,
                             granularities=(*(timestamp_granularities or ()), *(timestamp_granularities_plain or ())),
                             stream=stream, mode=mode, num_draft_tokens=num_draft_tokens, beam_size=beam_size,
-                            patience=patience, length_penalty=length_penalty, best_of=best_of)
+                            patience=patience, length_penalty=length_penalty, best_of=best_of,
+                            hallucination_silence_threshold=hallucination_silence_threshold)
 
 
 async def translation_request(
@@ -141,4 +144,9 @@ def _check_decoding(fields: dict) -> None:
             raise ApiError(400, f"{name} must be {rules[name]}", param=name, code="invalid_value")
     if fields.get("beam_size") is None and fields.get("patience") is not None:
         raise ApiError(400, "patience is a beam search option: give beam_size too", param="patience",
+                       code="invalid_value")
+    threshold = fields.get("hallucination_silence_threshold")
+    if threshold is not None and (not threshold >= 0 or "word" not in fields.get("granularities", ())):
+        raise ApiError(400, "hallucination_silence_threshold must be seconds >= 0 and needs word timestamps "
+                            "(timestamp_granularities[]=word)", param="hallucination_silence_threshold",
                        code="invalid_value")

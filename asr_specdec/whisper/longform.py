@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn.functional as F
 
+from .hallucination import judge_window
+
 
 @dataclass(frozen=True)
 class Frames:
@@ -169,6 +171,7 @@ def transcribe_sequential(
     with_frames: bool = False,
     on_segments: Callable[[list[TimedTokens]], None] | None = None,
     audio_seconds: float | None = None,
+    hallucination_silence_threshold: float | None = None,
 ) -> LongFormOutput:
     """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time.
 
@@ -176,7 +179,8 @@ def transcribe_sequential(
     openai's; `place_words(segments, words, offset, last_speech)` is words.place_words; `with_frames` passes
     decode the number of real (unpadded) frames of the window as a third argument; `on_segments` gets each
     window's segments as soon as they are final; `audio_seconds` is the length the progress text names (the
-    features of audio under 30 s are padded to a whole window)."""
+    features of audio under 30 s are padded to a whole window); `hallucination_silence_threshold` (with words)
+    drops a hallucinated segment that stands in silence and seeks past the silence (hallucination.py)."""
     total = features.shape[-1]
     seconds = total * frames.seconds if audio_seconds is None else audio_seconds
     output = LongFormOutput()
@@ -200,9 +204,23 @@ def transcribe_sequential(
         number = len(output.window_tokens) - 1
         segments = [replace(segment, window=number) for segment in segments]
         if place_words is not None and outcome.words is not None:
+            speech_before = last_speech
             segments, last_speech, word_seek = _with_words(segments, outcome.words, tokens, seek, frames, last_speech,
                                                            place_words, timestamp_begin, end_of_text)
             advance = word_seek - seek if word_seek is not None and word_seek > seek else advance
+            if hallucination_silence_threshold is not None:
+                offset = seek * frames.seconds
+                verdict = judge_window(segments, offset, min(real * frames.seconds, seconds - offset),
+                                       offset + frames.window * frames.seconds, seconds, speech_before,
+                                       hallucination_silence_threshold)
+                restart = None if verdict.restart is None else max(1, _frame(verdict.restart, seconds, total,
+                                                                             frames) - seek)
+                if verdict.drop_window:  # a hallucination after silence opens the window: decode from it
+                    seek, last_speech = seek + restart, speech_before
+                    continue
+                if verdict.keep is not None:
+                    segments, advance = segments[:verdict.keep], restart
+                    last_speech = _last_word_end(segments, speech_before)
         output.segments.extend(segments)
         context.extend(previous_tokens(segments, timestamp_begin))
         if not condition_on_previous_text or outcome.reset_prompt:
@@ -211,6 +229,16 @@ def transcribe_sequential(
             on_segments(segments)
         seek += advance if advance > 0 else real  # a complete segment always ends after 0, but never loop
     return output
+
+
+def _last_word_end(segments: list[TimedTokens], default: float) -> float:
+    ends = [word.end for segment in segments for word in segment.words]
+    return ends[-1] if ends else default
+
+
+def _frame(time: float, seconds: float, total: int, frames: Frames) -> int:
+    """The feature frame at `time` seconds; the audio's end (`seconds` long) is the last frame, `total`."""
+    return total if time >= seconds else round(time / frames.seconds)
 
 
 def _with_words(segments: list[TimedTokens], words: list, tokens: list[int], seek: int, frames: Frames,

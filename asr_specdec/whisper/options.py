@@ -32,12 +32,17 @@ class TranscribeOptions:
     multilingual: bool = False  # detect the language of every window (else the first window's is kept)
     suppression: Suppression | None = None  # what windows may not produce; None: the model's generation config
     max_new_tokens: int | None = None  # per window; None: the transcriber's
+    # seconds: with words, a hallucinated segment standing in silence is dropped and skipped (hallucination.py)
+    hallucination_silence_threshold: float | None = None
 
     def __post_init__(self):
         if self.vad_batch_size < 1:
             raise SpecdecError(f"vad_batch_size must be at least 1, not {self.vad_batch_size}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecdecError(f"max_new_tokens must be at least 1, not {self.max_new_tokens}")
+        threshold = self.hallucination_silence_threshold
+        if threshold is not None and not threshold >= 0:
+            raise SpecdecError(f"hallucination_silence_threshold must be a number of seconds >= 0, not {threshold}")
 
     def with_overrides(self, **overrides) -> TranscribeOptions:
         """A copy with the given options (recipe fields may be given by name; None switches a threshold off)."""

@@ -24,6 +24,7 @@ from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, 
 from .drafters.assistant import check_same_device
 from .fallback import Recipe, WindowResult, decode_with_fallback
 from .formats import Segment
+from .hallucination import check_applies
 from .longform import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
 from .options import PromptTokens, TranscribeOptions, prompt_tokens, temperature_ladder, vad_options, window_context
 from .pipeline import Window, WindowDecoder, WindowPipeline
@@ -143,8 +144,9 @@ class SpeculativeWhisper:
     `word_timestamps=True` (words with times, segments refined by them), `temperature=(0.0, 0.2, ...)` or
     `temperature_fallback=True` (retries up the temperature ladder when a window's text is too repetitive or
     unlikely; `compression_ratio_threshold`, `logprob_threshold`), `no_speech_threshold` (windows judged
-    silent give no text; on by default, None turns it off), `initial_prompt`, `prefix`, `hotwords`, and
-    `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
+    silent give no text; on by default, None turns it off), `hallucination_silence_threshold` (with words:
+    a hallucinated segment in silence is dropped and skipped, hallucination.py), `initial_prompt`, `prefix`,
+    `hotwords`, and `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
     """
 
     def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
@@ -280,6 +282,9 @@ class SpeculativeWhisper:
         is_long = len(samples) > self.pipeline.window_samples
         run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
                    task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
+        if options.hallucination_silence_threshold is not None:
+            check_applies(options.word_timestamps, not options.vad_filter and (
+                long_form == "sequential" if is_long else timestamps is not False))
         if options.vad_filter:
             segments = self._transcribe_speech(samples, run, timestamps is not False)
         elif is_long and long_form == "chunked":
@@ -445,7 +450,8 @@ class SpeculativeWhisper:
                                        condition, run.progress, initial_prompt=run.prompts.initial,
                                        place_words=self._place_words(run.options), with_frames=True,
                                        on_segments=emit if run.on_segment is not None else None,
-                                       audio_seconds=audio_io.duration_seconds(samples))
+                                       audio_seconds=audio_io.duration_seconds(samples),
+                                       hallucination_silence_threshold=run.options.hallucination_silence_threshold)
         return [self._segment(piece, run, timestamps) for piece in output.segments]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:

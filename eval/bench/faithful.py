@@ -2,7 +2,7 @@
 path (offline, offline with VAD, long-form, batches, live) and for faster-whisper on the same files.
 
     python -m eval.bench.faithful [--main base] [--seconds 10] [--clips A.wav,B.wav,...] [--pause 5]
-                                  [--quiet-db -30] [--paths offline,vad,longform,batch,live]
+                                  [--quiet-db -30] [--paths offline,vad,longform,batch,server,live]
                                   [--no-faster-whisper] [--threads 2] [--output raw.json]
     python -m eval.bench.faithful --live-check [--runs 5] [--speeds 1,2] [--clock real|simulated]
 
@@ -13,7 +13,8 @@ them, with `--pause` s of pink noise between them, and the 0.5-s join `--quiet-d
 speech file is the offline transcripts of its clips, each decoded alone; reported: reference words lost
 (deleted), words invented (inserted) and the WER. Loops: words in an n-gram said 3 or more times in a row.
 Paths: `offline` (transcribe, one file at a time), `vad` (vad_filter=True), `longform` (every non-speech kind
-joined into one file), `batch` (transcribe_batch of each set), `live` (a StreamingTranscriber fed 0.5-s chunks at
+joined into one file), `batch` (transcribe_batch of each set), `server` (POST /v1/audio/transcriptions to the
+OpenAI-compatible server in process, one file a request), `live` (a StreamingTranscriber fed 0.5-s chunks at
 real-time pace on the simulated clock: the schedule a microphone gives, in the time the decodes take). faster-
 whisper (int8, its defaults; and with its VAD) reads the same files.
 
@@ -39,7 +40,7 @@ DEFAULT_CLIPS = "ES2011a.Headset-0-40s-46s.wav,librivox-0870.wav,librivox-0880.w
 # the issue's 45-s join: the meeting clip first, then six more
 ISSUE_JOIN = ("ES2011a.Headset-0-40s-46s.wav", "libri-1088-134315-0000.wav", "common_voice_en_651325.mp3",
               "librivox-0870.wav", "librivox-0880.wav", "librivox-0890.wav", "librivox-0920.wav")
-PATHS = ("offline", "vad", "longform", "batch", "live")
+PATHS = ("offline", "vad", "longform", "batch", "server", "live")
 GAP_SECONDS = 0.5
 NOISE_DB = -30.0  # pink noise between utterances, RMS in dBFS
 
@@ -78,7 +79,33 @@ def run_path(path: str, asr, files: dict[str, np.ndarray]) -> dict[str, str]:
         return {name: result.text for name, result in zip(files, results)}
     if path == "live":
         return {name: live_text(asr, samples) for name, samples in files.items()}
+    if path == "server":
+        return server_texts(asr, files)
     raise ValueError(path)
+
+
+def server_texts(asr, files: dict[str, np.ndarray]) -> dict[str, str]:
+    """name -> text of each file through the OpenAI-compatible server in process (FastAPI's TestClient, no
+    socket): the multipart upload (32-bit float WAV, so the samples are the same), the form, the shared
+    batcher and the JSON answer, on the same models; one request at a time."""
+    import io
+
+    import soundfile
+    from fastapi.testclient import TestClient
+
+    from asr_specdec.server import ServerSettings, create_app
+
+    texts = {}
+    with TestClient(create_app(asr, ServerSettings())) as client:
+        for name, samples in files.items():
+            upload = io.BytesIO()
+            soundfile.write(upload, samples, RATE, format="WAV", subtype="FLOAT")
+            answer = client.post("/v1/audio/transcriptions", data={"model": "whisper-1"},
+                                 files={"file": ("audio.wav", upload.getvalue(), "audio/wav")})
+            if answer.status_code != 200:
+                raise RuntimeError(f"the server answered {answer.status_code} for {name}: {answer.text}")
+            texts[name] = answer.json()["text"]
+    return texts
 
 
 def faster_whisper_paths(main: str, threads: int, scratch: Path) -> dict:

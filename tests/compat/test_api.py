@@ -15,6 +15,7 @@ from asr_specdec.compat import model as compat_model
 from asr_specdec.compat.plan import (
     UnsupportedOption,
     clip_ranges,
+    hallucination_option,
     refuse_unsupported,
     search_options,
     suppressed_tokens,
@@ -126,12 +127,18 @@ def test_what_cannot_be_honoured_is_refused_by_name():
         search_options(5, 1.0, 0.5)
     with pytest.raises(SpecdecError, match="beam_size"):
         search_options(0, 1.0, 1.0)
-    refuse_unsupported(1, 0, None, None)
-    refuse_unsupported(1, 0, 30, None)
-    for arguments, name in (((1.2, 0, None, None), "repetition_penalty"), ((1, 3, None, None), "no_repeat_ngram"),
-                            ((1, 0, 20, None), "chunk_length"), ((1, 0, None, 2.0), "hallucination_silence")):
+    refuse_unsupported(1, 0, None)
+    refuse_unsupported(1, 0, 30)
+    for arguments, name in (((1.2, 0, None), "repetition_penalty"), ((1, 3, None), "no_repeat_ngram"),
+                            ((1, 0, 20), "chunk_length")):
         with pytest.raises(UnsupportedOption, match=name):
             refuse_unsupported(*arguments)
+    assert hallucination_option(None, False, True, True) == {}
+    assert hallucination_option(2.0, True, False, False) == {"hallucination_silence_threshold": 2.0}
+    for arguments, why in (((2.0, False, False, False), "word_timestamps"), ((2.0, True, True, False), "vad_filter"),
+                           ((2.0, True, False, True), "batched")):  # where faster-whisper drops it, or we cannot seek
+        with pytest.raises(UnsupportedOption, match=why):
+            hallucination_option(*arguments)
     assert issubclass(UnsupportedOption, SpecdecError) and issubclass(UnsupportedOption, NotImplementedError)
     with pytest.raises(UnsupportedOption, match="int8_float16"):
         compat_model._compute_type("int8_float16")

@@ -146,7 +146,7 @@ def test_language_is_checked_at_once_and_english_only_models_say_so(model, pack_
 
 def test_unsupported_options_are_refused_not_ignored(model, jfk):
     for option, value in (("repetition_penalty", 1.1), ("no_repeat_ngram_size", 2), ("chunk_length", 10),
-                          ("hallucination_silence_threshold", 2.0)):
+                          ("hallucination_silence_threshold", 2.0)):  # the last without word timestamps
         with pytest.raises(NotImplementedError, match=option.split("_")[0]):
             model.transcribe(jfk, **{"beam_size": 1, option: value})
     with pytest.raises(NotImplementedError, match="length_penalty"):

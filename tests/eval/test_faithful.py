@@ -53,3 +53,14 @@ def test_speech_with_long_pauses_loses_no_word(tiny, shared_audio):
     counts = word_counts(alone, tiny.transcribe(paused).text)
     assert counts["reference_words"] >= 15
     assert counts["lost"] == 0 and counts["invented"] == 0
+
+
+def test_the_server_path_writes_nothing_on_non_speech_and_what_offline_writes_on_speech(tiny, shared_audio):
+    from eval.bench.faithful import server_texts
+
+    named = clips(shared_audio, ["goforward.wav"])
+    files = {kind: non_speech(kind, 2.0, seed=index) for index, kind in enumerate(NON_SPEECH[:3])}
+    files["goforward"] = named[0][1]
+    texts = server_texts(tiny, files)
+    assert texts == {**{kind: "" for kind in NON_SPEECH[:3]}, "goforward": tiny.transcribe(named[0][1]).text.strip()}
+    assert "forward" in texts["goforward"]

@@ -244,6 +244,8 @@ BAD_INPUTS = [
     ("length penalty out of range", {"beam_size": "3", "length_penalty": "2"}, "clip", 400, "length_penalty",
      "invalid_value"),
     ("patience without beams", {"patience": "2"}, "clip", 400, "patience", "invalid_value"),
+    ("hallucination_silence_threshold without word timestamps", {"hallucination_silence_threshold": "2"}, "clip",
+     400, "hallucination_silence_threshold", "invalid_value"),
     ("oversized upload", {}, "oversized", 413, "file", "file_too_large"),
     ("audio over the duration limit", {}, "too long", 413, "file", "audio_too_long"),
 ]

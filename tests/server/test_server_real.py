@@ -119,3 +119,27 @@ def test_word_timestamps_and_a_live_stream_on_real_speech(served, whisper):
     messages, closed = live_messages(served.url, frames)
     assert closed == 1000 and messages[-1]["type"] == "transcript.done"
     assert messages[-1]["committed"] == SENTENCE
+
+
+def test_hallucination_silence_threshold_as_an_extra_field(served, whisper, shared_audio):
+    """The faster-whisper-style extra field reaches the recipe: the words base writes after the speech in
+    tests/silences.py are dropped, as the library drops them."""
+    import io
+
+    import soundfile
+
+    from ..silences import speech_in_silence
+
+    buffer = io.BytesIO()
+    soundfile.write(buffer, speech_in_silence(shared_audio), 16000, format="WAV", subtype="FLOAT")
+    audio = buffer.getvalue()
+    client = openai.OpenAI(base_url=served.url + "/v1", api_key="unused", max_retries=0)
+
+    def served_text(**extra) -> str:
+        return client.audio.transcriptions.create(model="whisper-1", file=("silences.wav", audio, "audio/wav"),
+                                                  response_format="verbose_json", extra_body=extra,
+                                                  timestamp_granularities=["word", "segment"]).text
+
+    guarded = whisper.transcribe(audio, word_timestamps=True, hallucination_silence_threshold=2.0)
+    assert served_text(hallucination_silence_threshold=2.0) == guarded.text.strip()
+    assert not guarded.text.endswith(" Okay.") and served_text().endswith(" Okay.")

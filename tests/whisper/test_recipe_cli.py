@@ -50,6 +50,14 @@ def test_vad_times_land_on_the_file(capsys, paused_file):
     assert 11.5 < record["segments"][0]["start"] < 13 and "young" in record["text"]
 
 
+def test_hallucination_silence_threshold_from_the_command_line(capsys, paused_file):
+    """The option reaches the recipe (it runs, words on, and keeps the speech): tests/whisper/test_hallucination*.py
+    show what it drops."""
+    code, out, _ = cli(capsys, paused_file, "--word-timestamps", "--hallucination-silence-threshold", "2",
+                       "--format", "json")
+    assert code == 0 and "young man" in json.loads(out)["text"]
+
+
 def test_beam_search_from_the_command_line(capsys, shared_audio):
     clip = shared_audio / "librivox-0880.wav"
     code, out, err = cli(capsys, clip, "--beam-size", "3", "--patience", "2", "--length-penalty", "0.5", "--stats")
@@ -72,6 +80,8 @@ def test_a_long_prompt_is_cut_with_one_warning_line(capsys, paused_file):
     (["--beam-size", "3", "--length-penalty", "1.5"], "--length-penalty must be between 0 and 1"),
     (["--beam-size", "3", "--do-sample"], "cannot be combined with do_sample"),
     (["--vad", "--batch-size", "4"], "--batch-size decodes whole files"),
+    (["--hallucination-silence-threshold", "2"], "--hallucination-silence-threshold needs --word-timestamps"),
+    (["--hallucination-silence-threshold", "2", "--word-timestamps", "--vad"], "applies without --vad only"),
 ])
 def test_bad_values_are_one_line_errors(capsys, paused_file, arguments, message):
     code, _, err = cli(capsys, paused_file, *arguments)
