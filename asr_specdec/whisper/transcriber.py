@@ -231,7 +231,8 @@ class SpeculativeWhisper:
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
                    return_timestamps: bool | None = None, long_form: str | None = None,
                    condition_on_previous_text: bool | None = None, window_decoder: WindowDecoder | None = None,
-                   on_segment: SegmentListener | None = None, **recipe_options) -> TranscriptionResult:
+                   on_segment: SegmentListener | None = None, options: TranscribeOptions | None = None,
+                   **recipe_options) -> TranscriptionResult:
         """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz).
 
         `progress(fraction_done, description)` is called before each 30-second window and at the end. The
@@ -239,10 +240,11 @@ class SpeculativeWhisper:
         constructor's for this call; a single `temperature` here is OpenAI's: 0 decodes greedily (with the
         configured fallback ladder), above 0 samples at it. `window_decoder` decodes this call's windows instead
         of the pipeline (the server routes them into shared batches); `on_segment` gets each segment as soon as
-        it is final.
+        it is final. `options` replaces this transcriber's TranscribeOptions for the call (a front end's own
+        mapping, e.g. `dataclasses.replace(whisper.options, ...)`); the keyword options then override it.
         """
         started = time.perf_counter()
-        options = call_options(self.options, language=language, task=task, timestamps=timestamps,
+        options = call_options(options or self.options, language=language, task=task, timestamps=timestamps,
                                return_timestamps=return_timestamps, long_form=long_form,
                                condition_on_previous_text=condition_on_previous_text, **recipe_options)
         prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
