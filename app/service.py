@@ -83,10 +83,9 @@ class TranscriptionService:
         with self._cache_lock:
             if key not in self._decoders:
                 assistant = self.model(options.assistant) if options.mode in ASSISTANT_MODES else None
-                decoder = SpeculativeWhisper(
-                    self.model(options.main), mode=options.mode, assistant_model=assistant,
-                    num_draft_tokens=options.draft_tokens, dynamic=options.dynamic, language=options.language,
-                    task=options.task, device=self.settings.device, compute_type=options.compute_type)
+                decoder = SpeculativeWhisper.from_options(
+                    options.model_options(self.model(options.main), assistant, self.settings.device),
+                    options.transcribe_options())
                 self._decoders[key] = (decoder, threading.Lock())
                 while len(self._decoders) > self.max_decoders:
                     self._decoders.popitem(last=False)

@@ -43,6 +43,21 @@ class DecodeOptions:
         return DecodeOptions(self.main, self.mode, assistant, int(self.draft_tokens), bool(self.dynamic),
                              self.language, self.task, self.compute_type)
 
+    # the page's choices mapped into the Whisper adapter's two options objects, here at the app's edge
+    def model_options(self, main, assistant, device: str):
+        """ModelOptions of this request, on the loaded `main` (and `assistant`, for the modes that draft with one)."""
+        from asr_specdec.whisper.model_options import ModelOptions
+
+        return ModelOptions(main=main, mode=self.mode, assistant=assistant, num_draft_tokens=self.draft_tokens,
+                            draft_schedule="heuristic" if self.dynamic else ModelOptions.draft_schedule,
+                            device=device, compute_type=self.compute_type)
+
+    def transcribe_options(self):
+        """TranscribeOptions of this request (the recipe's per-call choices are RecipeChoices)."""
+        from asr_specdec.whisper.options import TranscribeOptions
+
+        return TranscribeOptions(language=self.language, task=self.task)
+
 
 @dataclass(frozen=True)
 class RecipeChoices:

@@ -16,7 +16,7 @@ import sys
 from .commands import add_compute_type_arguments, run_command
 from .core.modes import MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
-from .transcribe import DEFAULTS_HELP, LONG_FORM_MODES
+from .transcriber_arguments import DEFAULTS_HELP, LONG_FORM_MODES
 
 API_KEY_ENVIRONMENT = "ASR_SPECDEC_API_KEY"
 
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     models = parser.add_argument_group("model (as in python -m asr_specdec.transcribe)")
-    # the names and meanings of transcribe's options, so that transcribe.build_transcriber builds the model
+    # the names and meanings of transcribe's options, so that transcriber_arguments.build_transcriber builds the model
     models.add_argument("--main", help="main model (see below)")
     models.add_argument("--assistant", help="assistant model for modes assistant/universal")
     models.add_argument("--mode", choices=MODES, help="drafting mode (default: see below); a request may ask for "
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="seconds in-flight requests get to finish on shutdown (default 30)")
     serving.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
                          help="access and server log level (default info)")
-    # what transcribe.build_transcriber reads and a server decides per request
+    # what transcriber_arguments.build_transcriber reads and a server decides per request
     parser.set_defaults(do_sample=False, temperature=1.0, task="transcribe", format="json", timestamps=None,
                         stats=False)
     return parser
@@ -111,7 +111,7 @@ def run(args) -> int:
 
     from .errors import SpecdecError
     from .server import create_app
-    from .transcribe import build_transcriber
+    from .transcriber_arguments import build_transcriber
 
     try:
         settings = settings_from(args)

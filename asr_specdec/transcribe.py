@@ -12,21 +12,12 @@ import sys
 from pathlib import Path
 
 from .commands import add_compute_type_arguments, format_stats, run_command
-from .core.modes import ASSISTANT_MODES, MODES, check_mode_on, default_mode
-from .recipe_arguments import add_recipe_arguments, check_recipe_arguments, recipe_options
+from .core.modes import MODES
+from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
+from .transcriber_arguments import DEFAULTS_HELP, LONG_FORM_MODES, build_transcriber, plain_sibling
 from .whisper.records import result_record
 
 FORMATS = ("text", "json", "jsonl", "srt", "vtt")
-LONG_FORM_MODES = ("sequential", "chunked")
-DEFAULTS_HELP = (
-    "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
-    "distil-whisper/distil-large-v3 (mode assistant); otherwise (this offline CPU setup) the offline pack "
-    "'base' with the quantized-self drafter, the fastest drafter measured on CPU (see README). "
-    "--main/--assistant/--mode override. Model specs: an offline pack name (tiny.en, base), a CTranslate2 "
-    "(faster-whisper) directory, a transformers directory or a model-hub id."
-)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m asr_specdec.transcribe", description=__doc__.splitlines()[0],
                                      epilog=DEFAULTS_HELP)
@@ -105,51 +96,6 @@ def output_path(args, file: str, several: bool) -> Path | None:
     return target
 
 
-def choose_models(args) -> tuple[str, str | None, str, str]:
-    """(main, assistant, mode, why) from the arguments and what this machine offers."""
-    from .weights.whisper_models import default_models
-
-    main, assistant, reason = args.main, args.assistant, "given on the command line"
-    if main is None:
-        main, default_assistant, reason = default_models()
-        assistant = assistant or default_assistant
-    if args.mode is not None:
-        refused = check_mode_on(args.mode, args.device)
-        if refused:
-            from .errors import SpecdecError
-
-            raise SpecdecError(refused)
-        return main, assistant, args.mode, reason
-    mode = default_mode(args.device, bool(assistant))
-    if mode == "off":
-        reason = f"{reason}; mode off: no assistant given, and quantized-self runs on the CPU only"
-    return main, assistant, mode, reason
-
-
-def build_transcriber(args, mode_override: str | None = None):
-    import torch
-
-    from .whisper.transcriber import SpeculativeWhisper
-
-    device = args.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    compute_type = args.compute_type or (None if args.dtype == "auto" else args.dtype)
-    args.device = device
-    main, assistant, mode, reason = choose_models(args)
-    mode = mode_override or mode
-    return SpeculativeWhisper(
-        main, mode=mode, assistant_model=assistant if mode in ASSISTANT_MODES else None,
-        num_draft_tokens=args.num_draft_tokens, dynamic=args.dynamic, draft_schedule=args.draft_schedule,
-        assistant_confidence_threshold=args.confidence_threshold, assistant_early_exit=args.early_exit_layer,
-        do_sample=args.do_sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-        seed=args.seed, language=args.language, task=args.task, device=device, compute_type=compute_type,
-        timestamps=args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None),
-        long_form=args.long_form, condition_on_previous_text=args.condition_on_previous_text,
-        **recipe_options(args),
-    ), reason
-
-
 def run(args) -> int:
     from tqdm import tqdm
 
@@ -165,7 +111,7 @@ def run(args) -> int:
     try:
         check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
-        plain = build_transcriber(args, mode_override="off")[0] if args.compare and not args.live else None
+        plain = plain_sibling(transcriber) if args.compare and not args.live else None
     except SpecdecError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

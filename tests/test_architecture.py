@@ -65,3 +65,14 @@ def test_no_import_cycles():
     result = subprocess.run([sys.executable, str(NO_CYCLES), str(PACKAGE)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().endswith("modules") and result.stdout.startswith("0 cycles, 0 core->adapter")
+
+
+COMMANDS = ("transcribe", "serve", "generate", "convert")  # `python -m asr_specdec.NAME`
+
+
+def test_no_command_imports_another():
+    """What two command lines share lives in a module that is not a command (commands.py,
+    transcriber_arguments.py, recipe_arguments.py)."""
+    offending = {f"{name}.py imports asr_specdec.{imported}" for name in COMMANDS
+                 for imported in imported_rooms(PACKAGE / f"{name}.py") & (set(COMMANDS) - {name})}
+    assert not offending, sorted(offending)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import itertools
 import threading
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import SpecdecError
 from ..whisper import audio as audio_io
-from ..whisper.options import vad_options
+from ..whisper.arguments import call_options
+from ..whisper.options import TranscribeOptions, vad_options
 from ..whisper.tokens import Suppression
 from ..whisper.vad import VadOptions, speech_regions
 from ..whisper.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
@@ -59,6 +61,7 @@ class WhisperModel:
                  **speculative_options):
         import torch
 
+        from ..whisper.arguments import constructor_options
         from ..whisper.transcriber import SpeculativeWhisper
 
         if files:
@@ -77,11 +80,11 @@ class WhisperModel:
             raise SpecdecError(f"cpu_threads must be 0 (the default) or more, not {cpu_threads}")
         if cpu_threads:
             torch.set_num_threads(cpu_threads)  # process-wide in torch
-        self.speculative = SpeculativeWhisper(
+        # faster-whisper's model arguments and our extras mapped into the two options objects, here at the edge
+        self.speculative = SpeculativeWhisper.from_options(*constructor_options(
             spec, mode=mode, assistant_model=assistant_model, num_draft_tokens=num_draft_tokens,
             draft_schedule=draft_schedule, device=_device(device, device_index),
-            compute_type=_compute_type(compute_type),
-            **speculative_options)
+            compute_type=_compute_type(compute_type), **speculative_options))
         self._lock = threading.Lock()  # one decode at a time (num_workers=1); readers of two generators take turns
 
     @property
@@ -193,8 +196,9 @@ class WhisperModel:
             append_punctuations=options.append_punctuations, multilingual=multilingual,
             max_new_tokens=options.max_new_tokens, clip_timestamps=options.clip_timestamps,
             hallucination_silence_threshold=options.hallucination_silence_threshold, hotwords=options.hotwords)
-        call = dict(
-            language=None if multilingual else language, task=options.task, timestamps=not options.without_timestamps,
+        call = call_options(
+            self.speculative.options, language=None if multilingual else language, task=options.task,
+            timestamps=not options.without_timestamps,
             long_form="sequential", condition_on_previous_text=condition, temperature=ladder,
             compression_ratio_threshold=options.compression_ratio_threshold,
             logprob_threshold=options.log_prob_threshold, no_speech_threshold=options.no_speech_threshold,
@@ -205,7 +209,7 @@ class WhisperModel:
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
             max_new_tokens=options.max_new_tokens, vad_filter=vad is not None, **search, **hallucination)
         if vad is not None:
-            call.update(vad_options=vad, vad_batch_size=batch_size or 1)
+            call = replace(call, vad_options=vad, vad_batch_size=batch_size or 1)
         if batched and clips is None and vad is None:
             clips = [(0.0, duration)]
         segments = self._segments(samples, clips, call, options.log_progress, duration, batched)
@@ -214,7 +218,8 @@ class WhisperModel:
                                  transcription_options=used, vad_options=vad)
         return segments, info
 
-    def _segments(self, samples: np.ndarray, clips, call: dict, log_progress: bool, duration: float, batched: bool):
+    def _segments(self, samples: np.ndarray, clips, call: TranscribeOptions, log_progress: bool, duration: float,
+                  batched: bool):
         whisper, end_of_text = self.speculative, self.speculative.tokens.end_of_text
         parts = [(0.0, samples)] if clips is None else [
             (start, samples[round(start * audio_io.SAMPLE_RATE): round(end * audio_io.SAMPLE_RATE)])
@@ -227,14 +232,14 @@ class WhisperModel:
 
             numbers = itertools.count(1)
             previous: list[int] = []
-            clip_call = dict(call)
+            clip_call = call
             with tqdm(total=round(duration, 2), unit="s", disable=not log_progress) as bar:
                 for start, part in parts:
                     if not len(part):
                         continue
-                    arguments = dict(clip_call)
-                    if previous and clip_call["condition_on_previous_text"]:
-                        arguments["initial_prompt"] = tuple(previous[-whisper.tokens.prompt_limit:])
+                    arguments = clip_call
+                    if previous and clip_call.condition_on_previous_text:
+                        arguments = replace(clip_call, initial_prompt=tuple(previous[-whisper.tokens.prompt_limit:]))
                     length = audio_io.duration_seconds(part)
 
                     def progress(fraction: float, _what: str, start=start, length=length) -> None:
@@ -243,9 +248,9 @@ class WhisperModel:
                     result = whisper.transcribe(
                         part, window_decoder=self._decode, progress=progress,
                         on_segment=lambda segment, start=start: emit(_segment(next(numbers), segment, start)),
-                        **arguments)
+                        options=arguments)
                     previous = [token for token in result.tokens if token < end_of_text]
-                    clip_call["prefix"] = None  # the prefix starts the first clip only
+                    clip_call = replace(clip_call, prefix=None)  # the prefix starts the first clip only
 
         return lazy_segments(transcribe)
 

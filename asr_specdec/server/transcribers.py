@@ -9,22 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import replace
 
 from ..core.modes import ASSISTANT_MODES, CPU_ONLY_REASON, MODES, modes_for
 from ..errors import SpecdecError
 from ..whisper import SpeculativeWhisper
 
 MAX_DRAFT_TOKENS = 16
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    """The already loaded main model, in the shape SpeculativeWhisper accepts as `main`."""
-
-    model: object
-    processor: object
-    name: str
 
 
 class Transcribers:
@@ -68,16 +59,8 @@ class Transcribers:
 
     def _sibling(self, mode: str, num_draft_tokens: int) -> SpeculativeWhisper:
         default = self.default
-        sampling = default.sampling
         # the same drafter object serves both when the mode is the same: only the decoding thread runs drafters
         drafter = default.drafter if mode == default.mode and default.drafter is not None else None
-        sibling = SpeculativeWhisper(
-            _Loaded(default.model, default.processor, default.main_name), drafter, mode=None if drafter else mode,
-            num_draft_tokens=num_draft_tokens, draft_schedule=default.draft_length.schedule,
-            compute_type=default.compute_type, device=str(default.device),
-            do_sample=sampling.do_sample, temperature=sampling.temperature, top_k=sampling.top_k,
-            top_p=sampling.top_p, seed=default.seed, language=default.language, task=default.task,
-            max_new_tokens=default.max_new_tokens, timestamps=default.timestamps, long_form=default.long_form,
-            condition_on_previous_text=default.condition_on_previous_text)
-        sibling.options = default.options  # the server-wide recipe (a frozen value)
-        return sibling
+        model = replace(default.model_options, main=default.loaded(), processor=None, mode=mode, drafter=drafter,
+                        num_draft_tokens=num_draft_tokens)
+        return SpeculativeWhisper.from_options(model, default.options)  # the server-wide transcription options

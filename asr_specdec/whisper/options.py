@@ -1,11 +1,14 @@
-"""The transcription recipe's options (word timestamps, fallback, no-speech, prompts, VAD) in one frozen value,
-and the prompt tokens they make. One value per call: nothing is stored on a shared object."""
+"""How to transcribe, in one frozen value: language and task, sampling, timestamps, long form, conditioning, and
+the transcription recipe (word timestamps, fallback, no-speech, prompts, VAD); and the prompt tokens they make.
+A transcriber keeps one (its defaults); each call's overrides are a copy (`with_overrides`, `dataclasses.replace`):
+nothing is stored on a shared object. What the model is lives in model_options.py."""
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field, fields, replace
 
+from ..core.logits import Sampling
 from ..errors import SpecdecError
 from .fallback import DEFAULT_TEMPERATURES, Recipe
 from .tokens import Suppression
@@ -17,8 +20,19 @@ class PromptTruncated(UserWarning):
     """A prompt longer than Whisper's prompt limit was cut to its last tokens, as openai does."""
 
 
+LONG_FORM_MODES = ("sequential", "chunked")
+
+
 @dataclass(frozen=True)
 class TranscribeOptions:
+    language: str | None = None  # the spoken language (e.g. "en"); None: detected
+    task: str = "transcribe"  # or "translate" (to English)
+    sampling: Sampling = field(default_factory=Sampling)  # the main model's decoding: greedy unless do_sample
+    seed: int | None = None  # the random source of sampling and fallback retries; None: a fresh one
+    # decode with timestamp tokens: None decides by the audio (over 30 s, or word timestamps: with)
+    timestamps: bool | None = None
+    long_form: str = "sequential"  # audio over 30 s: Whisper's sequential windows, or "chunked" at quiet points
+    condition_on_previous_text: bool = False  # prompt each window with the text before it (openai's default: on)
     word_timestamps: bool = False
     vad_filter: bool = False
     vad_options: VadOptions = field(default_factory=VadOptions)
@@ -31,11 +45,15 @@ class TranscribeOptions:
     append_punctuations: str = APPEND_PUNCTUATIONS
     multilingual: bool = False  # detect the language of every window (else the first window's is kept)
     suppression: Suppression | None = None  # what windows may not produce; None: the model's generation config
-    max_new_tokens: int | None = None  # per window; None: the transcriber's
+    max_new_tokens: int | None = None  # tokens a window may generate; None: as many as the model's context holds
     # seconds: with words, a hallucinated segment standing in silence is dropped and skipped (hallucination.py)
     hallucination_silence_threshold: float | None = None
 
     def __post_init__(self):
+        if self.long_form not in LONG_FORM_MODES:
+            raise SpecdecError(f"unknown long-form mode '{self.long_form}': choose one of {', '.join(LONG_FORM_MODES)}")
+        if self.recipe.beam_size is not None and self.sampling.do_sample:
+            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
         if self.vad_batch_size < 1:
             raise SpecdecError(f"vad_batch_size must be at least 1, not {self.vad_batch_size}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:

@@ -10,23 +10,23 @@ from functools import partial
 import numpy as np
 import torch
 
-from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from ..core.drafter import Drafter
 from ..core.logits import Sampling
-from ..core.modes import MODES, default_mode
 from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
 from . import audio as audio_io
+from .arguments import call_options, constructor_options
 from .chunks import independent_segments, window_text_tokens
-from .compute import ComputeType, model_dtype, parse_compute_type
+from .compute import model_dtype, parse_compute_type
 from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, UniversalDrafter
 from .drafters.assistant import check_same_device
-from .fallback import Recipe, WindowResult, decode_with_fallback
+from .fallback import WindowResult, decode_with_fallback
 from .formats import Segment
 from .hallucination import check_applies
 from .longform import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
-from .options import PromptTokens, TranscribeOptions, prompt_tokens, temperature_ladder, vad_options, window_context
+from .model_options import ModelOptions
+from .options import PromptTokens, TranscribeOptions, prompt_tokens, window_context
 from .pipeline import Window, WindowDecoder, WindowPipeline
 from .result import TranscriptionResult
 from .vad import on_file_timeline, speech_regions, speech_windows
@@ -34,7 +34,6 @@ from .words import place_words
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
-LONG_FORM_MODES = ("sequential", "chunked")
 # transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
 CONDITIONING_TEMPERATURE_LIMIT = 0.5
 
@@ -57,6 +56,15 @@ def _load(spec, device, dtype):
         model, processor = spec
         return model, processor, getattr(model.config, "_name_or_path", "") or type(model).__name__
     return spec, None, getattr(spec.config, "_name_or_path", "") or type(spec).__name__
+
+
+@dataclass(frozen=True)
+class LoadedMain:
+    """A main model already loaded, as ModelOptions.main accepts it: transcribers built on it share the weights."""
+
+    model: object
+    processor: object
+    name: str
 
 
 def _given_model(spec):
@@ -98,27 +106,6 @@ def _load_lean(location, device, dtype):
     return load_lean_whisper(location, device=device, dtype=dtype), processor
 
 
-def resolve_mode(mode, assistant_model, assistant_tokenizer, prompt_lookup_num_tokens, assistant_early_exit,
-                 device: str | torch.device = "cpu"):
-    """The drafting mode from an explicit `mode`, from the transformers-style arguments given, else the project's
-    default for `device` (core/modes.py)."""
-    if mode is not None:
-        if mode not in MODES:
-            raise SpecdecError(f"unknown mode '{mode}': choose one of {', '.join(MODES)}")
-        return mode
-    if assistant_model is not None:
-        return "universal" if assistant_tokenizer is not None else "assistant"
-    if prompt_lookup_num_tokens:
-        return "prompt-lookup"
-    if assistant_early_exit:
-        return "early-exit"
-    return default_mode(device)
-
-
-def _first_given(*values):
-    return next((value for value in values if value is not None), None)
-
-
 class SpeculativeWhisper:
     """Transcribe with a main Whisper model, optionally verified against a drafter (by default the project's:
     the main model's int8 self on a CPU, none elsewhere; `mode="off"` decodes plainly).
@@ -147,62 +134,42 @@ class SpeculativeWhisper:
     silent give no text; on by default, None turns it off), `hallucination_silence_threshold` (with words:
     a hallucinated segment in silence is dropped and skipped, hallucination.py), `initial_prompt`, `prefix`,
     `hotwords`, and `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
+
+    Inside, these keyword arguments become two frozen values, once (arguments.py): what the model is
+    (`model_options`, model_options.ModelOptions) and how to transcribe (`options`, options.TranscribeOptions, which
+    each call's keyword arguments override). `SpeculativeWhisper.from_options(model, options)` builds from them
+    directly; a variant is a `dataclasses.replace` of either, with `main=whisper.loaded()` to share the weights.
     """
 
-    def __init__(self, main="base", drafter: str | Drafter | None = None, *, mode: str | None = None,
-                 assistant_model=None, draft_model=None, assistant_tokenizer=None, processor=None,
-                 num_assistant_tokens: int | None = None, num_draft_tokens: int | None = None,
-                 dynamic: bool = False, assistant_confidence_threshold: float = 0.0,
-                 prompt_lookup_num_tokens: int | None = None, assistant_early_exit: int | None = None,
-                 do_sample: bool = False, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-                 seed: int | None = None, language: str | None = None, task: str = "transcribe",
-                 device: str | None = None, dtype: torch.dtype | None = None, max_new_tokens: int | None = None,
-                 timestamps: bool | None = None, return_timestamps: bool | None = None,
-                 long_form: str = "sequential", condition_on_previous_text: bool | None = None,
-                 condition_on_prev_tokens: bool | None = None, compute_type: str | ComputeType | None = None,
-                 draft_schedule: str | None = None, num_assistant_tokens_schedule: str | None = None,
-                 **recipe_options):
-        self.device = resolve_device(main, device)
+    def __init__(self, main="base", drafter: str | Drafter | None = None, **arguments):
+        self._build(*constructor_options(main, drafter, **arguments))  # the arguments' names: arguments.py
+
+    @classmethod
+    def from_options(cls, model: ModelOptions | None = None, options: TranscribeOptions | None = None
+                     ) -> SpeculativeWhisper:
+        """A transcriber from what the model is and how to transcribe (each call may override the latter)."""
+        whisper = cls.__new__(cls)
+        whisper._build(model or ModelOptions(), options or TranscribeOptions())
+        return whisper
+
+    def _build(self, model_options: ModelOptions, options: TranscribeOptions) -> None:
+        self.device = resolve_device(model_options.main, model_options.device)
         device = str(self.device)
-        if compute_type is None and dtype is not None:
-            compute_type = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
-        self.compute_type = parse_compute_type(compute_type, device)
+        self.compute_type = parse_compute_type(model_options.compute_type, device)
         dtype = model_dtype(self.compute_type, device)
-        self.options = TranscribeOptions().with_overrides(**_recipe_arguments(temperature, recipe_options))
-        temperature = temperature if not isinstance(temperature, (list, tuple)) else 1.0
-        if self.options.recipe.beam_size is not None and do_sample:
-            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
-        self.timestamps = _first_given(timestamps, return_timestamps)
-        self.long_form = _check_long_form(long_form)
-        self.condition_on_previous_text = bool(_first_given(condition_on_previous_text, condition_on_prev_tokens))
-        model, loaded_processor, self.main_name = _load(main, device, dtype)
-        processor = processor or loaded_processor
+        self.options = options  # this transcriber's defaults; a call's overrides are a copy
+        model, loaded_processor, self.main_name = _load(model_options.main, device, dtype)
+        processor = model_options.processor or loaded_processor
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
-        self.language, self.seed = language, seed
-        try:
-            draft_length = DraftLength(num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS,
-                                       dynamic=dynamic,
-                                       schedule=draft_schedule or num_assistant_tokens_schedule or "adaptive")
-        except ValueError as error:
-            raise SpecdecError(str(error)) from None
-        self.pipeline = WindowPipeline(model.eval(), processor, None, task=task,
-                                       sampling=Sampling(do_sample, temperature, top_k, top_p),
-                                       draft_length=draft_length, max_new_tokens=max_new_tokens,
-                                       compute=self.compute_type)
-
-        assistant_model = assistant_model if assistant_model is not None else draft_model
+        self.pipeline = WindowPipeline(model.eval(), processor, None, task=options.task, sampling=options.sampling,
+                                       draft_length=model_options.draft_length(),
+                                       max_new_tokens=options.max_new_tokens, compute=self.compute_type)
+        self.mode = model_options.resolved_mode(device)
         self.assistant_name = None
-        if isinstance(drafter, Drafter):
-            self.mode, self.pipeline.drafter = drafter.name, drafter
-            return
-        self.mode = resolve_mode(drafter or mode, assistant_model, assistant_tokenizer,
-                                 prompt_lookup_num_tokens, assistant_early_exit, self.device)
-        if self.mode == "prompt-lookup" and prompt_lookup_num_tokens:
-            self.pipeline.draft_length = DraftLength(prompt_lookup_num_tokens, dynamic=dynamic,
-                                                     schedule=draft_length.schedule)
-        self.pipeline.drafter = self._make_drafter(assistant_model, assistant_tokenizer,
-                                                   assistant_confidence_threshold, assistant_early_exit, device, dtype)
+        self.pipeline.drafter = model_options.drafter or self._make_drafter(model_options, device, dtype)
+        # what this transcriber is, as resolved: a variant is a `replace` of it (with `main` the loaded weights)
+        self.model_options = replace(model_options, mode=self.mode, device=device, compute_type=self.compute_type)
 
     # the parts callers read: the main model, its processor and tokens, the lean decoder, the drafter
     model = property(lambda self: self.pipeline.model)
@@ -214,8 +181,19 @@ class SpeculativeWhisper:
     sampling = property(lambda self: self.pipeline.sampling)
     draft_length = property(lambda self: self.pipeline.draft_length)
     max_new_tokens = property(lambda self: self.pipeline.max_new_tokens)
+    # this transcriber's transcription defaults (self.options)
+    language = property(lambda self: self.options.language)
+    seed = property(lambda self: self.options.seed)
+    timestamps = property(lambda self: self.options.timestamps)
+    long_form = property(lambda self: self.options.long_form)
+    condition_on_previous_text = property(lambda self: self.options.condition_on_previous_text)
 
-    def _make_drafter(self, assistant_model, assistant_tokenizer, threshold, early_exit, device, dtype):
+    def loaded(self) -> LoadedMain:
+        """The main model as loaded, for ModelOptions.main: a variant built on it reuses these weights."""
+        return LoadedMain(self.model, self.processor, self.main_name)
+
+    def _make_drafter(self, options: ModelOptions, device: str, dtype):
+        threshold, early_exit = options.confidence_threshold, options.early_exit_layer
         if self.mode == "off":
             return None
         if self.mode == "quantized-self":
@@ -226,13 +204,13 @@ class SpeculativeWhisper:
                                     weights=self.runner.weights)
         if self.mode == "prompt-lookup":
             return PromptLookupDrafter()
-        if assistant_model is None:
+        if options.assistant is None:
             raise SpecdecError(f"mode '{self.mode}' needs an assistant model (--assistant / assistant_model=)")
-        model, processor, self.assistant_name = _load(assistant_model, device, dtype)
+        model, processor, self.assistant_name = _load(options.assistant, device, dtype)
         check_same_device(self.model, model)
         if self.mode == "assistant":
             return AssistantDrafter(model, self.model, threshold, weights=self.runner.weights)
-        tokenizer = assistant_tokenizer or (processor.tokenizer if processor is not None else None)
+        tokenizer = options.assistant_tokenizer or (processor.tokenizer if processor is not None else None)
         if tokenizer is None:
             raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
         return UniversalDrafter(model, tokenizer, self.processor.tokenizer, language=self.language or "en",
@@ -255,7 +233,8 @@ class SpeculativeWhisper:
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
                    return_timestamps: bool | None = None, long_form: str | None = None,
                    condition_on_previous_text: bool | None = None, window_decoder: WindowDecoder | None = None,
-                   on_segment: SegmentListener | None = None, **recipe_options) -> TranscriptionResult:
+                   on_segment: SegmentListener | None = None, options: TranscribeOptions | None = None,
+                   **recipe_options) -> TranscriptionResult:
         """Transcribe a path, encoded bytes or a sample array (give `sample_rate` unless it is 16 kHz).
 
         `progress(fraction_done, description)` is called before each 30-second window and at the end. The
@@ -263,25 +242,24 @@ class SpeculativeWhisper:
         constructor's for this call; a single `temperature` here is OpenAI's: 0 decodes greedily (with the
         configured fallback ladder), above 0 samples at it. `window_decoder` decodes this call's windows instead
         of the pipeline (the server routes them into shared batches); `on_segment` gets each segment as soon as
-        it is final.
+        it is final. `options` replaces this transcriber's TranscribeOptions for the call (a front end's own
+        mapping, e.g. `dataclasses.replace(whisper.options, ...)`); the keyword options then override it.
         """
         started = time.perf_counter()
-        options = self.options.with_overrides(**_recipe_arguments(
-            _call_temperature(recipe_options.pop("temperature", None)), recipe_options))
-        if options.recipe.beam_size is not None and self.sampling.do_sample:
-            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
+        options = call_options(options or self.options, language=language, task=task, timestamps=timestamps,
+                               return_timestamps=return_timestamps, long_form=long_form,
+                               condition_on_previous_text=condition_on_previous_text, **recipe_options)
         prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
-        language = language or self.language
+        language = options.language
         language_id = self.tokens.language_token(language) if (language and self.tokens.multilingual) else None
-        timestamps = _first_given(timestamps, return_timestamps, self.timestamps)
+        timestamps = options.timestamps
         if timestamps is None and options.word_timestamps:
             timestamps = True
-        long_form = _check_long_form(long_form or self.long_form)
-        condition = _first_given(condition_on_previous_text, self.condition_on_previous_text)
+        long_form, condition = options.long_form, options.condition_on_previous_text
         is_long = len(samples) > self.pipeline.window_samples
-        run = _Run(language_id, self._generator(options.recipe), DecodeStats(), progress, options, prompts,
-                   task=task or self.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
+        run = _Run(language_id, self._generator(options), DecodeStats(), progress, options, prompts,
+                   task=options.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
         if options.hallucination_silence_threshold is not None:
             check_applies(options.word_timestamps, not options.vad_filter and (
                 long_form == "sequential" if is_long else timestamps is not False))
@@ -305,11 +283,12 @@ class SpeculativeWhisper:
             language_probability=run.language_probability if detected == run.language else 1.0,
             duration=audio_io.duration_seconds(samples), **self._labels())
 
-    def _generator(self, recipe: Recipe) -> torch.Generator | None:
+    @staticmethod
+    def _generator(options: TranscribeOptions) -> torch.Generator | None:
         """The run's random source: for sampling, or for fallback retries (seeded by `seed`: reproducible)."""
-        if self.sampling.do_sample or max(recipe.temperatures) == 0:
-            return self.sampling.generator(self.seed)
-        return Sampling(do_sample=True).generator(self.seed)
+        if options.sampling.do_sample or max(options.recipe.temperatures) == 0:
+            return options.sampling.generator(options.seed)
+        return Sampling(do_sample=True).generator(options.seed)
 
     def transcribe_batch(self, audios: list, sample_rate: int | None = None, language: str | None = None,
                          batch_size: int = 8) -> list[TranscriptionResult]:
@@ -320,7 +299,7 @@ class SpeculativeWhisper:
         from .batch import transcribe_batch
 
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
-                                self._generator(self.options.recipe), self._labels(), self.options.recipe)
+                                self._generator(self.options), self._labels(), self.options.recipe)
 
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see
@@ -343,7 +322,8 @@ class SpeculativeWhisper:
         return Window(features, run.language_id, timestamps, window_context(prompts.hotwords, previous,
                                                                             tokens.prompt_limit),
                       prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task,
-                      suppression=options.suppression, max_new_tokens=options.max_new_tokens)
+                      suppression=options.suppression, max_new_tokens=options.max_new_tokens,
+                      sampling=None if options.sampling == self.sampling else options.sampling)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
         """Windows of a transcribe call as rows of one decode (with fallback retries); the first window's detected
@@ -429,7 +409,8 @@ class SpeculativeWhisper:
     def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool, condition: bool,
                                timestamps: bool = True) -> list[_TextSegment]:
         """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
-        if condition and self.sampling.do_sample and self.sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
+        sampling = run.options.sampling
+        if condition and sampling.do_sample and sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
         recipe = run.options.recipe
         audio_frames = len(samples) // self.processor.feature_extractor.hop_length
@@ -511,35 +492,3 @@ class _TextSegment:
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-def _recipe_arguments(temperature, options: dict) -> dict:
-    """Recipe options from openai/faster-whisper argument names: a temperature list or `temperature_fallback`
-    is the fallback ladder, `log_prob_threshold` is `logprob_threshold`, `vad_parameters` are `vad_options`."""
-    options = dict(options)
-    ladder = temperature_ladder(temperature, options.pop("temperature_fallback", None))
-    if ladder is not None:
-        options["temperatures"] = ladder
-    if "log_prob_threshold" in options:
-        options["logprob_threshold"] = options.pop("log_prob_threshold")
-    if "vad_parameters" in options:
-        options["vad_options"] = options.pop("vad_parameters")
-    if "vad_options" in options:
-        options["vad_options"] = vad_options(options["vad_options"])
-    return options
-
-
-def _call_temperature(temperature):
-    """A transcribe call's `temperature` as the recipe reads it: a list is a ladder; a single value is OpenAI's
-    (0: greedy, the configured ladder kept; above 0: sample at it)."""
-    if temperature is None or isinstance(temperature, (list, tuple)):
-        return temperature
-    if temperature < 0:
-        raise SpecdecError(f"temperature must be 0 (greedy) or positive, got {temperature}")
-    return None if temperature == 0 else [float(temperature)]
-
-
-def _check_long_form(long_form: str) -> str:
-    if long_form not in LONG_FORM_MODES:
-        raise SpecdecError(f"unknown long-form mode '{long_form}': choose one of {', '.join(LONG_FORM_MODES)}")
-    return long_form

@@ -53,8 +53,12 @@ def test_each_decoder_serves_one_request_at_a_time_while_different_decoders_run_
     running, most_per_decoder, most_overall, count_lock = Counter(), Counter(), [0], threading.Lock()
 
     class FakeDecoder:
-        def __init__(self, main, **options):
-            self.options = options
+        def __init__(self, model_options, options):
+            self.model_options, self.options = model_options, options
+
+        @classmethod
+        def from_options(cls, model_options, options):
+            return cls(model_options, options)
 
         def transcribe(self, samples, progress=None, timestamps=None, **recipe):
             with count_lock:

@@ -8,16 +8,16 @@ import json
 import pytest
 
 from asr_specdec.errors import SpecdecError
+from asr_specdec.whisper.arguments import recipe_arguments
 from asr_specdec.whisper.fallback import DEFAULT_TEMPERATURES
 from asr_specdec.whisper.options import TranscribeOptions
-from asr_specdec.whisper.transcriber import _recipe_arguments
 from eval.cli_args import recipe_settings
 from eval.run import build_parser
 
 
 def options_from(argv: list[str]) -> TranscribeOptions:
     args = build_parser().parse_args(["--dataset", "x.jsonl", *argv])
-    return TranscribeOptions().with_overrides(**_recipe_arguments(1.0, json.loads(recipe_settings(args))))
+    return TranscribeOptions().with_overrides(**recipe_arguments(1.0, json.loads(recipe_settings(args))))
 
 
 def test_recipe_options_reach_the_transcribers():

@@ -1,0 +1,58 @@
+"""What a SpeculativeWhisper is made of, in one frozen value: the main model, the drafter and how it drafts, where
+and at which precision they run. How to transcribe is options.py's TranscribeOptions; the two together build a
+transcriber (`SpeculativeWhisper.from_options`), and a variant of either is `dataclasses.replace`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
+from ..core.drafter import Drafter
+from ..core.modes import MODES, default_mode
+from ..errors import SpecdecError
+from .compute import ComputeType
+
+DEFAULT_SCHEDULE = "adaptive"
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    # a model name or directory (offline pack, CTranslate2, transformers, hub id), or a loaded model: a
+    # LoadedWhisper, a (model, processor) pair, or a model with `processor` below
+    main: object = "base"
+    processor: object = None  # the main model's processor, when `main` is a bare model object
+    # the drafter (core/modes.py); None: the assistant's mode when one is given, else the project's default for the
+    # device (core.modes.default_mode)
+    mode: str | None = None
+    drafter: Drafter | None = None  # a ready drafter object; it decides the mode
+    assistant: object = None  # the drafting model of modes assistant/universal (spec or loaded, as `main`)
+    assistant_tokenizer: object = None  # universal mode's drafter tokenizer, when the assistant is a bare model
+    num_draft_tokens: int = DEFAULT_DRAFT_TOKENS  # the first round's draft length (every round's when fixed)
+    draft_schedule: str = DEFAULT_SCHEDULE  # adaptive, fixed, heuristic (or transformers' schedule names)
+    confidence_threshold: float = 0.0  # a draft stops where the drafter's top probability falls below this
+    early_exit_layer: int | None = None  # decoder layers the early-exit drafter runs; None: half of them
+    device: str | None = None  # None: where a given model object is, else the CPU
+    compute_type: str | ComputeType | None = None  # see compute.py; None: "auto" for the device
+
+    def __post_init__(self):
+        if self.mode is not None and self.mode not in MODES:
+            raise SpecdecError(f"unknown mode '{self.mode}': choose one of {', '.join(MODES)}")
+        self.draft_length()  # raises on a bad length or schedule
+
+    def draft_length(self) -> DraftLength:
+        """A fresh draft-length schedule from these options."""
+        try:
+            return DraftLength(self.num_draft_tokens, schedule=self.draft_schedule)
+        except ValueError as error:
+            raise SpecdecError(str(error)) from None
+
+    def resolved_mode(self, device: str) -> str:
+        """The drafting mode: the drafter object's, the one asked for, the assistant's, else the project's default
+        on `device`."""
+        if self.drafter is not None:
+            return self.drafter.name
+        if self.mode is not None:
+            return self.mode
+        if self.assistant is not None:
+            return "universal" if self.assistant_tokenizer is not None else "assistant"
+        return default_mode(device)

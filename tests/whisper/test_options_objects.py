@@ -1,0 +1,97 @@
+"""The two options objects inside SpeculativeWhisper (what the model is, how to transcribe), and the mapping of
+every front end's argument names into them (no model is loaded here)."""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError, replace
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from asr_specdec.core.logits import Sampling
+from asr_specdec.core.modes import default_mode
+from asr_specdec.errors import SpecdecError
+from asr_specdec.whisper.arguments import call_options, constructor_options
+from asr_specdec.whisper.fallback import DEFAULT_TEMPERATURES
+from asr_specdec.whisper.model_options import ModelOptions
+from asr_specdec.whisper.options import LONG_FORM_MODES, TranscribeOptions
+
+
+def test_one_default_drafter_the_projects():
+    assert ModelOptions().resolved_mode("cpu") == default_mode("cpu") == "quantized-self"
+    assert ModelOptions(assistant="tiny.en").resolved_mode("cpu") == "assistant"
+    assert ModelOptions(assistant="x", assistant_tokenizer=object()).resolved_mode("cpu") == "universal"
+    assert ModelOptions(mode="off", assistant="tiny.en").resolved_mode("cpu") == "off"
+    model, _ = constructor_options("base")
+    assert model.mode is None and model.resolved_mode("cpu") == "quantized-self"
+
+
+def test_the_options_are_frozen_and_checked():
+    with pytest.raises(FrozenInstanceError):
+        TranscribeOptions().language = "en"
+    with pytest.raises(FrozenInstanceError):
+        ModelOptions().mode = "off"
+    with pytest.raises(SpecdecError, match="unknown mode 'fast'"):
+        ModelOptions(mode="fast")
+    with pytest.raises(SpecdecError, match="draft schedule"):
+        ModelOptions(draft_schedule="sometimes")
+    with pytest.raises(SpecdecError, match="long-form mode 'middle'"):
+        TranscribeOptions(long_form="middle")
+    with pytest.raises(SpecdecError, match="beam search"):
+        TranscribeOptions(sampling=Sampling(do_sample=True)).with_overrides(beam_size=5)
+
+
+def test_transformers_and_openai_names_map_into_the_options():
+    model, options = constructor_options(
+        "base", draft_model="tiny.en", num_assistant_tokens=5, num_assistant_tokens_schedule="constant",
+        assistant_confidence_threshold=0.3, dtype=torch.bfloat16, return_timestamps=True,
+        condition_on_prev_tokens=True, temperature=[0.0, 0.5], log_prob_threshold=-2.0, language="fr",
+        max_new_tokens=20)
+    assert (model.assistant, model.num_draft_tokens, model.draft_schedule, model.confidence_threshold,
+            model.compute_type) == ("tiny.en", 5, "constant", 0.3, "bfloat16")
+    assert model.draft_length().schedule == "fixed"  # transformers' "constant"
+    assert model.resolved_mode("cpu") == "assistant"
+    assert options.timestamps is True and options.condition_on_previous_text is True
+    assert options.recipe.temperatures == (0.0, 0.5) and options.recipe.logprob_threshold == -2.0
+    assert options.sampling == Sampling() and options.language == "fr" and options.max_new_tokens == 20
+
+    lookup, _ = constructor_options("base", prompt_lookup_num_tokens=3, num_draft_tokens=9)
+    assert (lookup.mode, lookup.num_draft_tokens) == ("prompt-lookup", 3)
+    early, _ = constructor_options("base", assistant_early_exit=2)
+    assert (early.mode, early.early_exit_layer) == ("early-exit", 2)
+    heuristic, sampled = constructor_options("base", "off", dynamic=True, do_sample=True, temperature=0.7, seed=4)
+    assert heuristic.mode == "off" and heuristic.draft_length().schedule == "heuristic"
+    assert sampled.sampling == Sampling(True, 0.7) and sampled.seed == 4
+    _, fallback = constructor_options("base", temperature_fallback=True, vad_parameters={"threshold": 0.3})
+    assert fallback.recipe.temperatures == DEFAULT_TEMPERATURES and fallback.vad_options.threshold == 0.3
+    with pytest.raises(SpecdecError, match="unknown transcription option"):
+        constructor_options("base", word_timestamp=True)
+
+
+def test_a_call_overrides_a_copy():
+    _, defaults = constructor_options("base", language="en", timestamps=False, long_form="chunked")
+    same = call_options(defaults)
+    assert same == defaults
+    call = call_options(defaults, language="de", return_timestamps=True, temperature=0.4, word_timestamps=True)
+    assert (call.language, call.timestamps, call.long_form, call.word_timestamps) == ("de", True, "chunked", True)
+    assert call.recipe.temperatures == (0.4,)  # openai's single temperature: sample at it
+    assert call_options(defaults, temperature=0).recipe == defaults.recipe  # 0: greedy, the ladder kept
+    assert defaults.language == "en" and defaults.timestamps is False  # the transcriber's own are untouched
+    assert replace(defaults, seed=3).seed == 3
+
+
+def test_the_command_line_maps_into_the_same_options():
+    from asr_specdec.transcribe import build_parser
+    from asr_specdec.transcriber_arguments import LONG_FORM_MODES as CLI_LONG_FORM_MODES
+    from asr_specdec.transcriber_arguments import model_options, transcribe_options
+
+    assert CLI_LONG_FORM_MODES == LONG_FORM_MODES
+    args = build_parser().parse_args(["a.wav", "--format", "srt", "--dynamic", "--beam-size", "2", "--language",
+                                      "en", "--early-exit-layer", "1", "--dtype", "float32", "--device", "cpu"])
+    options = transcribe_options(args)
+    assert options.timestamps is True and options.recipe.beam_size == 2 and options.language == "en"
+    model = model_options(args, "base", "tiny.en", "early-exit")
+    assert model == ModelOptions(main="base", mode="early-exit", draft_schedule="heuristic", early_exit_layer=1,
+                                 device="cpu", compute_type="float32")  # no assistant for a mode that needs none
+    assert transcribe_options(SimpleNamespace(**{**vars(args), "format": "text"})).timestamps is None
