@@ -100,6 +100,7 @@ def logged(lines: list[str], matches, timeout: float = 10) -> dict:
 def test_health_and_models(served, whisper):
     health = httpx.get(served.url + "/health").json()
     assert health["status"] == "ok" and health["mode"] == "off"
+    assert health["compute_type"] == whisper.compute_type.name and health["backend"] == whisper.backend
     models = httpx.get(served.url + "/v1/models").json()
     assert models["object"] == "list"
     assert [model["id"] for model in models["data"]] == [whisper.main_name, "whisper-1"]

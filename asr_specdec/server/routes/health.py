@@ -1,5 +1,5 @@
-"""GET /health: 200 while serving, 503 while draining for shutdown; the model, the queue and the batcher's counts
-(no API key needed)."""
+"""GET /health: 200 while serving, 503 while draining for shutdown; the model, the compute type and kernels it runs
+on (a fallback to PyTorch says why), the queue and the batcher's counts (no API key needed)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ async def health(service: Service):
     status = {
         "status": "draining" if service.admission.draining else "ok",
         "model": default.main_name, "mode": default.mode, "served_names": list(service.model_names),
+        "compute_type": default.compute_type.name, "backend": default.backend,
         "requests": {"inside": service.admission.inside, "max_queue": service.admission.limit,
                      "windows_waiting": service.batcher.waiting},
         "batches": {"max_batch_size": service.batcher.max_batch_size, **service.batcher.counts.as_dict()},
