@@ -143,7 +143,7 @@ class WindowPipeline:
                                                   encoder_output, cross_states, cache,
                                                   [row.sampling for row in settings])
             # a score pass reads the hidden states of decoding where they are a fresh pass's bits (native kernels)
-            target = DecoderTarget(self.runner, cache, record_hidden=self.runner.native is not None and not beams
+            target = DecoderTarget(self.runner, cache, record_hidden=self.runner.backend.batch_invariant and not beams
                                    and any(window.score for window in windows))
             fed = [prompt + extra for prompt, extra in zip(prompts, forced)]
             outcomes = generate_beams(target, fed, settings, self.drafter) if beams else None
