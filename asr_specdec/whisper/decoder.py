@@ -283,9 +283,12 @@ class DecoderTarget:
     at its own position (`extend_rows`).
 
     `record_hidden`: keep every position's final hidden state per row (the last pass that fed a position wrote
-    it, so at the end they are those of the row's final tokens): a score pass then needs no decoder pass of its
-    own. Only where a token's numbers do not depend on the rest of its pass (the native kernels), so that they
-    are the bits a fresh pass over the final tokens gives."""
+    it, so at the end they are those of the row's final tokens): a score then needs no decoder pass of its own.
+    On the native kernels (batch-invariant) they are the bits a fresh pass over the final tokens gives, so
+    scores are the same for plain and speculative decoding bit for bit. On the PyTorch path a product's
+    rounding may depend on how many tokens its pass holds, so scores, like the logits the tokens were chosen
+    by, may differ from plain decoding's in the last bits: a fallback decision changes only where the average
+    log-probability is within that rounding of its threshold (docs/compute.md)."""
 
     def __init__(self, runner: WhisperDecoderRunner, cache: KVCache, record_hidden: bool = False):
         self.runner, self.cache = runner, cache
