@@ -6,20 +6,19 @@ tokens, so the engine runs the same weights through this module instead: keys an
 preallocated buffers, a forward pass writes its tokens at an explicit position, and rolling back after a
 rejected draft costs nothing (the next pass simply writes over the rejected slots).
 
-Two backends run the same arithmetic. On a CPU with AVX-512 the native kernels (native_decoder.py) run a
-whole pass in one call, with the weights in the runner's storage format (float32, bfloat16, float16 or int8,
-always computed in float32) and every token's numbers independent of the other tokens in the pass: a
-verification pass gives each draft position exactly the logits of a one-token step. Elsewhere (no compiler,
-a GPU) the PyTorch path below does the same layer by layer (`layer_steps`), in the model's own dtype.
+Two backends run the same arithmetic behind one protocol (decoder_backend.py), picked in one place
+(`choose_backend`). On a CPU with a kernel build the native kernels (native_decoder.py) run a whole pass in one
+call, with the weights in the runner's storage format (float32, bfloat16, float16 or int8, always computed in
+float32) and every token's numbers independent of the other tokens in the pass: a verification pass gives each
+draft position exactly the logits of a one-token step. Elsewhere (no kernel build, a GPU) the PyTorch backend
+(torch_decoder.py) does the same layer by layer, in the model's own dtype. Each keeps the cache's keys in its
+own layout (kv_cache.py).
 
 Batches of rows (see batch.py): every row has its own start position. A pass feeds each row its own tokens;
 keys and values are written at each row's own positions, and token i of row b sees positions <= start_b + i
 only. Slots past a row's valid length may hold anything (rejected drafts, padding): they are never attended,
 because the next pass that reaches them writes them first. Padding positions past the model's limit (the
 PyTorch path pads rows to the longest feed) all write to one scratch slot beyond it.
-
-The arithmetic mirrors transformers' `WhisperDecoderLayer` (queries scaled before attention, pre-norm
-residual blocks, GELU feed-forward), so its greedy tokens match `generate()`.
 """
 
 from __future__ import annotations
