@@ -84,9 +84,10 @@ class Worker:
         self.process.wait()
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == WORKER_FLAG:
-        root, model, modes, threads = sys.argv[2:6]
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == WORKER_FLAG:
+        root, model, modes, threads = argv[1:5]
         worker(root, model, modes.split(","), int(threads))
         return
     from ..paths import SHARED_AUDIO
@@ -101,7 +102,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", type=int, default=0, help="the first N shared clips only (0: all)")
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     for root in (options.before, options.after):
         if not (root / "asr_specdec" / "__init__.py").is_file():
             parser.error(f"{root} is not a checkout of this project (no asr_specdec/__init__.py)")
