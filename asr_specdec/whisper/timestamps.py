@@ -57,7 +57,7 @@ class TimestampRules(LogitRules):
         unruled = (0, self.timestamp_begin, vocab_size, -1)
         bounds = [self._bounds(tokens[self.begin_index: first_index + row], vocab_size)
                   if first_index + row >= self.begin_index else unruled for row in range(rows)]
-        table = torch.tensor(bounds, device=device)[:, :, None]  # [rows, 4, 1]
+        table = torch.tensor(bounds, dtype=torch.long, device=device).view(rows, 4, 1)
         ids = torch.arange(vocab_size, device=device)
         text_end, timestamps_low, timestamps_high, banned = table.unbind(1)
         return ((ids < text_end) | ((ids >= self.timestamp_begin) & (ids < timestamps_low))

@@ -230,3 +230,4 @@ def test_the_pairing_mask_of_a_whole_block_is_each_rows_rule(max_initial):
             expected = (_reference_row(ruled, generated[: index - len(PROMPT)]) if index >= len(PROMPT)
                         else torch.zeros(VOCAB, dtype=torch.bool))
             assert torch.equal(mask[row], expected), (generated, first, row)
+    assert ruled.greedy_mask(len(PROMPT) + 3, 0, VOCAB, "cpu", PROMPT + [1, 2, 3]).shape == (0, VOCAB)  # no rows
