@@ -28,6 +28,7 @@ from ..native.packing import (
     pointer_array,
     quantize_int8,
 )
+from .decoder_backend import full_argmax
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2, torch.int8: 3}
 DRAFT_STORAGES = ("int8-vnni",)  # products of int8 activations: for drafters, which need no exactness
@@ -309,3 +310,48 @@ class NativeDecoder:
             else:
                 choices[row] = -1
         return choices
+
+
+class NativeBackend:
+    """The decoder backend (decoder_backend.py) on the native kernels: `decoder` (a NativeDecoder) runs a pass
+    over any set of tokens of any rows in one call; keys in the kernels' blocks of 16."""
+
+    name = "native"
+    blocked = True
+    batch_invariant = True
+    dtype = torch.float32  # of inputs and outputs; the storage format is internal
+
+    def __init__(self, decoder: NativeDecoder, max_positions: int, kv_dtype: torch.dtype | None,
+                 cross_dtype: torch.dtype | None):
+        self.decoder, self.max_positions = decoder, max_positions
+        self.weights = decoder.storage
+        self.kv_dtype = kv_dtype or (torch.bfloat16 if self.weights == "bfloat16" else torch.float32)
+        self.cross_dtype = cross_dtype or self.kv_dtype
+        # int8 cross states are projected in float32 and quantized by new_cache
+        self.cross_compute = torch.float32 if self.cross_dtype == torch.int8 else self.cross_dtype
+
+    def hidden_states(self, cache, token_ids: torch.Tensor, starts: list[int]) -> torch.Tensor:
+        batch, length = token_ids.shape
+        rows = [row for row in range(batch) for _ in range(length)]
+        positions = [start + index for start in starts for index in range(length)]
+        return self._hidden(cache, token_ids.reshape(-1).tolist(), rows, positions).view(batch, length, -1)
+
+    def feed_rows(self, cache, feeds: list[list[int]], starts: list[int]) -> list[torch.Tensor]:
+        ids = [token for feed in feeds for token in feed]
+        rows = [row for row, feed in enumerate(feeds) for _ in feed]
+        positions = [start + index for feed, start in zip(feeds, starts) for index in range(len(feed))]
+        return list(self._hidden(cache, ids, rows, positions).split([len(feed) for feed in feeds]))
+
+    def _hidden(self, cache, ids: list[int], rows: list[int], positions: list[int]) -> torch.Tensor:
+        slots = [min(position, cache.max_positions) for position in positions]
+        embedded = [min(position, self.max_positions - 1) for position in positions]
+        return self.decoder.hidden(cache, ids, rows, embedded, slots, slots)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.decoder.logits(hidden)
+
+    def greedy(self, hidden: torch.Tensor, suppressed: torch.Tensor | None, group_begins: list[int | None] | None,
+               certified: bool) -> torch.Tensor:
+        if certified or not self.decoder.exact:
+            return self.decoder.greedy(hidden, suppressed, group_begins)
+        return full_argmax(self, hidden, suppressed, group_begins)

@@ -142,9 +142,9 @@ class WindowPipeline:
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
                                                   encoder_output, cross_states, cache,
                                                   [row.sampling for row in settings])
-            # a score pass reads the hidden states of decoding where they are a fresh pass's bits (native kernels)
-            target = DecoderTarget(self.runner, cache, record_hidden=self.runner.native is not None and not beams
-                                   and any(window.score for window in windows))
+            # a score reads the hidden states decoding computed instead of a pass of its own (decoder.py)
+            target = DecoderTarget(self.runner, cache, record_hidden=not beams and any(window.score
+                                                                                       for window in windows))
             fed = [prompt + extra for prompt, extra in zip(prompts, forced)]
             outcomes = generate_beams(target, fed, settings, self.drafter) if beams else None
             rows = ([(outcome.tokens, outcome.stats) for outcome in outcomes] if beams
@@ -168,8 +168,14 @@ class WindowPipeline:
 
     def _encode(self, features: list[torch.Tensor]):
         """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as rows
-        of one batch. Each row is encoded on its own, so its bits equal those of the row decoded alone (the
-        encoder is compute-bound: batching it buys little)."""
+        of one batch. Where the decoder is batch-invariant (the native kernels), each row is encoded on its own,
+        so its bits equal those of the row decoded alone (on a CPU the encoder is compute-bound: batching it buys
+        little); on the PyTorch path, whose rows are not batch-invariant anyway, all rows in one call."""
+        if not self.runner.backend.batch_invariant:
+            encoder_output = self.encoder(_rows(features))
+            cross_states = self.runner.cross_attention_states(encoder_output, self.encoder.cross_projection)
+            return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
+                                                                                         cross_states=cross_states)
         encoded = [self.encoder(row) for row in features]
         cross_rows = [self.runner.cross_attention_states(row, self.encoder.cross_projection) for row in encoded]
         cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]

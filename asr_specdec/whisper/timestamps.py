@@ -46,24 +46,32 @@ class TimestampRules(LogitRules):
     def greedy_mask(self, first_index: int, rows: int, vocab_size: int, device, tokens: list[int]) -> torch.Tensor:
         """Suppression, then <|notimestamps|>, pairing and order per row, as a mask; the rule that forces a
         timestamp when the timestamps together outweigh the best text token is the group rule (`group_begin`)."""
-        mask = self.suppressed(first_index, rows, vocab_size, device)
-        mask = torch.zeros(rows, vocab_size, dtype=torch.bool, device=device) if mask is None else mask.clone()
-        for row in range(rows):
-            if first_index + row >= self.begin_index:
-                self._pairing_and_order(mask[row], tokens[self.begin_index: first_index + row], True)
-        return mask
+        mask = self.pairing_mask(first_index, rows, vocab_size, device, tokens)
+        suppressed = self.suppressed(first_index, rows, vocab_size, device)
+        return mask if suppressed is None else mask | suppressed
+
+    def pairing_mask(self, first_index: int, rows: int, vocab_size: int, device, tokens: list[int]) -> torch.Tensor:
+        """[rows, vocab]: True where <|notimestamps|>, pairing and order forbid a token, for rows predicting
+        first_index..: each row's bounds worked out from its tokens on the host, then one upload and one
+        comparison over the whole block (no operation per row on the device)."""
+        unruled = (0, self.timestamp_begin, vocab_size, -1)
+        bounds = [self._bounds(tokens[self.begin_index: first_index + row], vocab_size)
+                  if first_index + row >= self.begin_index else unruled for row in range(rows)]
+        table = torch.tensor(bounds, dtype=torch.long, device=device).view(rows, 4, 1)
+        ids = torch.arange(vocab_size, device=device)
+        text_end, timestamps_low, timestamps_high, banned = table.unbind(1)
+        return ((ids < text_end) | ((ids >= self.timestamp_begin) & (ids < timestamps_low))
+                | (ids >= timestamps_high) | (ids == banned))
 
     def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
         if tokens is None:
             raise ValueError("timestamp rules read the tokens before each row: pass tokens")
         scores = super().apply(logits, first_index, tokens)
-        if scores is logits:
-            scores = scores.clone()
         rows = [row for row in range(scores.shape[0]) if first_index + row >= self.begin_index]
         if not rows:
-            return scores
-        for row in rows:
-            self._pairing_and_order(scores[row], tokens[self.begin_index: first_index + row])
+            return scores if scores is not logits else scores.clone()
+        scores = scores.masked_fill(self.pairing_mask(first_index, scores.shape[0], scores.shape[1], scores.device,
+                                                      tokens), NEGATIVE_INFINITY)
         ruled = scores[rows[0]:]  # rows are consecutive, so this is a view of them all
         log_probs = torch.log_softmax(ruled.float(), dim=-1)
         timestamp_log_prob = log_probs[:, self.timestamp_begin:].logsumexp(dim=-1)
@@ -72,25 +80,27 @@ class TimestampRules(LogitRules):
         ruled[:, :self.timestamp_begin].masked_fill_(forced[:, None], NEGATIVE_INFINITY)
         return scores
 
-    def _pairing_and_order(self, row: torch.Tensor, generated: list[int], banned=NEGATIVE_INFINITY) -> None:
-        """Set what one row may not choose to `banned` (-inf in scores, True in a mask), in place, from the tokens
-        generated before it."""
+    def _bounds(self, generated: list[int], vocab_size: int) -> tuple[int, int, int, int]:
+        """What one row may not choose, given the tokens generated before it, as (ids below this, timestamps
+        from timestamp_begin below this, ids from this up, this id): <|notimestamps|> never; at the start only a
+        timestamp (up to max_initial_timestamp_index); after a lone timestamp no text, after a pair no
+        timestamp; timestamps never decrease and a segment never has zero length."""
         begin = self.timestamp_begin
-        row[self.no_timestamps] = banned
+        text_end, timestamps_low, timestamps_high = 0, begin, vocab_size
         if not generated:
-            row[:begin] = banned
             if self.max_initial_timestamp_index is not None:
-                row[begin + self.max_initial_timestamp_index + 1:] = banned
-            return
+                timestamps_high = begin + self.max_initial_timestamp_index + 1
+            return begin, timestamps_low, timestamps_high, self.no_timestamps
         last_was_timestamp = generated[-1] >= begin
         penultimate_was_timestamp = len(generated) < 2 or generated[-2] >= begin
         if last_was_timestamp:
             if penultimate_was_timestamp:
-                row[begin:] = banned
+                timestamps_high = begin
             else:
-                row[:self.end_of_text] = banned
+                text_end = self.end_of_text
         timestamps = [token for token in generated if token >= begin]
         if timestamps:
             # a segment ends after it starts; the next one may start where the last one ended
-            last = timestamps[-1] if last_was_timestamp and not penultimate_was_timestamp else timestamps[-1] + 1
-            row[begin:last] = banned
+            timestamps_low = (timestamps[-1] if last_was_timestamp and not penultimate_was_timestamp
+                              else timestamps[-1] + 1)
+        return text_end, timestamps_low, timestamps_high, self.no_timestamps

@@ -190,3 +190,44 @@ def test_a_windows_suppression_replaces_the_models_rules():
     logits[0, 7] = 10.0
     plain_rules = tokens.rules(2, False, Suppression(tokens=(7,)))
     assert plain_rules.apply(logits, 2, [0, 0])[0].argmax().item() != 7
+
+
+def _reference_row(rules_: TimestampRules, generated: list[int]) -> torch.Tensor:
+    """What one row may not choose, slice by slice (the rule as openai's ApplyTimestampRules writes it)."""
+    row = torch.zeros(VOCAB, dtype=torch.bool)
+    begin = rules_.timestamp_begin
+    row[rules_.no_timestamps] = True
+    if not generated:
+        row[:begin] = True
+        if rules_.max_initial_timestamp_index is not None:
+            row[begin + rules_.max_initial_timestamp_index + 1:] = True
+        return row
+    last_was_timestamp = generated[-1] >= begin
+    penultimate_was_timestamp = len(generated) < 2 or generated[-2] >= begin
+    if last_was_timestamp:
+        if penultimate_was_timestamp:
+            row[begin:] = True
+        else:
+            row[:rules_.end_of_text] = True
+    timestamps = [token for token in generated if token >= begin]
+    if timestamps:
+        row[begin:timestamps[-1] if last_was_timestamp and not penultimate_was_timestamp else timestamps[-1] + 1] = True
+    return row
+
+
+@pytest.mark.parametrize("max_initial", [None, 3])
+def test_the_pairing_mask_of_a_whole_block_is_each_rows_rule(max_initial):
+    chooser = random.Random(7)
+    ruled = rules(max_initial=max_initial)
+    for _ in range(200):
+        generated = [chooser.choice([chooser.randrange(EOT), chooser.randrange(FIRST_TIMESTAMP, VOCAB)])
+                     for _ in range(chooser.randrange(8))]
+        first = chooser.randrange(len(PROMPT) - 1, len(PROMPT) + len(generated) + 1)
+        rows = len(PROMPT) + len(generated) + 1 - first
+        mask = ruled.pairing_mask(first, rows, VOCAB, "cpu", PROMPT + generated)
+        for row in range(rows):
+            index = first + row
+            expected = (_reference_row(ruled, generated[: index - len(PROMPT)]) if index >= len(PROMPT)
+                        else torch.zeros(VOCAB, dtype=torch.bool))
+            assert torch.equal(mask[row], expected), (generated, first, row)
+    assert ruled.greedy_mask(len(PROMPT) + 3, 0, VOCAB, "cpu", PROMPT + [1, 2, 3]).shape == (0, VOCAB)  # no rows

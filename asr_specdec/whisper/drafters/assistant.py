@@ -59,8 +59,10 @@ class AssistantDrafter(ModelDrafter):
         super().__init__(confidence_threshold)
         check_same_vocabulary(main_model, assistant_model, self.name)
         main_width = decoder_parts(main_model)[0].embed_tokens.weight.shape[1]
-        self.model = assistant_model.eval()
+        assistant_model.eval()
         self.shares_encoder = not has_own_encoder(assistant_model) or same_encoder(main_model, assistant_model)
+        # an encoder the drafter never runs is not kept: loaded by name, it is freed (large-v3's: 0.6 GB in float16)
+        self.encoder = None if self.shares_encoder else assistant_model.model.encoder
         cross_width = decoder_parts(assistant_model)[0].layers[0].encoder_attn.k_proj.in_features
         if not has_own_encoder(assistant_model) and cross_width != main_width:
             raise ModelError("the decoder-only assistant's cross-attention width does not match the main "
@@ -73,11 +75,11 @@ class AssistantDrafter(ModelDrafter):
             encoder_output = context.encoder_output
         else:
             features = context.input_features.to(self.runner.device, self.runner.dtype)
-            expected_bins = self.model.model.encoder.conv1.in_channels
+            expected_bins = self.encoder.conv1.in_channels
             if features.shape[1] != expected_bins:
                 raise ModelError(f"the assistant expects {expected_bins} mel bins but the main model's features "
                                  f"have {features.shape[1]}")
-            encoder_output = self.model.model.encoder(features).last_hidden_state
+            encoder_output = self.encoder(features).last_hidden_state
         max_positions = min(context.max_positions, self.runner.max_positions)
         cache = self.runner.new_cache(encoder_output.to(self.runner.dtype), max_positions=max_positions)
         self.target = DecoderTarget(self.runner, cache)

@@ -41,10 +41,12 @@ class UniversalDrafter(ModelDrafter):
                  main_model=None):
         # main_prompt_length is accepted for compatibility: the rules' begin index gives the prompt length
         super().__init__(confidence_threshold)
-        self.model = assistant_model.eval()
+        assistant_model.eval()
         # an assistant whose encoder is the main one reads the main encoder output (computed at the main
-        # model's compute type) instead of running a float32 copy that near-ties could tell apart
+        # model's compute type) instead of running a float32 copy that near-ties could tell apart; an encoder
+        # the drafter never runs is not kept (loaded by name, it is freed)
         self.shares_encoder = main_model is not None and same_encoder(main_model, assistant_model)
+        self.encoder = None if self.shares_encoder else assistant_model.model.encoder
         self.runner = WhisperDecoderRunner(assistant_model)
         self.assistant_tokenizer = assistant_tokenizer
         self.main_tokenizer = main_tokenizer
@@ -63,7 +65,7 @@ class UniversalDrafter(ModelDrafter):
             encoder_output = context.encoder_output.to(self.runner.dtype)
         else:
             features = context.input_features.to(self.runner.device, self.runner.dtype)
-            encoder_output = self.model.model.encoder(features).last_hidden_state
+            encoder_output = self.encoder(features).last_hidden_state
         self.target = DecoderTarget(self.runner, self.runner.new_cache(encoder_output))
         self.timestamps = isinstance(context.rules, TimestampRules)
         # per batch row: (main prompt length, assistant prompt, assistant rules), from the first draft on

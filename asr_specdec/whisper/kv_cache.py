@@ -1,0 +1,135 @@
+"""The decoder's static KV cache and its two key layouts, one per decoder backend.
+
+Values are [batch, heads, slots, head_dim] in both. Keys are laid out for the backend that reads them:
+- blocks (the native kernels): [batch, heads, slots / 16, head_dim, 16], blocks of 16 keys transposed, so the
+  kernels score 16 keys per load reading memory in order;
+- columns (the PyTorch path): [batch, heads, head_dim, slots], so `query @ keys[..., :end]` is one product on a
+  view, without re-laying the keys every pass.
+A key tensor's rank says which layout it is in (5: blocks, 4: columns); every reader goes through
+`key_columns`, every writer through `write_keys`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+SLOT_MULTIPLE = 16  # the kernels read keys 16 at a time
+
+
+def padded(count: int) -> int:
+    return -(-count // SLOT_MULTIPLE) * SLOT_MULTIPLE
+
+
+def is_blocked(keys: torch.Tensor) -> bool:
+    return keys.dim() == 5
+
+
+def blocked_keys(keys: torch.Tensor) -> torch.Tensor:
+    """[batch, heads, length, head_dim] keys in the block layout (padded with zeros to a multiple of 16)."""
+    batch, heads, length, head_dim = keys.shape
+    blocks = keys.new_zeros(batch, heads, padded(length), head_dim)
+    blocks[:, :, :length] = keys
+    return blocks.view(batch, heads, padded(length) // SLOT_MULTIPLE, SLOT_MULTIPLE, head_dim).transpose(3, 4)\
+        .contiguous()
+
+
+def column_keys(keys: torch.Tensor) -> torch.Tensor:
+    """[batch, heads, length, head_dim] keys in the column layout [batch, heads, head_dim, length]."""
+    return keys.transpose(2, 3).contiguous()
+
+
+def key_columns(keys: torch.Tensor, length: int) -> torch.Tensor:
+    """The first `length` keys of a cache key tensor (either layout) as [batch, heads, head_dim, length]: a view
+    of the column layout, a copy of the block layout."""
+    if not is_blocked(keys):
+        return keys[..., :length]
+    batch, heads, count, head_dim, lanes = keys.shape
+    used = -(-length // lanes)
+    return keys[:, :, :used].permute(0, 1, 3, 2, 4).reshape(batch, heads, head_dim, used * lanes)[..., :length]
+
+
+def write_keys(cache_keys: torch.Tensor, rows: torch.Tensor, slots: torch.Tensor, keys: torch.Tensor) -> None:
+    """Write keys [batch, n, heads, head_dim] of batch rows `rows` [batch, 1] at slots [batch, n]."""
+    if is_blocked(cache_keys):
+        # advanced indices on the batch and slot dims put them first: [batch, n, heads, head_dim]
+        blocks, lanes = slots // SLOT_MULTIPLE, slots % SLOT_MULTIPLE
+        cache_keys.permute(0, 2, 4, 1, 3)[rows, blocks, lanes] = keys
+    else:
+        cache_keys.permute(0, 3, 1, 2)[rows, slots] = keys
+
+
+@dataclass
+class KVCache:
+    """Self-attention keys (in their backend's layout, see the module's docstring) and values [batch, heads,
+    slots, head_dim] per layer; slots hold positions 0..max_positions-1, the scratch slot for padding, then
+    padding to a multiple of 16. Cross-attention keys (the same layout over the encoder's frames) and values
+    [batch, heads, encoder_length, head_dim], computed once from the encoder output; in int8 (a drafter's,
+    native kernels only) with a scale per key [batch, heads, encoder slots] and per value [batch, heads,
+    encoder_length]."""
+
+    self_keys: list[torch.Tensor]
+    self_values: list[torch.Tensor]
+    cross_keys: list[torch.Tensor]
+    cross_values: list[torch.Tensor]
+    max_positions: int
+    cross_key_scales: list[torch.Tensor] | None = None
+    cross_value_scales: list[torch.Tensor] | None = None
+
+    @property
+    def batch_size(self) -> int:
+        return self.self_keys[0].shape[0]
+
+    @property
+    def slots(self) -> int:
+        return self.self_values[0].shape[2]
+
+    @property
+    def encoder_length(self) -> int:
+        return self.cross_values[0].shape[2]
+
+    def keep(self, rows: torch.Tensor, memo: dict) -> None:
+        """Keep only the batch rows `rows` (slot numbers, on any device), in place. Tensors shared with other caches
+        (a drafter reads the main model's cross-attention states) are compacted once per `memo`, so they stay
+        shared."""
+        if id(self) in memo:
+            return
+        memo[id(self)] = self
+        self._native_view = None
+        for states in (self.self_keys, self.self_values, self.cross_keys, self.cross_values,
+                       self.cross_key_scales or [], self.cross_value_scales or []):
+            for index, tensor in enumerate(states):
+                if id(tensor) not in memo:  # the old tensor stays in memo so its id is not reused meanwhile
+                    memo[id(tensor)] = (tensor, tensor.index_select(0, _on(rows, tensor.device, memo)))
+                states[index] = memo[id(tensor)][1]
+
+    def copy_positions(self, moves: list[tuple[int, int, int, int]]) -> None:
+        """For each (source, destination, begin, end): row destination's self-attention keys and values at
+        positions begin..end-1 become row source's (block-layout keys move in whole blocks of 16; the
+        destination's other positions in those blocks must be equal or unused). All moves read before any
+        writes."""
+        for keys, values in zip(self.self_keys, self.self_values):
+            if is_blocked(keys):
+                spans = [(begin // SLOT_MULTIPLE, padded(end) // SLOT_MULTIPLE) for _, _, begin, end in moves]
+                parts = [keys[source, :, first:last].clone() for (source, _, _, _), (first, last) in zip(moves, spans)]
+            else:
+                spans = [(begin, end) for _, _, begin, end in moves]
+                parts = [keys[source, :, :, begin:end].clone() for source, _, begin, end in moves]
+            rows = [values[source, :, begin:end].clone() for source, _, begin, end in moves]
+            for (_, destination, begin, end), (first, last), part, row in zip(moves, spans, parts, rows):
+                if is_blocked(keys):
+                    keys[destination, :, first:last] = part
+                else:
+                    keys[destination, :, :, first:last] = part
+                values[destination, :, begin:end] = row
+
+
+def _on(rows: torch.Tensor, device: torch.device, memo: dict) -> torch.Tensor:
+    """`rows` on `device`, copied there once per keep (memo)."""
+    if rows.device == device:
+        return rows
+    key = ("rows", str(device))
+    if key not in memo:
+        memo[key] = rows.to(device)
+    return memo[key]

@@ -1,0 +1,128 @@
+"""The decoder's two backends behind one protocol (decoder_backend.py): each keeps keys in its own layout
+(kv_cache.py) and reads the other's; the PyTorch path scores windows from the hidden states decoding recorded
+and encodes a batch's windows in one call; an assistant keeps no encoder it never runs. Tiny random models."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+
+from asr_specdec.core.draft_length import DraftLength
+from asr_specdec.core.logits import Sampling
+from asr_specdec.whisper import decoder as decoder_module
+from asr_specdec.whisper.decoder import WhisperDecoderRunner, native_decoder_unavailable
+from asr_specdec.whisper.drafters import AssistantDrafter
+from asr_specdec.whisper.kv_cache import blocked_keys, column_keys, is_blocked, key_columns
+
+from ..tiny_whisper import encoder_output, tiny_whisper
+
+MODEL = tiny_whisper(0, d_model=64)
+NATIVE = native_decoder_unavailable(MODEL) is None
+IDS = [[101, 110, 4, 9, 30, 2], [101, 110, 8, 8, 12, 40]]
+
+
+def test_both_key_layouts_hold_the_same_keys():
+    keys = torch.randn(2, 3, 37, 16)
+    blocks, columns = blocked_keys(keys), column_keys(keys)
+    assert is_blocked(blocks) and blocks.shape == (2, 3, 3, 16, 16)
+    assert not is_blocked(columns) and columns.shape == (2, 3, 16, 37)
+    for layout in (blocks, columns):
+        assert torch.equal(key_columns(layout, 37), keys.transpose(2, 3))
+        assert torch.equal(key_columns(layout, 20), keys[:, :, :20].transpose(2, 3))
+
+
+def test_the_pytorch_backend_keeps_keys_in_columns_and_reads_views_of_them():
+    runner = WhisperDecoderRunner(MODEL, native=False)
+    assert runner.backend.name == "pytorch" and runner.native is None and not runner.backend.batch_invariant
+    _, encoded = encoder_output(MODEL, 1)
+    with torch.inference_mode():
+        cache = runner.new_cache(encoded.expand(2, -1, -1))
+        assert not is_blocked(cache.self_keys[0]) and not is_blocked(cache.cross_keys[0])
+        assert key_columns(cache.cross_keys[0], cache.encoder_length).data_ptr() == cache.cross_keys[0].data_ptr()
+        runner.feed_rows(cache, [IDS[0][:4], IDS[1][:2]], [0, 0])
+        stepped = runner.feed_rows(cache, [IDS[0][4:], IDS[1][2:]], [4, 2])
+        whole = runner.hidden_states(runner.new_cache(encoded.expand(2, -1, -1)), torch.tensor(IDS), 0)
+    torch.testing.assert_close(stepped[0], whole[0, 4:], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(stepped[1], whole[1, 2:], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native kernels do not run here")
+def test_each_backend_reads_the_other_backends_cross_states():
+    native, pytorch = WhisperDecoderRunner(MODEL), WhisperDecoderRunner(MODEL, native=False)
+    assert native.backend.name == "native" and native.backend.batch_invariant
+    _, encoded = encoder_output(MODEL, 2)
+    ids = torch.tensor(IDS[:1])
+    with torch.inference_mode():
+        native_states, torch_states = native.cross_attention_states(encoded), pytorch.cross_attention_states(encoded)
+        assert is_blocked(native_states[0][0]) and not is_blocked(torch_states[0][0])
+        own = native.forward(native.new_cache(encoded, cross_states=native_states), ids, 0)
+        other = native.forward(native.new_cache(encoded, cross_states=torch_states), ids, 0)
+        assert torch.equal(own, other)  # converted to blocks: the same bits
+        own = pytorch.forward(pytorch.new_cache(encoded, cross_states=torch_states), ids, 0)
+        other = pytorch.forward(pytorch.new_cache(encoded, cross_states=native_states), ids, 0)
+        assert torch.equal(own, other)
+
+
+def test_the_backend_is_chosen_in_one_place(monkeypatch):
+    chosen = []
+    original = decoder_module.choose_backend
+    monkeypatch.setattr(decoder_module, "choose_backend", lambda *args: chosen.append(args[-1]) or original(*args))
+    WhisperDecoderRunner(MODEL, native=False)
+    assert chosen == [False]
+    with pytest.raises(Exception, match="need the native CPU kernels"):
+        WhisperDecoderRunner(MODEL, weights="int8", native=False)
+
+
+def _pipeline(model):
+    from asr_specdec.whisper.compute import ComputeType
+    from asr_specdec.whisper.pipeline import WindowPipeline
+
+    class Processor:  # the pipeline reads the tokenizer only for text, which these tests do not ask for
+        tokenizer = None
+
+    return WindowPipeline(model, Processor(), None, task="transcribe", sampling=Sampling(),
+                          draft_length=DraftLength(4), compute=ComputeType("float32", "float32"))
+
+
+def test_the_pytorch_path_scores_from_recorded_hidden_states_and_encodes_rows_in_one_call(monkeypatch):
+    import asr_specdec.native as native
+    from asr_specdec.whisper.pipeline import Window
+
+    monkeypatch.setattr(native, "kernels", lambda: None)
+    monkeypatch.setattr(native, "unavailable_reason", lambda: "PyTorch path under test")
+    pipeline = _pipeline(tiny_whisper(3))
+    assert pipeline.runner.backend.name == "pytorch"
+    features = [encoder_output(pipeline.model, seed)[0] for seed in (4, 5)]
+    windows = [Window(row, language_id=None, score=True, max_new_tokens=8) for row in features]
+    with torch.inference_mode():
+        expected = [pipeline.decode([window])[0] for window in windows]
+    encoder_calls, score_passes = [], []
+    encoder_call = type(pipeline.encoder).__call__
+    monkeypatch.setattr(type(pipeline.encoder), "__call__",
+                        lambda self, rows: encoder_calls.append(rows.shape[0]) or encoder_call(self, rows))
+    hidden_states = pipeline.runner.hidden_states
+    monkeypatch.setattr(pipeline.runner, "hidden_states",
+                        lambda *args: score_passes.append(1) or hidden_states(*args))
+    with torch.inference_mode():
+        batch = pipeline.decode(windows)
+    assert encoder_calls == [2] and score_passes == []
+    for alone, row in zip(expected, batch):
+        assert row.tokens == alone.tokens
+        assert row.extras.score.avg_logprob == pytest.approx(alone.extras.score.avg_logprob, abs=1e-4)
+        assert row.extras.score.no_speech_prob == pytest.approx(alone.extras.score.no_speech_prob, abs=1e-4)
+
+
+def test_an_assistant_keeps_no_encoder_it_never_runs():
+    main = tiny_whisper(6)
+    copy = tiny_whisper(6)  # the same weights: its encoder computes the main one's output
+    other = tiny_whisper(7)
+    encoder = weakref.ref(copy.model.encoder)
+    drafter = AssistantDrafter(copy, main)
+    assert drafter.shares_encoder and drafter.encoder is None
+    del copy
+    gc.collect()
+    assert encoder() is None  # freed with the model: the drafter holds its decoder only
+    assert AssistantDrafter(other, main).encoder is other.model.encoder
