@@ -142,9 +142,12 @@ class WindowPipeline:
             drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
                                                   encoder_output, cross_states, cache,
                                                   [row.sampling for row in settings])
-            # a score reads the hidden states decoding computed instead of a pass of its own (decoder.py)
-            target = DecoderTarget(self.runner, cache, record_hidden=not beams and any(window.score
-                                                                                       for window in windows))
+            # a score reads the hidden states decoding computed instead of a pass of its own (decoder.py), where
+            # they are the same bits whether a token was stepped alone or verified among others (batch-invariant
+            # kernels): elsewhere a speculative run's scores could differ from plain's in the last bits, and a
+            # temperature fallback decided on them could then differ too
+            target = DecoderTarget(self.runner, cache, record_hidden=self.runner.backend.batch_invariant
+                                   and not beams and any(window.score for window in windows))
             fed = [prompt + extra for prompt, extra in zip(prompts, forced)]
             outcomes = generate_beams(target, fed, settings, self.drafter) if beams else None
             rows = ([(outcome.tokens, outcome.stats) for outcome in outcomes] if beams
