@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from asr_specdec.whisper.compute import auto_compute_type
 
-from .measured import COMPUTE_TYPES
+from .measured import COMPUTE_TYPES, measured_here
 
 AUTO = "auto"
 CPU_TYPES = ("float32", "int8:float32", "bfloat16:float32", "bfloat16", "int8")
@@ -51,7 +51,7 @@ def compute_help(name: str, device: str) -> str:
     line = WHAT.get(chosen, chosen)
     if name == AUTO:
         line = f"the fastest type measured to keep float32's text on this hardware: {chosen}, {line}"
-    measured = CPU_MEASURED.get(chosen) if not str(device).startswith("cuda") else None
+    measured = CPU_MEASURED.get(chosen) if measured_here(device) else None
     if measured is None:
         return f"{line[0].upper()}{line[1:]}. Not measured on this device."
     speed, same, clips = measured

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from asr_specdec.core.modes import modes_for
 
-from .measured import DRAFTERS
+from .measured import DRAFTERS, measured_here
 
 EXPLANATIONS = {
     "off": "plain greedy decoding by the main model alone: the reference every other drafter reproduces exactly",
@@ -27,7 +27,7 @@ MEASURED_ON = "Whisper base on a 2-core CPU"
 
 
 def measured_speedup(mode: str, device: str) -> float | None:
-    return CPU_SPEEDUPS.get(mode) if device == "cpu" else None
+    return CPU_SPEEDUPS.get(mode) if measured_here(device) else None
 
 
 def mode_label(mode: str, device: str) -> str:

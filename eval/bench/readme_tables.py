@@ -172,10 +172,14 @@ def write_app_figures(output: Path, record: dict, path: Path) -> list[str]:
     for name, key, parse in (("speed", "compute_types", compute_type_figures),
                              ("drafters", "drafters", drafter_figures)):
         if name in record and (output / f"{name}.md").is_file():
-            figures = parse((output / f"{name}.md").read_text())
+            printed = (output / f"{name}.md").read_text()
+            figures = parse(printed)
             if figures:
                 measured[key] = figures
                 done.append(name)
+            build = re.search(r"kernels: ([^,\n]+)", printed)
+            if name == "speed" and build:
+                measured["build"] = build[1].strip()
     if done:
         measured["source"] = "; ".join(f"{record[name]['command']} ({record[name]['date']}, commit "
                                        f"{record[name]['commit']})" for name in done)

@@ -42,7 +42,8 @@ def test_write_fills_the_regions_from_the_run(tmp_path, capsys):
     assert "no result for duel" in capsys.readouterr().err
 
 
-SPEED = """## 12 shared clips, one at a time
+SPEED = """# speed, base, 2 threads, torch 2.13.0+cpu, best of 2; kernels: native avx2, auto = float32
+## 12 shared clips, one at a time
 
 | system | total s | per clip ms (median) | vs faster-whisper int8 | vs faster-whisper float32 | WER | \
 text = float32 | acceptance |
@@ -79,6 +80,7 @@ def test_write_gives_the_app_the_same_runs_figures(tmp_path):
                                          "int8:float32": {"speed_vs_float32": 2.0, "same_text": 11, "clips": 12}}
     assert measured["drafters"] == {"off": 1.0, "quantized-self": 1.25, "assistant": 0.8}
     assert "abc1234" in measured["source"]
+    assert measured["build"] == "native avx2"  # the app quotes the figures only on the build they came from
 
 
 def test_the_apps_figures_file_covers_every_mode_and_cpu_type():

@@ -1,6 +1,7 @@
 """The decoder's two backends behind one protocol (decoder_backend.py): each keeps keys in its own layout
 (kv_cache.py) and reads the other's; the PyTorch path scores windows in a pass of their own (the same bits for
-speculative and plain runs) and encodes a batch's windows in one call; an assistant keeps no encoder it never runs. Tiny random models."""
+speculative and plain runs) and encodes a batch's windows in one call; an assistant keeps no encoder it never
+runs. Tiny random models."""
 
 from __future__ import annotations
 
