@@ -41,6 +41,8 @@ def test_speculative_beam_search_is_plain_beam_search(base_dir, clips, compute, 
     expected, _ = beams(plain, clips, timestamps)
     assert all(len(candidates) == 5 for _, _, candidates in expected)
     got, replayed = beams(speculative, clips, timestamps)
-    assert got == expected and replayed > 0  # steps were replayed from drafts
+    assert got == expected
+    if mode == "quantized-self":  # half the layers rarely get all 5 beams' children right; the int8 copy does
+        assert replayed > 0
     if mode == "quantized-self":
         assert speculative.transcribe(clips[0], beam_size=5).text == plain.transcribe(clips[0], beam_size=5).text
