@@ -7,7 +7,10 @@ drafted token. The adaptive schedule measures all of it in seconds of whole roun
 row moves), per step of plain rounds and per drafted position of drafted rounds, and picks the draft length k
 that maximises the expected beam steps per second,
     argmax_k  E(k) / (1 + k * c),   E(k) = 1 + a + ... + a^k,   c = seconds per drafted position / plain step,
-with a the measured probability that a drafted step is replayed. k = 0 is plain beam search.
+with a the measured probability that a drafted step is replayed. While it drafts, every PLAIN_EVERY-th round is
+plain, so that the plain yardstick is measured beside the drafted rounds (timings drift on a shared machine), and
+drafting stops whenever drafted rounds measured more seconds per beam step than plain ones, whatever the model
+promised. k = 0 is plain beam search.
 
 Two things keep it from costing more than a few percent when drafting does not pay:
 - a free ceiling on a, counted on every step, drafted or not: the fraction of steps whose beams are each the best
@@ -32,6 +35,7 @@ CEILING_DECAY = 0.98  # weight kept by older steps' ceiling counts each step
 PROBE_EVERY = 32  # plain rounds between one-token probes, doubled after every probe that did not pay ...
 PROBE_EVERY_MAX = 512  # ... up to this; also the probe interval while the ceiling says drafting cannot pay
 MARGIN = 1.02  # a longer draft must promise this much more speed (ties go to the shorter draft)
+PLAIN_EVERY = 8  # while drafting, every this many rounds one is plain: the yardstick stays fresh
 
 
 @dataclass
@@ -46,7 +50,9 @@ class BeamSchedule:
     _steps: float = field(default=0.0, repr=False)
     _plain_step: float | None = field(default=None, repr=False)  # seconds per plain round (one step)
     _position: float | None = field(default=None, repr=False)  # extra seconds per drafted position
+    _drafted_step: float | None = field(default=None, repr=False)  # seconds per beam step of drafted rounds
     _idle_rounds: int = field(default=0, repr=False)
+    _drafting_rounds: int = field(default=0, repr=False)
     _probe_every: int = field(default=PROBE_EVERY, repr=False)
 
     @property
@@ -92,11 +98,16 @@ class BeamSchedule:
             self.tokens = 0
             return
         best = self.best_length(self.acceptance)
-        if best > 0:
-            self.tokens, self._idle_rounds, self._probe_every = best, 0, PROBE_EVERY
+        # the model aside, drafted rounds must have cost less per step than plain ones, measured side by side
+        slower = self._drafted_step is not None and self._drafted_step >= self._plain_step
+        if best > 0 and not slower:
+            self._idle_rounds, self._probe_every = 0, PROBE_EVERY
+            self._drafting_rounds += 1
+            self.tokens = 0 if self._drafting_rounds % PLAIN_EVERY == 0 else best
             return
-        if drafted:  # a probe (or a draft) that did not pay: probe less often
+        if drafted:  # a probe (or a draft) that did not pay: probe less often, and measure the next one afresh
             self._probe_every = min(self._probe_every * 2, PROBE_EVERY_MAX)
+            self._drafted_step = None
         self._idle_rounds += 1
         every = self._probe_every if self.best_length(self.ceiling) > 0 else PROBE_EVERY_MAX
         self.tokens = 1 if self._idle_rounds % every == 0 else 0
@@ -113,6 +124,7 @@ class BeamSchedule:
         elif self._plain_step:
             extra = max(0.0, seconds - self._plain_step) / drafted
             self._position = _smoothed(self._position, extra)
+            self._drafted_step = _smoothed(self._drafted_step, seconds / max(steps, 1))
 
     def best_length(self, acceptance: float) -> int:
         """The draft length with the most expected beam steps per second at this acceptance (0: plain steps)."""

@@ -53,11 +53,13 @@ def test_adaptive_comes_back_when_the_drafter_starts_agreeing():
     assert max(run(schedule, 40, 1.0, 0.1)[-5:]) >= 8
 
 
-def run_beams(schedule, rounds: int, replayed: float, position: float, ceiling: float = 1.0) -> list[int]:
+def run_beams(schedule, rounds: int, replayed: float, position: float, ceiling: float = 1.0,
+              first_plain: float = 1.0) -> list[int]:
     """Draft lengths a beam schedule chooses when a plain round (one step) takes 1 s, each drafted position adds
     `position` s, a drafted step is replayed (after the ones before it were) when the first `replayed` fraction of
-    the draft, and a `ceiling` fraction of steps has its beams each the best child of a different parent."""
-    lengths, seen = [], 0.0
+    the draft, and a `ceiling` fraction of steps has its beams each the best child of a different parent; the first
+    plain round takes `first_plain` s (a cold or disturbed one)."""
+    lengths, seen, plain_rounds = [], 0.0, 0
     schedule.update(0, 1, None)  # beam search's first pass feeds the prompt and drafts nothing
     for _ in range(rounds):
         drafted = schedule.tokens
@@ -67,7 +69,9 @@ def run_beams(schedule, rounds: int, replayed: float, position: float, ceiling: 
             seen += ceiling
             schedule.observe_step(seen >= 1.0)
             seen -= seen >= 1.0
-        schedule.update(drafted, steps, 1.0 + position * drafted)
+        plain_rounds += not drafted
+        schedule.update(drafted, steps, (first_plain if plain_rounds == 1 and not drafted else 1.0)
+                        + position * drafted)
     return lengths
 
 
@@ -93,7 +97,16 @@ def test_beam_schedule_stops_when_verification_costs_more_than_a_perfect_drafter
 
 def test_beam_schedule_keeps_drafting_when_it_pays():
     cheap = DraftLength(4, schedule="adaptive").for_beams(5)
-    assert min(run_beams(cheap, 40, 1.0, 0.1)[10:]) >= 4
+    later = run_beams(cheap, 80, 1.0, 0.1)[10:]
+    drafted = [length for length in later if length]
+    assert min(drafted) >= 4 and len(drafted) >= len(later) * 7 // 8 - 1  # every 8th round plain, to measure it
+
+
+def test_beam_schedule_is_not_fooled_by_one_slow_plain_round():
+    # the first plain round took 10 s: drafted rounds look cheap beside it, until plain rounds are measured again
+    schedule = DraftLength(4, schedule="adaptive").for_beams(5)
+    lengths = run_beams(schedule, 200, 0.3, 0.8, first_plain=10.0)
+    assert sum(lengths[100:]) <= 4
 
 
 def test_beam_schedule_does_not_probe_when_even_a_perfect_drafter_could_not_pay():
