@@ -39,18 +39,27 @@ def _model_line(role: str, model: dict | None) -> list[str]:
     return [f"- {role}: `{model['name']}` ({model['source']}{checksum})"]
 
 
-def _table_row(entry: dict) -> str:
+def _table_row(entry: dict, beams: bool) -> str:
     spread = entry["speedup_per_utterance"]
     median = (f"{_times(spread['median'])} [{_number(spread['p25'])}–{_number(spread['p75'])}]"
               if spread["median"] is not None else "")
+    per_pass = entry.get("beam_steps_per_main_pass") if beams else entry["tokens_per_main_pass"]
     return (f"| {entry['mode']} | {entry['draft_tokens'] or ''} | {entry['utterances']} | {entry['failed']} | "
             f"{_percent(entry['wer'])} | {_percent(entry['parity'])} | {_times(entry['speedup'])} | {median} | "
-            f"{_percent(entry['acceptance_rate'])} | {_number(entry['tokens_per_main_pass'])} | "
+            f"{_percent(entry['acceptance_rate'])} | {_number(per_pass)} | "
             f"{_number(entry['rtf'], 3)} |")
+
+
+def beam_size(report: dict) -> int | None:
+    """The run's beam size (eval.run --beam-size, carried in the recipe), None for greedy decoding."""
+    recipe = report.get("settings", {}).get("recipe") or "{}"
+    return json.loads(recipe).get("beam_size")
 
 
 def markdown(report: dict) -> str:
     dataset, machine, summary = report["dataset"], report["machine"], report["summary"]
+    beams = beam_size(report)
+    plain = f"plain beam search ({beams} beams)" if beams else "plain greedy"
     where = "/".join(part for part in (dataset.get("config"), dataset.get("split")) if part)
     gpus = f", GPU {', '.join(machine['gpus'])}" if machine.get("gpus") else ""
     lines = [
@@ -60,17 +69,20 @@ def markdown(report: dict) -> str:
         f"audio; engine {report['engine']}; {report['created']}.",
         "",
         f"- command: `{report['command']}`",
+        f"- decoding: {f'beam search, {beams} beams, every mode' if beams else 'greedy'}; parity and speedup "
+        f"against {plain}",
         f"- machine: {machine['cpu']}, {machine['cpu_count']} CPUs, {machine['torch_threads']} torch threads "
         f"per worker{gpus}; {machine['platform']}",
         "- libraries: " + ", ".join(f"{name} {version}" for name, version in report["libraries"].items()),
         *(line for role, model in report["models"].items() for line in _model_line(role, model)),
         "",
         "| mode | draft tokens | utterances | failed | WER | identical to plain | speedup (total) | "
-        "speedup per utterance: median [p25–p75] | acceptance | tokens / main pass | RTF |",
+        f"speedup per utterance: median [p25–p75] | acceptance | {'beam steps' if beams else 'tokens'} / main pass | "
+        "RTF |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
-        *(_table_row(entry) for entry in summary),
+        *(_table_row(entry, bool(beams)) for entry in summary),
         "",
-        "Speedup (total) is the summed plain-greedy time over the summed time of the mode, on the utterances "
+        f"Speedup (total) is the summed {plain} time over the summed time of the mode, on the utterances "
         "both decoded; RTF is decoding time over audio duration (lower is faster). WER uses transformers' "
         "Whisper English normaliser and counts only utterances with a reference. Every utterance was decoded "
         "by every mode back to back, after a warm-up.",

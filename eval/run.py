@@ -4,7 +4,10 @@
     python -m eval.run --dataset ../shared/audio/manifest.jsonl --main base --output results/shared
     python -m eval.run --dataset LibriSpeech/ --split test --num-draft-tokens 2,4,6,8 --modes quantized-self
     python -m eval.run --dataset ../shared/audio/manifest.jsonl --engine ray --num-workers 2
+    python -m eval.run --dataset ../shared/audio/manifest.jsonl --beam-size 5   # every mode with 5 beams
 
+With --beam-size N every mode decodes with N beams and parity and speedup are against plain beam search (the
+report adds beam steps per main pass); run it without to compare the WER with greedy decoding's.
 Writes OUTPUT/rows.jsonl (every row, as each utterance finishes), report.json, report.md and report.png.
 Ctrl-C keeps the finished rows and writes the report so far; `--resume` continues the run.
 """

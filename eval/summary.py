@@ -1,4 +1,5 @@
-"""Per-variant numbers from the rows: WER, parity with plain greedy, speedup, acceptance, real-time factor."""
+"""Per-variant numbers from the rows: WER, parity with plain decoding (greedy, or beam search with --beam-size),
+speedup, acceptance, beam steps per main pass, real-time factor."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from .settings import PLAIN
 
 
 def _total(rows: list[dict], key: str) -> float:
-    return sum(row["stats"][key] for row in rows)
+    return sum(row["stats"].get(key, 0) for row in rows)
 
 
 def summarize_variant(label: str, rows: list[dict], plain_seconds: dict[str, float]) -> dict:
@@ -31,6 +32,9 @@ def summarize_variant(label: str, rows: list[dict], plain_seconds: dict[str, flo
         "speedup_per_utterance": spread([row["speedup"] for row in timed if row["speedup"] is not None]),
         "acceptance_rate": ratio(_total(ok, "accepted_tokens"), _total(ok, "drafted_tokens")),
         "tokens_per_main_pass": ratio(_total(ok, "new_tokens"), _total(ok, "main_passes")),
+        # beam search: steps replayed per main pass (1.0 for plain beam search); None without beams
+        "beam_steps_per_main_pass": (ratio(_total(ok, "beam_steps"), _total(ok, "main_passes"))
+                                     if _total(ok, "beam_steps") else None),
         "rtf": ratio(sum(row["seconds"] for row in ok), sum(row["duration"] for row in ok)),
         "seconds": sum(row["seconds"] for row in ok),
         "audio_seconds": sum(row["duration"] for row in ok),

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .draft_length import DraftLength
+from .beam_schedule import BeamSchedule
 from .drafter import Drafter
 from .stats import DecodeStats
 
@@ -106,7 +106,7 @@ class _Audio:
     settings: object  # GenerationSettings (engine.py)
     beam: BeamSearch
     limit: int
-    draft_length: DraftLength
+    draft_length: BeamSchedule  # shared by every audio row with this beam size, kept across calls
     beams: list[_Beam]
     held: list[list[int]]  # per cache row: the tokens whose keys/values it holds at positions 0..
     finished: dict = field(default_factory=dict)  # new tokens -> sum of log-probabilities, in collection order
@@ -127,7 +127,7 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
         if drafter is not None:
             drafter.keep(expanded, memo)
     audios = [_Audio(list(prompt), row, row.beam, min(len(prompt) + row.max_new_tokens, target.max_positions),
-                     row.draft_length.for_beams(), [_Beam(list(prompt), 0.0, 0)], [[] for _ in range(size)])
+                     row.draft_length.for_beams(size), [_Beam(list(prompt), 0.0, 0)], [[] for _ in range(size)])
               for prompt, row, size in zip(prompts, settings, sizes)]
     started = time.perf_counter()
     for audio in audios:
@@ -140,8 +140,11 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
         verify_started = time.perf_counter()
         _score(target, batch, drafts)
         verify_seconds = time.perf_counter() - verify_started
+        shared = (time.perf_counter() - draft_started) / len(batch)  # the draft and the main pass, per audio row
         first = 0
         for audio, audio_drafts in zip(batch, drafts):
+            own_started = time.perf_counter()
+            prompt_pass = audio.stats.main_passes == 0  # it fed the prompt: not a step's cost
             steps = _replay(audio)
             wanted = max((len(draft) for draft in audio_drafts), default=0)
             audio.stats.main_passes += 1
@@ -149,12 +152,12 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
             audio.stats.drafted_tokens += wanted
             audio.stats.accepted_tokens += min(max(steps - 1, 0), wanted)
             audio.stats.verify_seconds += verify_seconds / len(batch)
-            audio.draft_length.update(wanted, min(max(steps - 1, 0), wanted), verify_started - draft_started,
-                                      verify_seconds)
             if audio.done:
                 audio.stats.total_seconds = time.perf_counter() - started
             else:
                 _settle_rows(audio, target, first)
+            round_seconds = None if prompt_pass else shared + time.perf_counter() - own_started
+            audio.draft_length.update(wanted, steps, round_seconds)
             first += len(audio.held)
         active = _leave(audios, active, target, drafter)
     return [_outcome(audio) for audio in audios]
@@ -275,12 +278,13 @@ def _step(audio: _Audio) -> None:
         values, tokens = _top(audio, beam)
         sums = (values + torch.tensor(beam.sum_logprob, dtype=torch.float32)).tolist()
         candidates += [(score, beam, token) for score, token in zip(sums, tokens)]
-    beams, finished = [], []
+    beams, finished, parents = [], [], []
     for score, beam, token in sorted(candidates, key=lambda candidate: candidate[0], reverse=True):
         if token == eos:
             finished.append((tuple(beam.tokens[len(audio.prompt):]) + (token,), score))
             continue
         child = _Beam(beam.tokens + [token], score, beam.row)
+        parents.append((beam, token))
         path = beam.path
         if path is not None and beam.offset < len(path.draft) and path.draft[beam.offset] == token:
             child.path, child.offset = path, beam.offset + 1
@@ -291,6 +295,9 @@ def _step(audio: _Audio) -> None:
         if len(audio.finished) >= audio.beam.max_candidates:
             break
         audio.finished[sequence] = score
+    if len(audio.beams) == size:  # could a drafter proposing the main model's best tokens have replayed it?
+        audio.draft_length.observe_step(len({id(parent) for parent, _ in parents}) == len(parents)
+                                        and all(token == _top(audio, parent)[1][0] for parent, token in parents))
     audio.beams = beams
     audio.done = (len(audio.finished) >= audio.beam.max_candidates or not beams
                   or len(beams[0].tokens) >= audio.limit)

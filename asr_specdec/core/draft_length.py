@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .beam_schedule import BeamSchedule
+
 # On the CPU the int8 self-drafter agrees ~95% of the time: long drafts pay when its step is cheap
 DEFAULT_DRAFT_TOKENS = 8
 SCHEDULES = ("adaptive", "fixed", "heuristic")
@@ -27,12 +29,6 @@ PRIOR_COST = 0.3  # draft step / main pass, before it is measured
 VERIFY_COST = 0.05  # a verification pass grows by about this much of a main pass per extra position
 DECAY = 0.7  # weight kept by older rounds' counts each round
 PROBE_EVERY = 8  # rounds without drafting between one-token probes
-# beam search scores every beam's draft with full logits: a drafted step costs far more of a pass than in greedy
-# decoding, so its schedule learns that cost (from passes with and without a draft) starting from this prior
-BEAM_VERIFY_COST = 0.2
-# a beam probe drafts for every beam, whose drafter rows must first catch up with every move since the last one:
-# probing that often would cost beams far more than a few percent
-BEAM_PROBE_EVERY = 32
 
 
 @dataclass
@@ -47,9 +43,7 @@ class DraftLength:
     _draft_step: float | None = field(default=None, repr=False)  # seconds per draft step
     _main_pass: float | None = field(default=None, repr=False)  # seconds per main pass
     _idle_rounds: int = field(default=0, repr=False)
-    learn_verify_cost: bool = False  # measure what one more drafted position costs (beam search) instead of assuming
-    _plain_pass: float | None = field(default=None, repr=False)  # seconds per pass without a draft
-    _position: float | None = field(default=None, repr=False)  # seconds per extra drafted position of a pass
+    _beams: dict = field(default_factory=dict, repr=False, compare=False)  # beam size -> its BeamSchedule
 
     def __post_init__(self):
         if self.tokens < 1:
@@ -63,14 +57,17 @@ class DraftLength:
 
     def copy(self) -> DraftLength:
         """A fresh schedule with these settings (the length adapts per sequence)."""
-        return DraftLength(self.tokens, self.dynamic, self.minimum, self.maximum, self.schedule,
-                           learn_verify_cost=self.learn_verify_cost)
+        return DraftLength(self.tokens, self.dynamic, self.minimum, self.maximum, self.schedule)
 
-    def for_beams(self) -> DraftLength:
-        """A fresh schedule for beam search: the same settings, the verification cost learnt (see BEAM_VERIFY_COST)."""
-        schedule = self.copy()
-        schedule.learn_verify_cost = True
-        return schedule
+    def for_beams(self, beam_size: int) -> BeamSchedule:
+        """The schedule of speculative beam search with `beam_size` beams (beam_schedule.py): one per beam size,
+        kept with these settings, so that what it measured carries over to the next window and call."""
+        if beam_size not in self._beams:
+            schedule = BeamSchedule(self.tokens, self.maximum, self.schedule, self.minimum)
+            if schedule.schedule == "adaptive":
+                schedule.tokens = schedule.best_length(schedule.acceptance)
+            self._beams[beam_size] = schedule
+        return self._beams[beam_size]
 
     @property
     def acceptance(self) -> float:
@@ -82,11 +79,7 @@ class DraftLength:
     def cost(self) -> float:
         """(draft step + one more verified position) / main pass."""
         ratio = PRIOR_COST if not (self._draft_step and self._main_pass) else self._draft_step / self._main_pass
-        if not self.learn_verify_cost:
-            return ratio + VERIFY_COST
-        if self._position is None or not self._plain_pass:
-            return ratio + BEAM_VERIFY_COST
-        return ratio + self._position / self._plain_pass
+        return ratio + VERIFY_COST
 
     def update(self, drafted: int, accepted: int, draft_seconds: float = 0.0, verify_seconds: float = 0.0) -> None:
         if self.schedule == "fixed":
@@ -100,8 +93,7 @@ class DraftLength:
         best = self.best_length()
         if best == 0:
             self._idle_rounds += 1
-            probe_every = BEAM_PROBE_EVERY if self.learn_verify_cost else PROBE_EVERY
-            self.tokens = 1 if self._idle_rounds % probe_every == 0 else 0
+            self.tokens = 1 if self._idle_rounds % PROBE_EVERY == 0 else 0
         else:
             self._idle_rounds = 0
             self.tokens = best
@@ -115,10 +107,6 @@ class DraftLength:
                 self._draft_step = _smoothed(self._draft_step, draft_seconds / drafted)
         if verify_seconds > 0:
             self._main_pass = _smoothed(self._main_pass, verify_seconds)
-            if not drafted:
-                self._plain_pass = _smoothed(self._plain_pass, verify_seconds)
-            elif self._plain_pass:
-                self._position = _smoothed(self._position, max(0.0, verify_seconds - self._plain_pass) / drafted)
 
     def best_length(self) -> int:
         """The draft length with the most expected tokens per unit of time (0: plain decoding)."""

@@ -79,3 +79,27 @@ def test_sweep_labels():
         "off", "quantized-self k=2", "quantized-self k=4", "prompt-lookup k=2", "prompt-lookup k=4"]
     assert EvalSettings("x", modes=("prompt-lookup",), plain_baseline=False).variants() == [
         Variant("prompt-lookup", 8, "prompt-lookup")]
+
+
+def test_beam_runs_report_beam_steps_per_pass_against_plain_beam_search(tmp_path):
+    import json
+
+    def beam_row(variant, tokens, seconds, steps, passes):
+        made = row("a", variant, "go forward", tokens, seconds, "go forward", drafted=4, accepted=2, passes=passes)
+        made["stats"]["beam_steps"] = steps
+        return made
+
+    rows = score_utterance([beam_row(PLAIN, [1, 2, 3], 3.0, 6, 6), beam_row(DRAFT, [1, 2, 3], 2.0, 6, 4)])
+    plain, draft = summarize(rows, ["off", "quantized-self"])
+    assert (plain["beam_steps_per_main_pass"], draft["beam_steps_per_main_pass"]) == (1.0, 1.5)
+    assert draft["parity"] == 1.0 and draft["speedup"] == 1.5 and draft["wer"] == 0.0
+    settings = EvalSettings("x.jsonl", modes=("off", "quantized-self"), recipe=json.dumps({"beam_size": 5}))
+    context = {"command": "python -m eval.run --beam-size 5", "engine": "local", "dataset": {"dataset": "x.jsonl"},
+               "machine": {"cpu": "c", "cpu_count": 2, "torch_threads": 1, "gpus": [], "platform": "p"},
+               "libraries": {}, "models": {}, "settings": settings.as_dict()}
+    text = markdown(write_report(tmp_path, rows, ["off", "quantized-self"], context))
+    assert "beam steps / main pass" in text and "against plain beam search (5 beams)" in text
+    assert [line for line in text.splitlines() if line.startswith("| quantized-self")] == [
+        "| quantized-self | 8 | 1 | 0 | 0.0% | 100.0% | 1.50x | 1.50x [1.50–1.50] | 50.0% | 1.50 | 1.000 |"]
+    assert summarize(score_utterance([row("b", PLAIN, "x", [1], 1.0, None)]), ["off"])[0][
+        "beam_steps_per_main_pass"] is None  # greedy rows have none
