@@ -5,7 +5,7 @@ app/measured.json by the README's benchmark run. Reduced decoder precisions need
 
 from __future__ import annotations
 
-from asr_specdec.whisper.compute import auto_compute_type
+from asr_specdec.whisper.runtime.compute import auto_compute_type
 
 from .measured import COMPUTE_TYPES, measured_here
 

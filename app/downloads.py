@@ -9,8 +9,8 @@ from datetime import datetime
 from pathlib import Path
 
 from asr_specdec.whisper import TranscriptionResult
-from asr_specdec.whisper.formats import to_srt, to_text, to_vtt
-from asr_specdec.whisper.records import result_record
+from asr_specdec.whisper.io.formats import to_srt, to_text, to_vtt
+from asr_specdec.whisper.io.records import result_record
 
 FORMATS = ("txt", "srt", "vtt", "json")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from asr_specdec.errors import AudioError, SpecdecError
-from asr_specdec.whisper.audio import duration_seconds, load_audio
+from asr_specdec.whisper.io.audio import duration_seconds, load_audio
 
 
 class LimitError(SpecdecError):

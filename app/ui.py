@@ -15,7 +15,7 @@ from .compute_guide import compute_choices, compute_help
 from .drafter_guide import guide_markdown, mode_choices, mode_help
 from .handlers import Handlers
 from .languages import AUTO, language_choices, language_info, task_choices
-from .live import WAITING, LiveHandlers
+from .live_tab import WAITING, LiveHandlers
 from .pairing import assistant_info
 from .service import TranscriptionService
 from .views import HIGHLIGHT_COLORS, HIGHLIGHT_LEGEND, empty_comparison_html

@@ -10,12 +10,12 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "SpeculativeWhisper": "whisper.transcriber",
     "TranscriptionResult": "whisper.result",
-    "StreamingTranscriber": "whisper.streaming",
+    "StreamingTranscriber": "whisper.live.streaming",
     "SpeculativeLM": "text.lm",
     "GenerationResult": "text.lm",
     "DecodeStats": "core.stats",
     "Drafter": "core.drafter",
-    "load_audio": "whisper.audio",
+    "load_audio": "whisper.io.audio",
     "SpecdecError": "errors",
     # faster-whisper's API (compat/): `from asr_specdec import WhisperModel` in place of faster_whisper's
     "WhisperModel": "compat.model",

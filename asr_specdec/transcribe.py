@@ -15,7 +15,7 @@ from .commands import add_compute_type_arguments, format_stats, run_command
 from .core.modes import MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
 from .transcriber_arguments import DEFAULTS_HELP, LONG_FORM_MODES, build_transcriber, plain_sibling
-from .whisper.records import result_record
+from .whisper.io.records import result_record
 
 FORMATS = ("text", "json", "jsonl", "srt", "vtt")
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def render(result, output_format: str, file: str, comparison: dict | None = None,
            word_cues: str = "segment") -> str:
-    from .whisper.formats import to_srt, to_text, to_vtt
+    from .whisper.io.formats import to_srt, to_text, to_vtt
 
     if output_format == "srt":
         return to_srt(result.segments, word_cues)
@@ -185,7 +185,7 @@ def _groups(files: list[str], size: int) -> list[list[str]]:
 def _transcribe_group(transcriber, files: list[str]) -> list[tuple[str, object]]:
     """(file, result or the exception it raised) for each file; a group of more than one decodes as a batch,
     after reading every file on its own so that one unreadable file fails alone."""
-    from .whisper.audio import load_audio
+    from .whisper.io.audio import load_audio
 
     if len(files) == 1:
         try:

@@ -7,7 +7,7 @@ import time
 import zlib
 
 from asr_specdec.errors import SpecdecError
-from asr_specdec.whisper.audio import load_audio
+from asr_specdec.whisper.io.audio import load_audio
 
 from .rows import failed_row, ok_row, score_utterance
 from .settings import EvalSettings

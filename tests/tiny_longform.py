@@ -15,9 +15,9 @@ from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.drafter import DraftContext
 from asr_specdec.core.engine import GenerationSettings, generate
 from asr_specdec.core.logits import Sampling
-from asr_specdec.whisper.decoder import DecoderTarget, WhisperDecoderRunner
-from asr_specdec.whisper.longform import Frames
-from asr_specdec.whisper.timestamps import TimestampRules
+from asr_specdec.whisper.longform.sequential import Frames
+from asr_specdec.whisper.runtime.decoder import DecoderTarget, WhisperDecoderRunner
+from asr_specdec.whisper.runtime.timestamps import TimestampRules
 
 from .tiny_whisper import EOS, NO_TIMESTAMPS, START, tiny_whisper
 

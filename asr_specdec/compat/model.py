@@ -17,12 +17,12 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import SpecdecError
-from ..whisper import audio as audio_io
 from ..whisper.arguments import call_options
+from ..whisper.io import audio as audio_io
+from ..whisper.longform.vad import VadOptions, speech_regions
 from ..whisper.options import TranscribeOptions, vad_options
-from ..whisper.tokens import Suppression
-from ..whisper.vad import VadOptions, speech_regions
-from ..whisper.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
+from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
+from ..whisper.runtime.tokens import Suppression
 from .lazy import lazy_segments
 from .plan import (
     UnsupportedOption,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..whisper import audio as audio_io
+from ..whisper.io import audio as audio_io
 
 # faster-whisper's size names, as the transformers checkpoints of the same weights (our offline packs come first)
 HUB_IDS = {

@@ -40,7 +40,7 @@ class LogitRules:
         mask = self.suppressed(first_index, logits.shape[0], logits.shape[-1], logits.device)
         return logits if mask is None else logits.masked_fill(mask, -float("inf"))
 
-    # Whisper's timestamp rule (see whisper/timestamps.py) forces a choice within the ids from `group_begin` on
+    # Whisper's timestamp rule (see whisper/runtime/timestamps.py) forces a choice within the ids from `group_begin` on
     # when together they are likelier than the best id below; None: no such rule
     group_begin: ClassVar[int | None] = None
 

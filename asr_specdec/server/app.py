@@ -1,7 +1,7 @@
 """The FastAPI application: middleware (access log, API key, bounded queue, upload size), error handlers, one
 router per resource, and a lifespan handler that creates the batcher and the service once and injects them.
 
-The WebSocket endpoint for live transcription (routes/live.py) is one more router on the same service."""
+The WebSocket endpoint for live transcription (routes/live_websocket.py) is one more router on the same service."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from .auth import ApiKeyMiddleware
 from .batcher import WindowBatcher
 from .errors import install_error_handlers
 from .limits import Admission, AdmissionMiddleware, BodyLimitMiddleware
-from .routes import audio, health, live, models
+from .routes import audio, health, models
+from .routes import live_websocket as live
 from .service import TranscriptionService
 from .settings import ServerSettings
 from .transcribers import Transcribers

@@ -15,7 +15,7 @@ import zlib
 
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from ..whisper.formats import Segment, to_srt, to_vtt
+from ..whisper.io.formats import Segment, to_srt, to_vtt
 from .forms import AudioRequest
 
 TELEMETRY_KEY = "asr_specdec"

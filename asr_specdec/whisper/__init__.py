@@ -7,9 +7,9 @@ _EXPORTS = {
     "SpeculativeWhisper": "transcriber",
     "TranscriptionResult": "result",
     "Progress": "transcriber",
-    "load_audio": "audio",
-    "StreamingTranscriber": "streaming",
-    "StreamingUpdate": "streaming",
+    "load_audio": "io.audio",
+    "StreamingTranscriber": "live.streaming",
+    "StreamingUpdate": "live.streaming",
 }
 
 

@@ -27,11 +27,11 @@ Design, and why every row stays exact:
 from __future__ import annotations
 
 from ..core.stats import DecodeStats
-from . import audio as audio_io
-from .fallback import Recipe, decode_with_fallback
-from .formats import Segment
-from .pipeline import Window, WindowPipeline
+from .io import audio as audio_io
+from .io.formats import Segment
+from .recipe.fallback import Recipe, decode_with_fallback
 from .result import TranscriptionResult
+from .runtime.pipeline import Window, WindowPipeline
 
 
 def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | None = None,

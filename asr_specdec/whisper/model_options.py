@@ -10,7 +10,7 @@ from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from ..core.drafter import Drafter
 from ..core.modes import MODES, default_mode
 from ..errors import SpecdecError
-from .compute import ComputeType
+from .runtime.compute import ComputeType
 
 DEFAULT_SCHEDULE = "adaptive"
 

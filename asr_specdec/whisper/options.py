@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, fields, replace
 
 from ..core.logits import Sampling
 from ..errors import SpecdecError
-from .fallback import DEFAULT_TEMPERATURES, Recipe
-from .tokens import Suppression
-from .vad import VadOptions
-from .words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
+from .longform.vad import VadOptions
+from .recipe.fallback import DEFAULT_TEMPERATURES, Recipe
+from .recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
+from .runtime.tokens import Suppression
 
 
 class PromptTruncated(UserWarning):

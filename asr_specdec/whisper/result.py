@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.stats import DecodeStats
-from .formats import Segment
+from .io.formats import Segment
 
 
 @dataclass

@@ -15,22 +15,22 @@ from ..core.logits import Sampling
 from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
-from . import audio as audio_io
 from .arguments import call_options, constructor_options
-from .chunks import independent_segments, window_text_tokens
-from .compute import model_dtype, parse_compute_type
 from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, UniversalDrafter
 from .drafters.assistant import check_same_device
-from .fallback import WindowResult, decode_with_fallback
-from .formats import Segment
-from .hallucination import check_applies
-from .longform import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
+from .io import audio as audio_io
+from .io.formats import Segment
+from .longform.chunks import independent_segments, window_text_tokens
+from .longform.hallucination import check_applies
+from .longform.sequential import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
+from .longform.vad import on_file_timeline, speech_regions, speech_windows
 from .model_options import ModelOptions
 from .options import PromptTokens, TranscribeOptions, prompt_tokens, window_context
-from .pipeline import Window, WindowDecoder, WindowPipeline
+from .recipe.fallback import WindowResult, decode_with_fallback
+from .recipe.words import place_words
 from .result import TranscriptionResult
-from .vad import on_file_timeline, speech_regions, speech_windows
-from .words import place_words
+from .runtime.compute import model_dtype, parse_compute_type
+from .runtime.pipeline import Window, WindowDecoder, WindowPipeline
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
@@ -95,8 +95,8 @@ def _load_lean(location, device, dtype):
     """(model, processor) of a local directory the lean loader reads, else None."""
     from pathlib import Path
 
-    from .lean_model import lean_loadable, load_lean_whisper
-    from .lean_processor import load_lean_processor
+    from .runtime.lean_model import lean_loadable, load_lean_whisper
+    from .runtime.lean_processor import load_lean_processor
 
     if not isinstance(location, Path) or not lean_loadable(location):
         return None
@@ -304,7 +304,7 @@ class SpeculativeWhisper:
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see
         streaming.py): `feed(samples)` audio as it arrives, get updates with committed and tentative text."""
-        from .streaming import StreamingTranscriber
+        from .live.streaming import StreamingTranscriber
 
         return StreamingTranscriber(self, **options)
 

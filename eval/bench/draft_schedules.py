@@ -47,7 +47,7 @@ def random_assistant(main_model, layers: int = 2, seed: int = 0):
 def run(args) -> list[str]:
     from asr_specdec.weights.whisper_models import load_whisper
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     torch.set_num_threads(args.threads)
     main = load_whisper(args.main)

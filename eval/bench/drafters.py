@@ -83,7 +83,7 @@ def transformers_modes(main, assistant, draft_tokens: int, language: str):
 
 def run(args) -> list[str]:
     from asr_specdec.weights.whisper_models import load_whisper
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     torch.set_num_threads(args.threads)
     main = load_whisper(args.main)

@@ -119,7 +119,7 @@ def parse_systems(text: str) -> list[str]:
 
 def load_workload(folder: Path, utterances: int) -> Workload:
     from asr_specdec.errors import SpecdecError
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     manifest = folder / "manifest.jsonl"
     if not manifest.is_file():

@@ -60,8 +60,8 @@ def speech_files(named: list[tuple[str, np.ndarray]], pause: float, quiet_db: fl
 
 
 def live_text(asr, samples: np.ndarray, speed: float = 1.0, clock: str = "simulated") -> str:
-    from asr_specdec.whisper.live import play
-    from asr_specdec.whisper.streaming import StreamingTranscriber
+    from asr_specdec.whisper.live.replay import play
+    from asr_specdec.whisper.live.streaming import StreamingTranscriber
 
     stream = StreamingTranscriber(asr)
     updates = list(play(stream, samples, chunk_seconds=0.5, speed=speed, clock=clock))

@@ -42,7 +42,7 @@ PREFIX, VERIFIED = 30, 9  # a step at position 30 of the transcript; a verificat
 def random_whisper(shape: dict, device: str, dtype: torch.dtype, decoder_layers: int | None = None,
                    decoder_only: bool = False):
     """A Whisper of `shape` with random weights (the lean model's module tree: what the runners read)."""
-    from asr_specdec.whisper.lean_model import LeanWhisper, Settings
+    from asr_specdec.whisper.runtime.lean_model import LeanWhisper, Settings
 
     config = Settings({**shape, "decoder_layers": decoder_layers or shape["decoder_layers"]})
     with torch.device(device):
@@ -77,8 +77,8 @@ def median_seconds(function, repeats: int, device: str) -> float:
 def pass_costs(shape: dict, device: str, dtype: torch.dtype, repeats: int) -> dict[str, float]:
     """Seconds of: one encoder window, one main decoder step (+ greedy choice), one verification of 9 tokens, one
     draft step of the 2-layer decoder-only assistant."""
-    from asr_specdec.whisper.decoder import WhisperDecoderRunner
-    from asr_specdec.whisper.encoder import EncoderRunner
+    from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
+    from asr_specdec.whisper.runtime.encoder import EncoderRunner
 
     precision = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype]
     main = random_whisper(shape, device, dtype)

@@ -22,7 +22,7 @@ GAP_SECONDS = 0.5
 
 
 def joined_clips(folder: Path) -> np.ndarray:
-    from asr_specdec.whisper.audio import SAMPLE_RATE, load_audio
+    from asr_specdec.whisper.io.audio import SAMPLE_RATE, load_audio
 
     gap = np.zeros(int(SAMPLE_RATE * GAP_SECONDS), dtype=np.float32)
     entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]

@@ -73,7 +73,7 @@ def _chords(time: np.ndarray) -> np.ndarray:
 
 def clips(folder: Path, names: list[str] | None = None) -> list[tuple[str, np.ndarray]]:
     """The shared clips (name, 16-kHz samples) in the manifest's order, or those named, in that order."""
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     entries = [json.loads(line)["audio"] for line in (folder / "manifest.jsonl").read_text().splitlines()
                if line.strip()]

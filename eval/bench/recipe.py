@@ -40,7 +40,7 @@ def paused_clips(folder: Path, pauses: list[tuple[float, str]], names: list[str]
                  ) -> tuple[np.ndarray, list[float]]:
     """(audio, speech onset of each clip in seconds): clips in manifest order (or `names`), each clip after the
     first preceded by `pauses[i]` = (seconds, 'silence' or 'noise'; noise is Gaussian, RMS 0.02)."""
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
     names = names or [entry["audio"] for entry in entries]
@@ -120,7 +120,7 @@ def compare_faster_whisper(model_name: str, folder: Path, threads: int) -> None:
 
     from asr_specdec.weights.packs import assemble_pack
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     with tempfile.TemporaryDirectory() as scratch:
         reference = WhisperModel(str(assemble_pack(model_name, scratch)), device="cpu", compute_type="float32",

@@ -67,8 +67,8 @@ def best_of(function, repeats: int):
 def our_systems(main: str, compute_types: list[str], beam_size: int | None = None) -> dict:
     from asr_specdec.weights.whisper_models import resolve_model_dir
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.lean_model import load_lean_whisper
-    from asr_specdec.whisper.lean_processor import load_lean_processor
+    from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
+    from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
 
     location = resolve_model_dir(main)
     loaded = (load_lean_whisper(location), load_lean_processor(location))
@@ -136,11 +136,11 @@ def step_costs(main: str, repeats: int, clip: Path) -> list[str]:
     greedy tokens, then one more token, or the next 9 at once."""
     from asr_specdec.weights.whisper_models import resolve_model_dir
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.audio import load_audio
-    from asr_specdec.whisper.decoder import WhisperDecoderRunner
-    from asr_specdec.whisper.encoder import EncoderRunner
-    from asr_specdec.whisper.lean_model import load_lean_whisper
-    from asr_specdec.whisper.lean_processor import load_lean_processor
+    from asr_specdec.whisper.io.audio import load_audio
+    from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
+    from asr_specdec.whisper.runtime.encoder import EncoderRunner
+    from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
+    from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
 
     directory = resolve_model_dir(main)
     model, processor = load_lean_whisper(directory), load_lean_processor(directory)
@@ -193,7 +193,7 @@ def speculative_round(model, encoded, prefix: list[int], following: list[int], r
     verifies 9 tokens, then the int8 self-drafter (int8 weights and cross states) steps 8 times, then one plain
     main step: each pass costs more here than alone, since each evicts the others' weights from the cache."""
     from asr_specdec.native import int8_activations
-    from asr_specdec.whisper.decoder import WhisperDecoderRunner
+    from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
     main = WhisperDecoderRunner(model, weights="float32", cross_dtype=torch.bfloat16)
     drafter = WhisperDecoderRunner(model, weights="int8-vnni" if int8_activations() else "int8",
@@ -225,7 +225,7 @@ def speculative_round(model, encoded, prefix: list[int], following: list[int], r
 
 def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int,
                 beam_size: int = 1) -> tuple[list[str], dict]:
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     audio = [load_audio(clip) for clip in clips]
     tallies = {name: Tally() for name in [*systems, *fw, *(["transformers generate()"] if hf else [])]}
@@ -312,7 +312,7 @@ def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int, beam
 
 def batches(main: str, compute: str, clips: list[Path], repeats: int, batch_size: int = 8) -> list[str]:
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     audio = [load_audio(clip) for clip in clips]
     systems = {mode: SpeculativeWhisper(main, mode=mode, language=LANGUAGE, compute_type=compute)
@@ -362,7 +362,7 @@ def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
         f"torch.set_num_threads({threads})\n"
         "from transformers import WhisperForConditionalGeneration, WhisperProcessor\n"
         "from asr_specdec.weights.whisper_models import resolve_model_dir\n"
-        "from asr_specdec.whisper.audio import load_audio\n"
+        "from asr_specdec.whisper.io.audio import load_audio\n"
         "location = resolve_model_dir('base')\n"
         "model = WhisperForConditionalGeneration.from_pretrained(location).eval()\n"
         "processor = WhisperProcessor.from_pretrained(location)\n"
@@ -408,7 +408,7 @@ def main(argv=None) -> int:
     compute_types = args.compute_types.split(",")
     clips = manifest_clips(Path(args.audio))[: args.limit or None]
     from asr_specdec.native import describe
-    from asr_specdec.whisper.compute import auto_compute_type
+    from asr_specdec.whisper.runtime.compute import auto_compute_type
 
     beams = f", beam size {args.beam_size}" if args.beam_size else ""
     print(f"# speed, {args.main}, {args.threads} threads, torch {torch.__version__}, best of {args.repeats}{beams}; "

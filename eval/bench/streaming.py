@@ -34,9 +34,9 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: float, clock: str) -> dict:
     """Stream one clip; after each update, decode its buffer again with every arm (order alternating)."""
-    from asr_specdec.whisper.live import play, summarize
-    from asr_specdec.whisper.pipeline import Window
-    from asr_specdec.whisper.streaming import StreamingTranscriber
+    from asr_specdec.whisper.live.replay import play, summarize
+    from asr_specdec.whisper.live.streaming import StreamingTranscriber
+    from asr_specdec.whisper.runtime.pipeline import Window
 
     stream = StreamingTranscriber(asr, min_chunk_seconds=min_chunk)
     windows, cpu = [], {name: [] for name in ("hypothesis", *arms)}
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     import copy
 
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
     from eval.metrics import word_errors
 
     folder = Path(args.audio)

@@ -32,9 +32,9 @@ def worker(root: str, main: str, modes: list[str], threads: int) -> None:
     import asr_specdec
     from asr_specdec.weights.whisper_models import resolve_model_dir
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.audio import load_audio
-    from asr_specdec.whisper.lean_model import load_lean_whisper
-    from asr_specdec.whisper.lean_processor import load_lean_processor
+    from asr_specdec.whisper.io.audio import load_audio
+    from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
+    from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
 
     location = resolve_model_dir(main)
     loaded = (load_lean_whisper(location), load_lean_processor(location))

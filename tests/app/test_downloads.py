@@ -7,7 +7,7 @@ import os
 from datetime import datetime
 
 from app.downloads import download_stem, write_comparison, write_downloads
-from asr_specdec.whisper.formats import Segment
+from asr_specdec.whisper.io.formats import Segment
 
 from .test_views import result
 

@@ -63,7 +63,7 @@ def test_speech_from_the_microphone_is_committed_before_the_clip_ends(server, li
 
 
 def test_a_microphone_that_sends_nothing_or_silence_or_stops_at_once_leaves_the_page_working(tiny_en_service):
-    from app.live import NOTHING_HEARD, RECORDING, LiveHandlers
+    from app.live_tab import NOTHING_HEARD, RECORDING, LiveHandlers
 
     live = LiveHandlers(tiny_en_service)
     decoding = ("tiny.en", "quantized-self", None, "en", "transcribe", 8, False)
@@ -83,8 +83,8 @@ def test_chunks_never_wait_for_a_slow_decode_and_no_audio_is_dropped(tiny_en_ser
     meanwhile; Stop waits for the running decode, then commits everything."""
     import threading
 
-    from app.live import RECORDING, LiveHandlers
-    from asr_specdec.whisper.audio import load_audio
+    from app.live_tab import RECORDING, LiveHandlers
+    from asr_specdec.whisper.io.audio import load_audio
 
     live = LiveHandlers(tiny_en_service)
     decoding = ("tiny.en", "quantized-self", None, "en", "transcribe", 8, False)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.segments import clock, segments_html
-from asr_specdec.whisper.formats import Segment
+from asr_specdec.whisper.io.formats import Segment
 
 from .html_tables import row_attributes, table_rows
 

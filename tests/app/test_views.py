@@ -16,7 +16,7 @@ from app.views import (
 )
 from asr_specdec.core.stats import DecodeStats
 from asr_specdec.whisper import TranscriptionResult
-from asr_specdec.whisper.formats import Segment
+from asr_specdec.whisper.io.formats import Segment
 
 from .html_tables import table_rows
 

@@ -122,7 +122,7 @@ def test_detect_language_and_its_threshold_rule(model, peer_audio, jfk):
                                                      language_detection_threshold=1.0)
     assert language in ("en", "de") and probability > 0.9
     # the transcription reports the same detection, in its result and its JSON record
-    from asr_specdec.whisper.records import result_record
+    from asr_specdec.whisper.io.records import result_record
 
     result = model.speculative.transcribe(audio[: 30 * 16000], temperature=0.0)
     assert result.language == "en" and result.language_probability == pytest.approx(first_probability, abs=1e-3)

@@ -10,8 +10,8 @@ from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.drafter import DraftContext
 from asr_specdec.core.engine import GenerationSettings, generate
 from asr_specdec.core.logits import LogitRules, Sampling
-from asr_specdec.whisper.decoder import DecoderTarget, WhisperDecoderRunner
 from asr_specdec.whisper.drafters import AssistantDrafter
+from asr_specdec.whisper.runtime.decoder import DecoderTarget, WhisperDecoderRunner
 
 from ..tiny_whisper import EOS, NO_TIMESTAMPS, START, drafter_factories, encoder_output, tiny_whisper
 

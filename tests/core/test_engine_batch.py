@@ -11,7 +11,7 @@ from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.drafter import DraftContext
 from asr_specdec.core.engine import GenerationSettings, generate_batch
 from asr_specdec.core.logits import Sampling
-from asr_specdec.whisper.decoder import DecoderTarget, WhisperDecoderRunner
+from asr_specdec.whisper.runtime.decoder import DecoderTarget, WhisperDecoderRunner
 
 from ..tiny_whisper import EOS, encoder_output
 from .test_engine import DRAFTERS, MAIN, PROMPT, RULES, eos_seen_midway, run

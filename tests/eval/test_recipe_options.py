@@ -9,8 +9,8 @@ import pytest
 
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper.arguments import recipe_arguments
-from asr_specdec.whisper.fallback import DEFAULT_TEMPERATURES
 from asr_specdec.whisper.options import TranscribeOptions
+from asr_specdec.whisper.recipe.fallback import DEFAULT_TEMPERATURES
 from eval.cli_args import recipe_settings
 from eval.run import build_parser
 

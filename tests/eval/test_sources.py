@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from asr_specdec.whisper.audio import load_audio
+from asr_specdec.whisper.io.audio import load_audio
 from eval.run import main
 from eval.sources import DatasetError, load_utterances
 

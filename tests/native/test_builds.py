@@ -18,7 +18,7 @@ from asr_specdec.native import backend as backend_module
 from asr_specdec.native import kernels, load_build
 from asr_specdec.native.backend import FLAGS, choose, cpu_features
 from asr_specdec.native.packing import pack_linear
-from asr_specdec.whisper.decoder import WhisperDecoderRunner
+from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
 from ..tiny_whisper import encoder_output, tiny_whisper
 
@@ -119,7 +119,7 @@ def test_a_refused_build_falls_back_to_pytorch_with_one_warning_naming_the_reaso
     script = (
         "import warnings\n"
         "from asr_specdec.native import describe, kernels, unavailable_reason\n"
-        "from asr_specdec.whisper.decoder import WhisperDecoderRunner\n"
+        "from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner\n"
         "from tests.tiny_whisper import tiny_whisper\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"

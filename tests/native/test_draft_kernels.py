@@ -12,7 +12,7 @@ import torch
 
 from asr_specdec.native import int8_activations, kernels
 from asr_specdec.native.packing import pack_linear, quantize_int8
-from asr_specdec.whisper.decoder import WhisperDecoderRunner
+from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
 from ..tiny_whisper import encoder_output, tiny_whisper
 
@@ -45,7 +45,7 @@ def test_int4_products_are_the_dequantized_weights_times_the_activations(shape):
 
 
 def test_int8_vectors_are_quantized_one_scale_per_key_and_per_value():
-    from asr_specdec.whisper.decoder import _int8_vectors
+    from asr_specdec.whisper.runtime.decoder import _int8_vectors
 
     generator = torch.Generator().manual_seed(0)
     keys = torch.randn(2, 3, 4, 32, 16, generator=generator).bfloat16()  # [batch, heads, blocks, head_dim, 16]

@@ -12,7 +12,7 @@ import torch
 
 from asr_specdec.native import int8_activations, kernels
 from asr_specdec.native.packing import PackStore, pack_linear
-from asr_specdec.whisper.decoder import WhisperDecoderRunner
+from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
 from ..tiny_whisper import encoder_output, tiny_whisper
 
@@ -117,7 +117,7 @@ def test_without_kernels_the_pytorch_path_decodes_and_reduced_decoders_are_refus
         "import torch\n"
         "from asr_specdec.native import kernels, unavailable_reason\n"
         "from asr_specdec.errors import ModelError\n"
-        "from asr_specdec.whisper.decoder import WhisperDecoderRunner\n"
+        "from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner\n"
         "from tests.tiny_whisper import tiny_whisper\n"
         "assert kernels() is None and 'ASR_SPECDEC_NATIVE' in unavailable_reason()\n"
         "runner = WhisperDecoderRunner(tiny_whisper(0))\n"

@@ -20,8 +20,8 @@ import torch
 
 from asr_specdec.serve import draining_server
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.formats import Segment, to_srt, to_vtt
-from asr_specdec.whisper.pipeline import Window
+from asr_specdec.whisper.io.formats import Segment, to_srt, to_vtt
+from asr_specdec.whisper.runtime.pipeline import Window
 
 from ..tiny_ct2 import tiny_converted_whisper
 from .running import access_lines, gated, serving

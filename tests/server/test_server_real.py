@@ -15,7 +15,7 @@ import pytest
 
 from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper, load_audio
-from asr_specdec.whisper.pipeline import Window
+from asr_specdec.whisper.runtime.pipeline import Window
 
 from .running import live_messages, serving
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from asr_specdec.core.logits import Sampling
 from asr_specdec.server.batcher import Ticket
 from asr_specdec.server.service import RequestDecoder
-from asr_specdec.whisper.pipeline import Window
+from asr_specdec.whisper.runtime.pipeline import Window
 
 
 class RecordingBatcher:

@@ -13,7 +13,7 @@ import soundfile
 import torch
 
 from asr_specdec.whisper import SpeculativeWhisper, load_audio
-from asr_specdec.whisper.lean_model import LeanWhisper
+from asr_specdec.whisper.runtime.lean_model import LeanWhisper
 
 from ..tiny_ct2 import converted_dir
 from .running import serving

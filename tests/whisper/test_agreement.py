@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asr_specdec.whisper import agreement
+from asr_specdec.whisper.live import agreement
 
 EOT, TS = 100, 200  # text below EOT, timestamps from TS (one step = 0.02 s)
 WORD_STARTS = {1, 4, 6, 9}  # tokens whose text begins with a space

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from asr_specdec.whisper.alignment import (
+from asr_specdec.whisper.recipe.alignment import (
     AlignedWord,
     align_words,
     dynamic_time_warping,
@@ -15,7 +15,7 @@ from asr_specdec.whisper.alignment import (
     split_words,
     token_boundaries,
 )
-from asr_specdec.whisper.words import merge_punctuation, place_words
+from asr_specdec.whisper.recipe.words import merge_punctuation, place_words
 
 
 def reference_dtw(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ import pytest
 import soundfile
 
 from asr_specdec.errors import AudioError
-from asr_specdec.whisper.audio import SAMPLE_RATE, duration_seconds, load_audio, split_long_audio
+from asr_specdec.whisper.io.audio import SAMPLE_RATE, duration_seconds, load_audio, split_long_audio
 
 PROJECT = Path(__file__).resolve().parents[2]
 SHARED_AUDIO = PROJECT.parent / "shared" / "audio"

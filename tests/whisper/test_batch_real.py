@@ -18,7 +18,7 @@ def base(base_dir):
 
 @pytest.fixture(scope="module")
 def clips(shared_audio, manifest):
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     return [load_audio(shared_audio / entry["audio"]) for entry in manifest]
 

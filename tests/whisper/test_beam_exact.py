@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from asr_specdec.core.beam import BeamSearch
-from asr_specdec.whisper.longform import transcribe_sequential
-from asr_specdec.whisper.pipeline import Window
+from asr_specdec.whisper.longform.sequential import transcribe_sequential
+from asr_specdec.whisper.runtime.pipeline import Window
 
 from ..tiny_longform import FRAMES, TIMESTAMP_BEGIN, long_features, timestamp_whisper, window_decoder
 from ..tiny_whisper import EOS, drafter_factories, features_for

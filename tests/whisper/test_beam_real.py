@@ -8,7 +8,7 @@ import pytest
 
 from asr_specdec.core.beam import BeamSearch
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.pipeline import Window
+from asr_specdec.whisper.runtime.pipeline import Window
 
 pytestmark = pytest.mark.slow
 CLIPS = ("goforward.wav", "librivox-0880.wav")
@@ -16,7 +16,7 @@ CLIPS = ("goforward.wav", "librivox-0880.wav")
 
 @pytest.fixture(scope="module")
 def clips(shared_audio):
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     return [load_audio(shared_audio / name) for name in CLIPS]
 

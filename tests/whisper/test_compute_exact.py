@@ -11,10 +11,10 @@ from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.logits import Sampling
 from asr_specdec.core.prompt_lookup import PromptLookupDrafter
 from asr_specdec.errors import ModelError
-from asr_specdec.whisper.compute import ComputeType, parse_compute_type
-from asr_specdec.whisper.decoder import native_decoder_unavailable
 from asr_specdec.whisper.drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter
-from asr_specdec.whisper.pipeline import Window, WindowPipeline
+from asr_specdec.whisper.runtime.compute import ComputeType, parse_compute_type
+from asr_specdec.whisper.runtime.decoder import native_decoder_unavailable
+from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 
 from ..tiny_whisper import distil_assistant, features_for, large_v3_layout, tiny_whisper
 
@@ -94,7 +94,7 @@ def test_compute_types_are_parsed_and_checked():
 
 @pytest.mark.skipif(not NATIVE, reason="native kernels unavailable")
 def test_the_pytorch_path_agrees_with_the_kernels():
-    from asr_specdec.whisper.decoder import WhisperDecoderRunner
+    from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
     features = features_for(MAIN, 0)
     with torch.inference_mode():

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.compute import auto_compute_type
-from asr_specdec.whisper.decoder import native_decoder_unavailable
-from asr_specdec.whisper.lean_model import load_lean_whisper
-from asr_specdec.whisper.lean_processor import load_lean_processor
+from asr_specdec.whisper.runtime.compute import auto_compute_type
+from asr_specdec.whisper.runtime.decoder import native_decoder_unavailable
+from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
+from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ def lean(base_dir):
 
 @pytest.fixture(scope="module")
 def clips(shared_audio, manifest):
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     return {entry["audio"]: (load_audio(shared_audio / entry["audio"]), entry["reference"]) for entry in manifest}
 

@@ -13,10 +13,10 @@ import torch
 
 from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.logits import Sampling
-from asr_specdec.whisper import decoder as decoder_module
-from asr_specdec.whisper.decoder import WhisperDecoderRunner, native_decoder_unavailable
 from asr_specdec.whisper.drafters import AssistantDrafter
-from asr_specdec.whisper.kv_cache import blocked_keys, column_keys, is_blocked, key_columns
+from asr_specdec.whisper.runtime import decoder as decoder_module
+from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner, native_decoder_unavailable
+from asr_specdec.whisper.runtime.kv_cache import blocked_keys, column_keys, is_blocked, key_columns
 
 from ..tiny_whisper import encoder_output, tiny_whisper
 
@@ -78,8 +78,8 @@ def test_the_backend_is_chosen_in_one_place(monkeypatch):
 
 
 def _pipeline(model):
-    from asr_specdec.whisper.compute import ComputeType
-    from asr_specdec.whisper.pipeline import WindowPipeline
+    from asr_specdec.whisper.runtime.compute import ComputeType
+    from asr_specdec.whisper.runtime.pipeline import WindowPipeline
 
     class Processor:  # the pipeline reads the tokenizer only for text, which these tests do not ask for
         tokenizer = None
@@ -92,7 +92,7 @@ def test_the_pytorch_path_scores_in_a_pass_of_its_own_and_encodes_rows_in_one_ca
     """Scores from a pass of their own (recorded hidden states may round differently in a speculative run on
     this path, see pipeline.py), the encoder once for the batch."""
     import asr_specdec.native as native
-    from asr_specdec.whisper.pipeline import Window
+    from asr_specdec.whisper.runtime.pipeline import Window
 
     monkeypatch.setattr(native, "kernels", lambda: None)
     monkeypatch.setattr(native, "unavailable_reason", lambda: "PyTorch path under test")
@@ -120,7 +120,7 @@ def test_the_pytorch_path_scores_in_a_pass_of_its_own_and_encodes_rows_in_one_ca
 
 def test_the_pytorch_path_scores_a_speculative_run_with_plain_bits(monkeypatch):
     import asr_specdec.native as native
-    from asr_specdec.whisper.pipeline import Window
+    from asr_specdec.whisper.runtime.pipeline import Window
 
     monkeypatch.setattr(native, "kernels", lambda: None)
     monkeypatch.setattr(native, "unavailable_reason", lambda: "PyTorch path under test")

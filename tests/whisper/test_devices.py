@@ -15,12 +15,12 @@ from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.logits import Sampling
 from asr_specdec.errors import ModelError
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.compute import ComputeType
-from asr_specdec.whisper.decoder import KVCache
 from asr_specdec.whisper.drafters import EarlyExitDrafter
-from asr_specdec.whisper.lean_model import load_lean_whisper
-from asr_specdec.whisper.lean_processor import load_lean_processor
-from asr_specdec.whisper.pipeline import Window, WindowPipeline
+from asr_specdec.whisper.runtime.compute import ComputeType
+from asr_specdec.whisper.runtime.decoder import KVCache
+from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
+from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
+from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 
 from ..devices import explicit_devices
 from ..tiny_ct2 import converted_dir
@@ -156,7 +156,7 @@ def test_cpu_only_drafters_are_refused_on_a_gpu_by_name_and_left_out_by_default(
 
 def test_native_encoder_products_only_for_an_encoder_on_the_cpu(monkeypatch):
     import asr_specdec.native as native
-    from asr_specdec.whisper.encoder import native_int8_products
+    from asr_specdec.whisper.runtime.encoder import native_int8_products
 
     monkeypatch.setattr(native, "int8_activations", lambda: True)  # as on a CPU with VNNI
     encoder = torch.nn.Sequential(torch.nn.Linear(16, 16))

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from asr_specdec.native.packing import pack_linear
-from asr_specdec.whisper.decoder import WhisperDecoderRunner
-from asr_specdec.whisper.encoder import EncoderRunner, native_int8_products
+from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
+from asr_specdec.whisper.runtime.encoder import EncoderRunner, native_int8_products
 
 from ..tiny_whisper import features_for, tiny_whisper
 
@@ -73,7 +73,7 @@ def test_a_warm_start_reads_the_disk_copy_not_the_float32_weights(precision, tmp
     float32 weights of the layers are never read (so they are never paged in). Shown by poisoning them."""
     import copy
 
-    from asr_specdec.whisper import encoder as encoder_module
+    from asr_specdec.whisper.runtime import encoder as encoder_module
 
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
     features = features_for(MODEL, 1)

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from asr_specdec.whisper.formats import Segment, to_srt, to_text, to_vtt
+from asr_specdec.whisper.io.formats import Segment, to_srt, to_text, to_vtt
 
 SEGMENTS = [
     Segment(0.0, 1.5, " Hello world."),

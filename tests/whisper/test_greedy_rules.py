@@ -12,11 +12,11 @@ import torch
 
 from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.logits import Sampling
-from asr_specdec.whisper import native_decoder
-from asr_specdec.whisper.compute import parse_compute_type
-from asr_specdec.whisper.decoder import DecoderTarget, WhisperDecoderRunner, native_decoder_unavailable
-from asr_specdec.whisper.pipeline import Window, WindowPipeline
-from asr_specdec.whisper.tokens import WhisperTokens
+from asr_specdec.whisper.runtime import native_decoder
+from asr_specdec.whisper.runtime.compute import parse_compute_type
+from asr_specdec.whisper.runtime.decoder import DecoderTarget, WhisperDecoderRunner, native_decoder_unavailable
+from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
+from asr_specdec.whisper.runtime.tokens import WhisperTokens
 
 from ..tiny_whisper import encoder_output, features_for, tiny_whisper
 

@@ -8,11 +8,17 @@ import pytest
 import torch
 
 from asr_specdec.errors import SpecdecError
-from asr_specdec.whisper.alignment import AlignedWord
-from asr_specdec.whisper.hallucination import Verdict, check_applies, is_anomaly, judge_window, word_anomaly_score
-from asr_specdec.whisper.longform import Frames, TimedTokens, WindowOutcome, transcribe_sequential
+from asr_specdec.whisper.longform.hallucination import (
+    Verdict,
+    check_applies,
+    is_anomaly,
+    judge_window,
+    word_anomaly_score,
+)
+from asr_specdec.whisper.longform.sequential import Frames, TimedTokens, WindowOutcome, transcribe_sequential
 from asr_specdec.whisper.options import TranscribeOptions
-from asr_specdec.whisper.words import Word, place_words
+from asr_specdec.whisper.recipe.alignment import AlignedWord
+from asr_specdec.whisper.recipe.words import Word, place_words
 
 TB, EOT = 50364, 50257  # base's <|0.00|> and end-of-text
 

@@ -9,7 +9,7 @@ import torch
 
 from asr_specdec.compat import WhisperModel
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.hallucination import is_anomaly
+from asr_specdec.whisper.longform.hallucination import is_anomaly
 
 from ..silences import speech_in_silence
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers.models.whisper.generation_whisper import WhisperGenerationMixin, _pad_to_max_length
 
-from asr_specdec.whisper.longform import (
+from asr_specdec.whisper.longform.sequential import (
     Frames,
     TimedTokens,
     chunk_segments,

@@ -12,7 +12,7 @@ import torch
 
 from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.formats import to_srt, to_vtt
+from asr_specdec.whisper.io.formats import to_srt, to_vtt
 from eval.bench.longform import joined_clips
 
 pytestmark = pytest.mark.slow
@@ -168,7 +168,7 @@ def test_cli_timestamp_and_long_form_flags(capsys, tmp_path, shared_audio, long_
 def test_long_audio_windows_decode_as_rows_of_one_batch(tiny_en, long_clip, shared_audio):
     """The chunked long-form mode for throughput: a long file's quiet-point windows join the batch as rows, next
     to a short file, and each file gets the tokens of its own chunked decoding."""
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     short = load_audio(shared_audio / "librivox-0870.wav")
     asr = SpeculativeWhisper(tiny_en, mode="quantized-self")

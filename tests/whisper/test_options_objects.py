@@ -13,9 +13,9 @@ from asr_specdec.core.logits import Sampling
 from asr_specdec.core.modes import default_mode
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper.arguments import call_options, constructor_options
-from asr_specdec.whisper.fallback import DEFAULT_TEMPERATURES
 from asr_specdec.whisper.model_options import ModelOptions
 from asr_specdec.whisper.options import LONG_FORM_MODES, TranscribeOptions
+from asr_specdec.whisper.recipe.fallback import DEFAULT_TEMPERATURES
 
 
 def test_one_default_drafter_the_projects():

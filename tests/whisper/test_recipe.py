@@ -19,7 +19,7 @@ from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.drafters import QuantizedSelfDrafter
 from asr_specdec.whisper.options import PromptTruncated
-from asr_specdec.whisper.pipeline import Window, WindowPipeline
+from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 from eval.bench.recipe import paused_clips
 
 from ..tiny_ct2 import converted_whisper

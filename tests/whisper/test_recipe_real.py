@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.audio import load_audio
+from asr_specdec.whisper.io.audio import load_audio
 from eval.bench.recipe import matched_words, onset_errors, paused_clips
 
 pytestmark = pytest.mark.slow

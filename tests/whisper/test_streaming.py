@@ -13,12 +13,12 @@ import pytest
 from asr_specdec.core.stats import DecodeStats
 from asr_specdec.errors import AudioError, SpecdecError
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.alignment import AlignedWord
-from asr_specdec.whisper.live import play, summarize
-from asr_specdec.whisper.pipeline import DecodedWindow
-from asr_specdec.whisper.scoring import WindowScore
-from asr_specdec.whisper.streaming import IDLE_SECONDS, StreamingTranscriber
-from asr_specdec.whisper.window_extras import WindowExtras
+from asr_specdec.whisper.live.replay import play, summarize
+from asr_specdec.whisper.live.streaming import IDLE_SECONDS, StreamingTranscriber
+from asr_specdec.whisper.recipe.alignment import AlignedWord
+from asr_specdec.whisper.recipe.scoring import WindowScore
+from asr_specdec.whisper.recipe.window_extras import WindowExtras
+from asr_specdec.whisper.runtime.pipeline import DecodedWindow
 
 from ..tiny_ct2 import write_tiny_ct2
 

@@ -9,9 +9,9 @@ import pytest
 
 from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.audio import load_audio
-from asr_specdec.whisper.live import play
-from asr_specdec.whisper.streaming import StreamingTranscriber
+from asr_specdec.whisper.io.audio import load_audio
+from asr_specdec.whisper.live.replay import play
+from asr_specdec.whisper.live.streaming import StreamingTranscriber
 from eval.metrics import normalize
 
 pytestmark = pytest.mark.slow

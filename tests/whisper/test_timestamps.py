@@ -11,8 +11,8 @@ from transformers import GenerationConfig
 from transformers.generation.logits_process import WhisperTimeStampLogitsProcessor
 
 from asr_specdec.core.logits import LogitRules
-from asr_specdec.whisper.timestamps import TimestampRules
-from asr_specdec.whisper.tokens import WhisperTokens
+from asr_specdec.whisper.runtime.timestamps import TimestampRules
+from asr_specdec.whisper.runtime.tokens import WhisperTokens
 
 EOT, NO_TIMESTAMPS, FIRST_TIMESTAMP, VOCAB = 20, 25, 26, 40  # ids 0..19 text, 26..39 timestamps <|0.00|>..<|0.26|>
 PROMPT = [21, 22]
@@ -172,7 +172,7 @@ def test_a_vocabulary_without_timestamps_is_refused():
 
 def test_a_windows_suppression_replaces_the_models_rules():
     from asr_specdec.errors import SpecdecError
-    from asr_specdec.whisper.tokens import Suppression
+    from asr_specdec.whisper.runtime.tokens import Suppression
 
     tokens = WhisperTokens(start_of_transcript=5, end_of_text=4, no_timestamps=9, language_ids={}, task_ids={},
                            suppress_tokens=(1, 2), begin_suppress_tokens=(3, 4), max_positions=64, vocab_size=100)

@@ -10,7 +10,7 @@ import torch
 
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper import SpeculativeWhisper
-from asr_specdec.whisper.audio import split_long_audio
+from asr_specdec.whisper.io.audio import split_long_audio
 
 from ..tiny_ct2 import write_tiny_ct2
 

@@ -28,7 +28,7 @@ def tiny_en(tiny_en_dir):
 
 @pytest.fixture(scope="module")
 def clips(shared_audio, manifest):
-    from asr_specdec.whisper.audio import load_audio
+    from asr_specdec.whisper.io.audio import load_audio
 
     return {entry["audio"]: load_audio(shared_audio / entry["audio"]) for entry in manifest}
 

@@ -12,7 +12,7 @@ from torch import nn
 
 from ...core.model_drafter import ModelDrafter
 from ...errors import ModelError
-from ..decoder import DecoderTarget, KVCache, WhisperDecoderRunner, decoder_parts
+from ..runtime.decoder import DecoderTarget, KVCache, WhisperDecoderRunner, decoder_parts
 
 
 class EarlyExitDrafter(ModelDrafter):

@@ -18,7 +18,7 @@ from torch import nn
 
 from ...core.model_drafter import ModelDrafter
 from ...errors import ModelError
-from ..decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts, native_decoder_unavailable
+from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts, native_decoder_unavailable
 
 
 class _DecoderOnly(nn.Module):

@@ -20,9 +20,9 @@ from ...core.drafter import Draft, DraftContext
 from ...core.logits import Sampling
 from ...core.model_drafter import ModelDrafter
 from ...core.retokenize import continuation_tokens
-from ..decoder import DecoderTarget, WhisperDecoderRunner
-from ..timestamps import TimestampRules
-from ..tokens import WhisperTokens
+from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner
+from ..runtime.timestamps import TimestampRules
+from ..runtime.tokens import WhisperTokens
 from .assistant import same_encoder
 
 TIMESTAMP_NAME = re.compile(r"<\|\d+\.\d\d\|>")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from .longform import Frames, TimedTokens, chunk_segments, text_token_count
+from .sequential import Frames, TimedTokens, chunk_segments, text_token_count
 
 
 def independent_segments(tokens: list[int], window: int, offset: float, duration: float, timestamps: bool,

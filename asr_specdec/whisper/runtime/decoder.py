@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import ModelError
+from ...errors import ModelError
 from .decoder_backend import DecoderBackend
 from .kv_cache import (
     SLOT_MULTIPLE,
@@ -52,7 +52,7 @@ def decoder_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
 
 def native_decoder_unavailable(model: nn.Module) -> str | None:
     """None when the native kernels can run `model`'s decoder, else why not."""
-    from ..native import kernels, unavailable_reason
+    from ...native import kernels, unavailable_reason
     from .native_decoder import supported
 
     if kernels() is None:
@@ -69,7 +69,7 @@ def choose_backend(model: nn.Module, layers: list, weights: str | None, kv_dtype
         raise ModelError(f"unknown weight format '{weights}': choose one of {', '.join(WEIGHT_FORMATS)}")
     why_not = native_decoder_unavailable(model) if native is not False else "the PyTorch path was asked for"
     if why_not is None:
-        from ..native import kernels
+        from ...native import kernels
         from .native_decoder import NativeBackend, NativeDecoder
 
         storage = weights or "float32"
@@ -77,7 +77,7 @@ def choose_backend(model: nn.Module, layers: list, weights: str | None, kv_dtype
         return NativeBackend(runner, decoder.embed_positions.weight.shape[0], kv_dtype, cross_dtype)
     device = decoder.embed_tokens.weight.device
     if native is None and device.type == "cpu":
-        from ..native import announce_fallback
+        from ...native import announce_fallback
 
         announce_fallback(why_not)
     backend = TorchBackend(decoder, proj_out, layers)
@@ -263,7 +263,7 @@ def _linear(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
 def _int8_vectors(states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(int8 values, float32 scales [blocks, lanes]) of `states` [..., dim, lanes] (float32 or bfloat16, contiguous):
     every vector along dim quantized symmetrically with its own scale (native kernels)."""
-    from ..native import kernels
+    from ...native import kernels
 
     states = states.contiguous()
     if states.dtype not in (torch.float32, torch.bfloat16):

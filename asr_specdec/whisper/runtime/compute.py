@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import ModelError
+from ...errors import ModelError
 
 PRECISIONS = ("float32", "bfloat16", "float16", "int8")
 COMPUTE_TYPE_HELP = ("float32, bfloat16, float16 (CUDA), int8, auto, or ENCODER:DECODER such as int8:float32 "
@@ -45,8 +45,8 @@ def auto_compute_type(device: str) -> ComputeType:
     CPU multiplies it natively, else in float32; float16 on CUDA."""
     if str(device).startswith("cuda"):
         return ComputeType("float16", "float16")
-    from ..native import kernels
-    from ..native.backend import auto_compute
+    from ...native import kernels
+    from ...native.backend import auto_compute
 
     return ComputeType(*auto_compute(kernels() is not None))
 

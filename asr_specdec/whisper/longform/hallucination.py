@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import SpecdecError
+from ...errors import SpecdecError
 
 # faster-whisper's and openai's: a word that is one of these (or a piece of this text) is not scored
 PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"

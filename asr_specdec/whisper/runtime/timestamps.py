@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import torch
 
-from ..core.logits import LogitRules
+from ...core.logits import LogitRules
 
 NEGATIVE_INFINITY = -float("inf")
 

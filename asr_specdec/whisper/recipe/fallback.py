@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..core.beam import BeamSearch
-from ..core.logits import Sampling
-from ..core.stats import DecodeStats
-from ..errors import SpecdecError
-from .pipeline import DecodedWindow, Window, WindowDecoder, WindowPipeline
+from ...core.beam import BeamSearch
+from ...core.logits import Sampling
+from ...core.stats import DecodeStats
+from ...errors import SpecdecError
+from ..runtime.pipeline import DecodedWindow, Window, WindowDecoder, WindowPipeline
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 

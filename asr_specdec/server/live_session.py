@@ -1,7 +1,7 @@
 """One live-transcription connection: its query options checked, its audio frames appended to a
 StreamingTranscriber of the served model, and its updates decoded on the batcher's decoding thread whenever
 enough new audio is waiting (each update covers everything received meanwhile, so a slow decode means larger
-updates, never a backlog). The WebSocket route (routes/live.py) only moves frames."""
+updates, never a backlog). The WebSocket route (routes/live_websocket.py) only moves frames."""
 
 from __future__ import annotations
 

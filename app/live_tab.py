@@ -15,7 +15,7 @@ from html import escape
 import gradio as gr
 
 from asr_specdec.errors import AudioError
-from asr_specdec.whisper.streaming import StreamingTranscriber, StreamingUpdate
+from asr_specdec.whisper.live.streaming import StreamingTranscriber, StreamingUpdate
 
 from .handlers import options_from, shown_to_user
 from .messages import in_app_terms

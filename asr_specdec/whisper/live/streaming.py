@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.draft_length import DraftLength
-from ..core.hypothesis import HypothesisDrafter, HypothesisUsage
-from ..core.stats import DecodeStats
-from ..errors import AudioError, SpecdecError
+from ...core.draft_length import DraftLength
+from ...core.hypothesis import HypothesisDrafter, HypothesisUsage
+from ...core.stats import DecodeStats
+from ...errors import AudioError, SpecdecError
+from ..io import audio as audio_io
+from ..recipe.fallback import Recipe, is_silent
+from ..recipe.scoring import WindowScore
+from ..runtime.pipeline import Window
 from . import agreement
-from . import audio as audio_io
-from .fallback import Recipe, is_silent
-from .pipeline import Window
-from .scoring import WindowScore
 
 # a hypothesis of a 25-s buffer is ~80-100 tokens; drafting it in long runs costs one main pass each
 DEFAULT_HYPOTHESIS_TOKENS = 64

@@ -21,7 +21,7 @@ from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from ..errors import ApiError, from_exception
-from ..live import LiveSession
+from ..live_session import LiveSession
 from .dependencies import get_service
 
 router = APIRouter(prefix="/audio", tags=["audio"])

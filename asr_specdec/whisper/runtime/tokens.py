@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.logits import LogitRules
-from ..errors import SpecdecError
+from ...core.logits import LogitRules
+from ...errors import SpecdecError
 from .timestamps import TimestampRules
 
 DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai's max_initial_timestamp of 1.0 s

@@ -18,19 +18,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..core.beam import BeamOutcome, BeamSearch
-from ..core.draft_length import DraftLength
-from ..core.drafter import DraftContext, Drafter
-from ..core.engine import GenerationSettings, generate_batch, generate_beams
-from ..core.logits import LogitRules, Sampling
-from ..core.stats import DecodeStats
-from . import audio as audio_io
+from ...core.beam import BeamOutcome, BeamSearch
+from ...core.draft_length import DraftLength
+from ...core.drafter import DraftContext, Drafter
+from ...core.engine import GenerationSettings, generate_batch, generate_beams
+from ...core.logits import LogitRules, Sampling
+from ...core.stats import DecodeStats
+from ..io import audio as audio_io
+from ..longform.sequential import Frames
+from ..recipe.window_extras import WindowExtras, window_extras
 from .compute import ComputeType
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
 from .encoder import EncoderRunner
-from .longform import Frames
 from .tokens import Suppression, WhisperTokens
-from .window_extras import WindowExtras, window_extras
 
 
 @dataclass(frozen=True)

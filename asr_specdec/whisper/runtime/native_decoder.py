@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..native import Cache, Layer, Model, fastest_int8
-from ..native.packing import (
+from ...native import Cache, Layer, Model, fastest_int8
+from ...native.packing import (
     PackedLinear,
     PackStore,
     argmax_error,

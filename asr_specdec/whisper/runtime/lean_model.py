@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import ModelError
+from ...errors import ModelError
 
 
 def _embedding(count: int, width: int) -> nn.Embedding:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..runtime.cross_attention import decode_with_cross_attention, default_alignment_heads
 from .alignment import AlignedWord, align_words, token_boundaries
-from .cross_attention import decode_with_cross_attention, default_alignment_heads
 from .scoring import WindowScore, score_window
 
 

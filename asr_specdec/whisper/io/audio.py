@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import AudioError
+from ...errors import AudioError
 
 SAMPLE_RATE = 16000
 RMS_FRAME_SECONDS = 0.025

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..core.argmax import CertifiedArgmax
-from ..core.projection import project_rows, row_blocked
+from ...core.argmax import CertifiedArgmax
+from ...core.projection import project_rows, row_blocked
 from .decoder_backend import full_argmax
 from .kv_cache import KVCache, key_columns, write_keys
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.logits import LogitRules
-from .decoder import WhisperDecoderRunner
+from ...core.logits import LogitRules
+from ..runtime.decoder import WhisperDecoderRunner
 
 
 @dataclass(frozen=True)

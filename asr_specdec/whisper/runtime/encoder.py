@@ -55,7 +55,7 @@ def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, we
     """A copy of `encoder` in `dtype`, each weight converted once (never a full-precision copy first, so the
     peak is the copy's size), read from the disk copy when there is one; `without_linears` leaves the layers'
     linear weights empty."""
-    from ..native.packing import PackStore
+    from ...native.packing import PackStore
 
     on_cpu = next(encoder.parameters()).device.type == "cpu"
     store = PackStore(weights_key if on_cpu else None, f"encoder-{str(dtype).removeprefix('torch.')}")
@@ -135,7 +135,7 @@ def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.
     and v by one product per layer (queries scaled after it, as transformers does), and, in bfloat16 on a CPU
     with AVX512-BF16, attention by the native flash kernel (bfloat16 products, float32 softmax and sums); the
     same operations otherwise."""
-    from ..native import bfloat16_attention, kernels
+    from ...native import bfloat16_attention, kernels
 
     hidden = F.gelu(encoder.conv1(features))
     hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
@@ -178,7 +178,7 @@ def _linear_gelu(linear: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
 def native_int8_products(encoder: nn.Module | None = None) -> bool:
     """Whether the native int8 products of int8 activations (AVX512-VNNI) can run here, and on `encoder`'s
     linear layers (their input widths must be multiples of 16)."""
-    from ..native import int8_activations
+    from ...native import int8_activations
 
     if encoder is not None and next(encoder.parameters()).device.type != "cpu":
         return False  # the kernels read host memory
@@ -195,8 +195,8 @@ class Int8Products:
     def __init__(self, encoder: nn.Module, weights_key: str | None):
         """Packs `encoder`'s linear layers from their bfloat16 values, reading the weights only when the pack is
         not on disk yet (so a warm start never pages the float32 weights in)."""
-        from ..native import kernels
-        from ..native.packing import PackStore, pack_linear
+        from ...native import kernels
+        from ...native.packing import PackStore, pack_linear
 
         self.library = kernels()
         self._store = PackStore(weights_key, "encoder-int8-vnni")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .audio import SAMPLE_RATE
+from ..io.audio import SAMPLE_RATE
 from .streaming import StreamingTranscriber, StreamingUpdate
 
 CLOCKS = ("real", "simulated", "fixed")

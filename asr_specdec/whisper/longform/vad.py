@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from ..errors import SpecdecError
-from .audio import SAMPLE_RATE
-from .longform import TimedTokens
+from ...errors import SpecdecError
+from ..io.audio import SAMPLE_RATE
+from .sequential import TimedTokens
 
 
 @dataclass(frozen=True)
