@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import (
@@ -14,6 +13,8 @@ from transformers import (
     LlamaForCausalLM,
     PreTrainedTokenizerFast,
 )
+
+from .threads import one_thread  # noqa: F401 (re-exported: the text tests import it from here)
 
 POSITIONS = 64
 SPECIALS = ["<unk>", "<bos>", "<eos>"]
@@ -53,16 +54,6 @@ def tiny_gemma3(seed: int, vocab: int = 96, layers: int = 4, positions: int = PO
 
 
 ARCHITECTURES = {"llama": tiny_llama, "gpt2": tiny_gpt2, "gemma3": tiny_gemma3}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Autouse where imported: tiny models run fastest on one thread (more threads only add synchronisation,
-    which on a busy 2-core machine costs several times the work itself)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _wrap(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:

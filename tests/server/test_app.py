@@ -16,13 +16,13 @@ import httpx
 import numpy as np
 import pytest
 import soundfile
-import torch
 
 from asr_specdec.serve import draining_server
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.io.formats import Segment, to_srt, to_vtt
 from asr_specdec.whisper.runtime.pipeline import Window
 
+from ..threads import one_thread  # noqa: F401 (an autouse fixture)
 from ..tiny_ct2 import tiny_converted_whisper
 from .running import access_lines, gated, serving
 
@@ -30,15 +30,6 @@ pytest.importorskip("ctranslate2")
 openai = pytest.importorskip("openai")
 
 TRANSCRIBE = "/v1/audio/transcriptions"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models decode faster on one thread, and far faster on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

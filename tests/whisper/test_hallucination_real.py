@@ -5,23 +5,15 @@ silence around), and leaves the speech alone; the faster-whisper drop-in and the
 from __future__ import annotations
 
 import pytest
-import torch
 
 from asr_specdec.compat import WhisperModel
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.longform.hallucination import is_anomaly
 
 from ..silences import speech_in_silence
+from ..threads import one_thread  # noqa: F401 (an autouse fixture)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

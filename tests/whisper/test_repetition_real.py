@@ -11,22 +11,15 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import torch
 
 from asr_specdec.whisper import SpeculativeWhisper
 from eval.bench.nonspeech import clips, loop_words, non_speech
 
+from ..threads import one_thread  # noqa: F401 (an autouse fixture)
+
 pytestmark = pytest.mark.slow
 THRESHOLD = 2.4  # openai's compression_ratio_threshold, the recipe's default
 LADDER = dict(temperatures=(0.0, 0.4, 0.8), best_of=2)  # openai's ladder, shortened to keep the test fast
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

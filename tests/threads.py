@@ -1,0 +1,16 @@
+"""One torch thread for a test module: import `one_thread` into it (an autouse fixture)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Autouse where imported: tiny models (and short real-weights runs) run fastest on one thread (more threads
+    only add synchronisation, which on a busy 2-core machine costs several times the work itself)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
