@@ -40,7 +40,9 @@ def loop(whisper, noisy):
     """(greedy result, its most repeated segment text)."""
     result = whisper.transcribe(noisy)
     sentence, count = Counter(segment.text for segment in result.segments).most_common(1)[0]
-    assert count >= 3 and loop_words(result.text) >= 9  # the case: a loop
+    if count < 3 or loop_words(result.text) < 9:  # the case needs a loop: found on the AVX-512 build only
+        pytest.skip(f"no repetition loop forms on this build ({whisper.backend}): the case is the AVX-512 "
+                    "build's (on the AVX2 build the same audio repeats its sentence twice)")
     assert max(segment.compression_ratio for segment in result.segments) > THRESHOLD
     assert {segment.temperature for segment in result.segments} == {0.0}  # no ladder: nothing retried
     return result, sentence
