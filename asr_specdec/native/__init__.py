@@ -55,7 +55,8 @@ class Cache(ctypes.Structure):
                 ("enc_len", ctypes.c_int32), ("enc_pad", ctypes.c_int32), ("self_k", ctypes.POINTER(ctypes.c_void_p)),
                 ("self_v", ctypes.POINTER(ctypes.c_void_p)), ("cross_k", ctypes.POINTER(ctypes.c_void_p)),
                 ("cross_v", ctypes.POINTER(ctypes.c_void_p)), ("cross_k_scale", ctypes.POINTER(ctypes.c_void_p)),
-                ("cross_v_scale", ctypes.POINTER(ctypes.c_void_p))]
+                ("cross_v_scale", ctypes.POINTER(ctypes.c_void_p)),
+                ("cross_rows", ctypes.c_void_p)]
 
 
 def compiler() -> str | None:

@@ -276,7 +276,8 @@ static void attend_block(int queries, const float *const *query, const int *leng
 
 static size_t kv_size(int format) { return format_bytes(format); }
 
-/* one token group = consecutive tokens of one batch row */
+/* one token group = consecutive tokens of one batch row (self-attention) or of rows that read the same cross states
+   (cross-attention, `row` then being the cross states' row) */
 typedef struct {
     int begin, end, row;
 } Group;
@@ -326,11 +327,27 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
 
 /* ---------------------------------------------------------------- the decoder pass */
 
+/* Runs of consecutive tokens with the same key (rows[t], or row_map[rows[t]] when row_map is given) as groups;
+   returns how many. */
+static int group_tokens(int tokens, const int32_t *rows, const int32_t *row_map, Group *groups) {
+    int groups_n = 0;
+    for (int t = 0; t < tokens; t++) {
+        int key = row_map ? row_map[rows[t]] : rows[t];
+        if (groups_n == 0 || key != groups[groups_n - 1].row) {
+            groups[groups_n].begin = t;
+            groups[groups_n].row = key;
+            groups_n++;
+        }
+        groups[groups_n - 1].end = t + 1;
+    }
+    return groups_n;
+}
+
 size_t scratch_floats(const Model *m, const Cache *c, int tokens, int threads) {
     int wide = 3 * m->d > m->ffn ? 3 * m->d : m->ffn;
     int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
     return (size_t)tokens * (3 * (size_t)m->d + wide) + (size_t)threads * QUERY_BLOCK * score_stride +
-           3 * (size_t)tokens; /* the token groups */
+           6 * (size_t)tokens; /* the token groups of self- and of cross-attention */
 }
 
 /* Feed `tokens` tokens (sorted by batch row): token t is ids[t] at position positions[t] of batch row rows[t];
@@ -346,15 +363,11 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
     float *scores = big + (size_t)tokens * wide;
     int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
     Group *groups = (Group *)(scores + (size_t)threads * QUERY_BLOCK * score_stride);
-    int groups_n = 0;
-    for (int t = 0; t < tokens; t++) {
-        if (groups_n == 0 || rows[t] != groups[groups_n - 1].row) {
-            groups[groups_n].begin = t;
-            groups[groups_n].row = rows[t];
-            groups_n++;
-        }
-        groups[groups_n - 1].end = t + 1;
-    }
+    Group *cross_groups = groups + tokens;
+    int groups_n = group_tokens(tokens, rows, NULL, groups);
+    /* cross-attention groups run over rows that read the same cross states: a query's numbers do not depend on
+       which queries share its block, so this only saves reading the states once per row */
+    int cross_groups_n = group_tokens(tokens, rows, c->cross_rows, cross_groups);
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(static)
@@ -385,7 +398,7 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
             linear_rows(&layer->self_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
             layer_norm_rows(tokens, d, h, layer->ln2_w, layer->ln2_b, m->eps, normed);
             linear_rows(&layer->cross_q, tokens, normed, d, big, d, EPI_SCALE, m->scaling);
-            attention(m, c, l, 1, groups_n, groups, big, d, limits, attended, scores, score_stride);
+            attention(m, c, l, 1, cross_groups_n, cross_groups, big, d, limits, attended, scores, score_stride);
             linear_rows(&layer->cross_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
             layer_norm_rows(tokens, d, h, layer->ln3_w, layer->ln3_b, m->eps, normed);
             linear_rows(&layer->fc1, tokens, normed, d, big, m->ffn, EPI_GELU, 0.0f);

@@ -80,6 +80,8 @@ typedef struct {
     void *const *cross_v; /* per layer [batch][heads][enc_len][head_dim] */
     const float *const *cross_k_scale; /* FMT_I8 only: per layer [batch][heads][enc_pad], one scale per key */
     const float *const *cross_v_scale; /* FMT_I8 only: per layer [batch][heads][enc_len], one per value */
+    const int32_t *cross_rows; /* per batch row, the row of cross_k/cross_v it reads (NULL: its own): the beams
+                                  of one audio share its cross states, read once for all their queries */
 } Cache;
 
 /* ---------------------------------------------------------------- elementwise math, fixed per lane */

@@ -147,3 +147,28 @@ def test_an_assistant_keeps_no_encoder_it_never_runs():
     gc.collect()
     assert encoder() is None  # freed with the model: the drafter holds its decoder only
     assert AssistantDrafter(other, main).encoder is other.model.encoder
+
+
+@pytest.mark.skipif(not NATIVE, reason="the native kernels do not run here")
+@pytest.mark.parametrize("cross_dtype", [None, torch.bfloat16, torch.int8])
+def test_beams_of_one_audio_read_one_copy_of_its_cross_states_with_the_same_bits(cross_dtype):
+    """The native cache keeps one copy of an audio's cross-attention states for all its beams (rows listed twice
+    by keep), compacts them when an audio leaves, and every row's numbers are those of a row with its own copy."""
+    runner = WhisperDecoderRunner(MODEL, cross_dtype=cross_dtype)
+    (_, first), (_, second) = encoder_output(MODEL, 1), encoder_output(MODEL, 2)
+    audios = torch.cat([first, second])
+    beams = torch.tensor([0, 0, 0, 1, 1])
+    feeds = [IDS[0][:3], IDS[0][:2], IDS[1][:4], IDS[1][:3], IDS[0][:1]]
+    with torch.inference_mode():
+        shared = runner.new_cache(audios)
+        shared.keep(beams, {})
+        assert shared.cross_values[0].shape[0] == 2 and shared.cross_rows.tolist() == beams.tolist()
+        own = runner.new_cache(audios[beams])
+        assert own.cross_rows is None
+        fed = [runner.feed_rows(cache, feeds, [0] * 5) for cache in (shared, own)]
+        assert all(torch.equal(a, b) for a, b in zip(*fed))
+        for cache in (shared, own):  # the first audio's beams leave
+            cache.keep(torch.tensor([3, 4]), {})
+        assert shared.cross_values[0].shape[0] == 1 and shared.cross_rows.tolist() == [0, 0]
+        stepped = [runner.feed_rows(cache, [[7], [9]], [4, 3]) for cache in (shared, own)]
+        assert all(torch.equal(a, b) for a, b in zip(*stepped))

@@ -32,7 +32,8 @@ class EarlyExitDrafter(ModelDrafter):
         main_cache: KVCache = context.main_cache
         layers = self.runner.num_layers
         shared = KVCache(main_cache.self_keys[:layers], main_cache.self_values[:layers],
-                         main_cache.cross_keys[:layers], main_cache.cross_values[:layers], main_cache.max_positions)
+                         main_cache.cross_keys[:layers], main_cache.cross_values[:layers], main_cache.max_positions,
+                         shares_cross=main_cache.shares_cross, cross_rows=main_cache.cross_rows)
         self.target = DecoderTarget(self.runner, shared)
 
     def _common_prefix(self, sequence: list[int], cached: list[int]) -> int:

@@ -180,6 +180,7 @@ class WhisperDecoderRunner:
             self_keys=[torch.zeros(key_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers],
             self_values=[torch.zeros(value_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers],
             cross_keys=list(cross_keys), cross_values=list(cross_values), max_positions=positions, **scales,
+            shares_cross=self.backend.shares_cross,
         )
 
     # ------------------------------------------------------------------ passes

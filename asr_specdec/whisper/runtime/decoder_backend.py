@@ -25,6 +25,7 @@ class DecoderBackend(Protocol):
     cross_compute: torch.dtype  # in which they are projected
     blocked: bool  # keys in the kernels' blocks of 16 (else columns)
     batch_invariant: bool
+    shares_cross: bool  # rows may read one copy of cross states (KVCache.cross_rows: the beams of one audio)
 
     def hidden_states(self, cache: KVCache, token_ids: torch.Tensor, starts: list[int]) -> torch.Tensor:
         """Final hidden states [batch, n, width] of token_ids [batch, n], row b at positions starts[b].."""

@@ -76,6 +76,10 @@ class KVCache:
     max_positions: int
     cross_key_scales: list[torch.Tensor] | None = None
     cross_value_scales: list[torch.Tensor] | None = None
+    # True: `keep` lets rows share cross-attention states (the beams of one audio) through `cross_rows`
+    # (the native kernels read them so); False: every row has its own copy (the PyTorch path)
+    shares_cross: bool = False
+    cross_rows: torch.Tensor | None = None  # int32 [batch]: the row of the cross states each row reads (None: its own)
 
     @property
     def batch_size(self) -> int:
@@ -90,19 +94,32 @@ class KVCache:
         return self.cross_values[0].shape[2]
 
     def keep(self, rows: torch.Tensor, memo: dict) -> None:
-        """Keep only the batch rows `rows` (slot numbers, on any device), in place. Tensors shared with other caches
-        (a drafter reads the main model's cross-attention states) are compacted once per `memo`, so they stay
-        shared."""
+        """Keep only the batch rows `rows` (slot numbers, on any device; a row listed twice is duplicated), in
+        place. Tensors shared with other caches (a drafter reads the main model's cross-attention states) are
+        compacted once per `memo`, so they stay shared. With `shares_cross`, duplicated rows read one copy of
+        their cross-attention states."""
         if id(self) in memo:
             return
         memo[id(self)] = self
         self._native_view = None
-        for states in (self.self_keys, self.self_values, self.cross_keys, self.cross_values,
-                       self.cross_key_scales or [], self.cross_value_scales or []):
+        cross_index = rows
+        if self.shares_cross:
+            wanted = rows.cpu() if self.cross_rows is None else self.cross_rows[rows.cpu()]
+            cross_index, remapped = torch.unique(wanted, return_inverse=True)
+            identity = torch.equal(remapped, torch.arange(len(remapped)))
+            self.cross_rows = None if identity else remapped.to(torch.int32)
+            if torch.equal(cross_index, torch.arange(self.cross_values[0].shape[0])):
+                cross_index = None  # every cross row is still read: nothing to compact
+        for states, index_rows in ((self.self_keys, rows), (self.self_values, rows), (self.cross_keys, cross_index),
+                                   (self.cross_values, cross_index), (self.cross_key_scales or [], cross_index),
+                                   (self.cross_value_scales or [], cross_index)):
+            if index_rows is None:
+                continue
+            key = tuple(index_rows.tolist())
             for index, tensor in enumerate(states):
-                if id(tensor) not in memo:  # the old tensor stays in memo so its id is not reused meanwhile
-                    memo[id(tensor)] = (tensor, tensor.index_select(0, _on(rows, tensor.device, memo)))
-                states[index] = memo[id(tensor)][1]
+                if (id(tensor), key) not in memo:  # the old tensor stays in memo so its id is not reused meanwhile
+                    memo[(id(tensor), key)] = (tensor, tensor.index_select(0, _on(index_rows, tensor.device, memo)))
+                states[index] = memo[(id(tensor), key)][1]
 
     def copy_positions(self, moves: list[tuple[int, int, int, int]]) -> None:
         """For each (source, destination, begin, end): row destination's self-attention keys and values at
@@ -129,7 +146,7 @@ def _on(rows: torch.Tensor, device: torch.device, memo: dict) -> torch.Tensor:
     """`rows` on `device`, copied there once per keep (memo)."""
     if rows.device == device:
         return rows
-    key = ("rows", str(device))
+    key = ("rows", str(device), tuple(rows.tolist()))
     if key not in memo:
         memo[key] = rows.to(device)
     return memo[key]

@@ -186,10 +186,14 @@ class NativeDecoder:
             if cache.cross_key_scales is not None:
                 tensors += [cache.cross_key_scales[:layers], cache.cross_value_scales[:layers]]
             arrays = [pointer_array(group) for group in tensors]
+            if cache.cross_key_scales is None:
+                arrays += [None, None]
+            cross_rows = None if cache.cross_rows is None else cache.cross_rows.to(torch.int32).contiguous()
             view = Cache(KV_FORMATS[cache.self_keys[0].dtype], KV_FORMATS[cache.cross_keys[0].dtype], cache.slots,
                          cache.encoder_length,
-                         cache.cross_keys[0].shape[2] * cache.cross_keys[0].shape[4], *arrays)
-            view._arrays = arrays  # keep the pointer arrays alive with the view
+                         cache.cross_keys[0].shape[2] * cache.cross_keys[0].shape[4], *arrays,
+                         as_pointer(cross_rows))
+            view._arrays = arrays, cross_rows  # keep the pointer arrays and the row map alive with the view
             cache._native_view = view
         return view
 
@@ -319,6 +323,7 @@ class NativeBackend:
     name = "native"
     blocked = True
     batch_invariant = True
+    shares_cross = True  # rows may read one copy of cross states (KVCache.cross_rows)
     dtype = torch.float32  # of inputs and outputs; the storage format is internal
 
     def __init__(self, decoder: NativeDecoder, max_positions: int, kv_dtype: torch.dtype | None,

@@ -34,6 +34,7 @@ class Context:
 class TorchBackend:
     name = "pytorch"
     blocked = False
+    shares_cross = False  # every row has its own cross states (KVCache.cross_rows stays None)
     batch_invariant = False  # a product's rounding may depend on how many rows its pass holds
 
     def __init__(self, decoder: nn.Module, proj_out: nn.Module, layers: list, kv_dtype: torch.dtype | None = None):
