@@ -47,6 +47,7 @@ BENCHMARKS = {
     "streaming": ["eval.bench.streaming", "--dtype", "bfloat16"],
     "text": ["eval.bench.text"],
     "recipe": ["eval.bench.recipe", "--main", "base", "--repeats", "2"],
+    "dropin": ["eval.bench.dropin", "--main", "base", "--repeats", "2"],
 }
 REGION = re.compile(r"(<!-- readme-tables:(?P<name>[\w-]+) -->\n)(.*?)(<!-- /readme-tables:(?P=name) -->)", re.S)
 
