@@ -55,7 +55,8 @@ def duel(models: dict, clips: list[Path], long_audio: np.ndarray, repeats: int) 
         defaults_text(model, audio[0])
     for samples in audio:
         for name, model in models.items():
-            seconds, (text, tokens, _, _) = best_of(lambda model=model: defaults_text(model, samples), repeats)
+            seconds, (text, tokens, _, _) = best_of(lambda model=model, samples=samples: defaults_text(model, samples),
+                                                    repeats)
             tallies[name].seconds.append(seconds)
             tallies[name].texts.append(text)
             tallies[name].tokens.append(tokens)
