@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
-from asr_specdec.core.modes import ASSISTANT_MODES
+from asr_specdec.core.modes import ASSISTANT_MODES, default_mode
 
 
 @dataclass(frozen=True)
@@ -13,7 +13,7 @@ class AppSettings:
     models: tuple[str, ...]  # the only model specs a client may choose: a client never names a path
     default_main: str = "base"
     default_assistant: str = "tiny.en"
-    default_mode: str = "quantized-self"
+    default_mode: str = default_mode()  # the project's, on a CPU (core/modes.py decides it)
     max_upload_mb: float = 25.0
     max_audio_seconds: float = 600.0
     device: str = "cpu"
@@ -26,7 +26,7 @@ class AppSettings:
 @dataclass(frozen=True)
 class DecodeOptions:
     main: str
-    mode: str = "quantized-self"
+    mode: str = default_mode()
     assistant: str | None = None
     draft_tokens: int = DEFAULT_DRAFT_TOKENS
     dynamic: bool = False
