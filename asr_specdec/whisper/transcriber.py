@@ -323,6 +323,8 @@ class SpeculativeWhisper:
                                                                             tokens.prompt_limit),
                       prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task,
                       suppression=options.suppression, max_new_tokens=options.max_new_tokens,
+                      repetition_penalty=options.repetition_penalty,
+                      no_repeat_ngram_size=options.no_repeat_ngram_size,
                       sampling=None if options.sampling == self.sampling else options.sampling)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
