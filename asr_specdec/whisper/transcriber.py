@@ -298,8 +298,10 @@ class SpeculativeWhisper:
         transcribe(audio, long_form="chunked", timestamps=False)."""
         from .batch import transcribe_batch
 
+        options = self.options
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
-                                self._generator(self.options), self._labels(), self.options.recipe)
+                                self._generator(options), self._labels(), options.recipe, options.repetition_penalty,
+                                options.no_repeat_ngram_size)
 
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see
