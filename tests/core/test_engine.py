@@ -17,10 +17,11 @@ from ..tiny_whisper import EOS, NO_TIMESTAMPS, START, drafter_factories, encoder
 
 PROMPT = [START, NO_TIMESTAMPS]
 RULES = LogitRules(suppress_tokens=(3, 7), begin_suppress_tokens=(EOS, 5), begin_index=len(PROMPT))
+GREEDY = Sampling()
 
 
 def run(model, drafter_factory, seed, *, eos=EOS, draft_tokens=4, dynamic=False, max_new_tokens=60,
-        threshold_drafter=None, rules=RULES, drafter_rules=None, sampling=Sampling(), generator=None):
+        threshold_drafter=None, rules=RULES, drafter_rules=None, sampling=GREEDY, generator=None):
     features, encoded = encoder_output(model, seed)
     runner = WhisperDecoderRunner(model)
     with torch.inference_mode():
