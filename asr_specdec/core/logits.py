@@ -10,6 +10,7 @@ compare different distributions.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -37,7 +38,7 @@ class LogitRules:
     def __post_init__(self):
         if not self.repetition_penalty > 0:
             raise ValueError(f"repetition_penalty must be > 0, not {self.repetition_penalty}")
-        if not isinstance(self.no_repeat_ngram_size, int) or self.no_repeat_ngram_size < 0:
+        if not isinstance(self.no_repeat_ngram_size, numbers.Integral) or self.no_repeat_ngram_size < 0:
             raise ValueError(f"no_repeat_ngram_size must be an integer >= 0, not {self.no_repeat_ngram_size}")
 
     def _mask(self, tokens: tuple[int, ...], vocab_size: int, device) -> torch.Tensor:

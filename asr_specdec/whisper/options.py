@@ -5,6 +5,7 @@ nothing is stored on a shared object. What the model is lives in model_options.p
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass, field, fields, replace
 
@@ -81,9 +82,10 @@ class TranscribeOptions:
 
 def check_repetition(repetition_penalty: float, no_repeat_ngram_size: int) -> None:
     """A one-line error for repetition options out of range (CTranslate2's: a penalty > 0, an n-gram size >= 0)."""
-    if not isinstance(repetition_penalty, (int, float)) or not repetition_penalty > 0:
+    if not isinstance(repetition_penalty, numbers.Real) or not repetition_penalty > 0:
         raise SpecdecError(f"repetition_penalty must be a number > 0, not {repetition_penalty!r}")
-    if isinstance(no_repeat_ngram_size, bool) or not isinstance(no_repeat_ngram_size, int) or no_repeat_ngram_size < 0:
+    if isinstance(no_repeat_ngram_size, bool) or not isinstance(no_repeat_ngram_size, numbers.Integral) \
+            or no_repeat_ngram_size < 0:
         raise SpecdecError(f"no_repeat_ngram_size must be an integer >= 0, not {no_repeat_ngram_size!r}")
 
 
