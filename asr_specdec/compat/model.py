@@ -20,7 +20,7 @@ from ..errors import SpecdecError
 from ..whisper.arguments import call_options
 from ..whisper.io import audio as audio_io
 from ..whisper.longform.vad import VadOptions, speech_regions
-from ..whisper.options import TranscribeOptions, vad_options
+from ..whisper.options import TranscribeOptions, check_repetition, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from ..whisper.runtime.tokens import Suppression
 from .lazy import lazy_segments
@@ -145,7 +145,8 @@ class WhisperModel:
     # the shared body of WhisperModel.transcribe and BatchedInferencePipeline.transcribe
     def _transcribe(self, audio, batch_size: int | None, **arguments):
         options = _Arguments(arguments)
-        refuse_unsupported(options.repetition_penalty, options.no_repeat_ngram_size, options.chunk_length)
+        refuse_unsupported(options.chunk_length)
+        check_repetition(options.repetition_penalty, options.no_repeat_ngram_size)  # before any decoding
         hallucination = hallucination_option(options.hallucination_silence_threshold, options.word_timestamps,
                                              options.vad_filter, batch_size is not None)
         search = search_options(options.beam_size, options.patience, options.length_penalty)
@@ -207,7 +208,8 @@ class WhisperModel:
             word_timestamps=options.word_timestamps, prepend_punctuations=options.prepend_punctuations,
             append_punctuations=options.append_punctuations, multilingual=multilingual,
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
-            max_new_tokens=options.max_new_tokens, vad_filter=vad is not None, **search, **hallucination)
+            max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
+            no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None, **search, **hallucination)
         if vad is not None:
             call = replace(call, vad_options=vad, vad_batch_size=batch_size or 1)
         if batched and clips is None and vad is None:

@@ -27,13 +27,9 @@ def search_options(beam_size: int, patience: float, length_penalty: float) -> di
     return {"beam_size": beam_size, "patience": patience}
 
 
-def refuse_unsupported(repetition_penalty: float, no_repeat_ngram_size: int, chunk_length: int | None) -> None:
+def refuse_unsupported(chunk_length: int | None) -> None:
     """Options that would change the output in ways this build cannot: an error naming each, unless at its no-op
     value."""
-    if repetition_penalty != 1:
-        raise UnsupportedOption(f"repetition_penalty={repetition_penalty} is not supported: leave it at 1")
-    if no_repeat_ngram_size != 0:
-        raise UnsupportedOption(f"no_repeat_ngram_size={no_repeat_ngram_size} is not supported: leave it at 0")
     if chunk_length not in (None, 30):
         raise UnsupportedOption(f"chunk_length={chunk_length} is not supported: Whisper's windows are 30 s here")
 

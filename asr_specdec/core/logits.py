@@ -1,13 +1,16 @@
 """Logit rules applied identically on the main model and on every drafter.
 
 Whisper's decoding suppresses some tokens everywhere (`suppress_tokens`) and some only at the first
-generated position (`begin_suppress_tokens`); sampling then warps the scores (temperature, top-k,
-top-p). Drafter and verifier must see the same rules, or a draft could propose a token the main model
-can never emit and, when sampling, the accept/reject arithmetic would compare different distributions.
+generated position (`begin_suppress_tokens`); faster-whisper's decoder (CTranslate2) can also penalise tokens
+already generated (`repetition_penalty`) and ban a token that would repeat an n-gram (`no_repeat_ngram_size`);
+sampling then warps the scores (temperature, top-k, top-p). Drafter and verifier must see the same rules, or a
+draft could propose a token the main model can never emit and, when sampling, the accept/reject arithmetic would
+compare different distributions.
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -16,12 +19,27 @@ import torch
 
 @dataclass(frozen=True)
 class LogitRules:
-    """Token suppression. Row i of a logits block predicts the token at sequence index `first_index + i`."""
+    """Token suppression and repetition rules. Row i of a logits block predicts the token at sequence index
+    `first_index + i`; the tokens before it from `begin_index` on are its history (CTranslate2's: what the row
+    generated, a forced prefix included, not the prompt).
+
+    The repetition rules are CTranslate2's, in its order (penalty, then n-gram ban, then suppression): the logit of
+    every distinct token of the history is divided by `repetition_penalty` when positive and multiplied by it when
+    negative; with `no_repeat_ngram_size` n, a token that would complete an n-gram already in the history is
+    banned (n = 1: every token of the history)."""
 
     suppress_tokens: tuple[int, ...] = ()
     begin_suppress_tokens: tuple[int, ...] = ()
     begin_index: int = 0  # sequence index of the first generated token
+    repetition_penalty: float = 1.0  # 1: off; above 1 discourages repeating a token, below 1 encourages it
+    no_repeat_ngram_size: int = 0  # 0: off
     _masks: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        if not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty must be > 0, not {self.repetition_penalty}")
+        if not isinstance(self.no_repeat_ngram_size, numbers.Integral) or self.no_repeat_ngram_size < 0:
+            raise ValueError(f"no_repeat_ngram_size must be an integer >= 0, not {self.no_repeat_ngram_size}")
 
     def _mask(self, tokens: tuple[int, ...], vocab_size: int, device) -> torch.Tensor:
         key = (tokens, vocab_size, str(device))
@@ -33,12 +51,54 @@ class LogitRules:
         return self._masks[key]
 
     def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
-        """Return logits [n, vocab] with the suppressed entries set to -inf (a new tensor).
+        """Return logits [n, vocab] penalised for repetition, with the suppressed and banned entries set to -inf
+        (a new tensor unless no rule changes anything).
 
-        `tokens` holds the sequence the rows continue (row i may read tokens[:first_index + i]); these rules
-        do not need it, rules that depend on earlier tokens (Whisper's timestamp rules) do."""
-        mask = self.suppressed(first_index, logits.shape[0], logits.shape[-1], logits.device)
-        return logits if mask is None else logits.masked_fill(mask, -float("inf"))
+        `tokens` holds the sequence the rows continue (row i may read tokens[:first_index + i]); suppression alone
+        does not need it, the repetition rules and rules that depend on earlier tokens (Whisper's timestamp rules)
+        do."""
+        rows, vocab_size, device = logits.shape[0], logits.shape[-1], logits.device
+        scores = self.penalized(logits, first_index, tokens)
+        mask = self.forbidden(first_index, rows, vocab_size, device, tokens)
+        return scores if mask is None else scores.masked_fill(mask, -float("inf"))
+
+    def histories(self, first_index: int, rows: int, tokens: list[int] | None) -> list[list[int]]:
+        """Per row predicting first_index..: its history, tokens[begin_index:first_index + row]."""
+        if tokens is None:
+            raise ValueError("repetition rules read the tokens before each row: pass tokens")
+        return [tokens[self.begin_index:first_index + row] if first_index + row > self.begin_index else []
+                for row in range(rows)]
+
+    def penalized(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None) -> torch.Tensor:
+        """`logits` with each row's history tokens penalised (CTranslate2's repetition penalty), or `logits` itself
+        when the penalty is off or no row has a history."""
+        if self.repetition_penalty == 1:
+            return logits
+        histories = self.histories(first_index, logits.shape[0], tokens)
+        mask = _row_mask([set(history) for history in histories], logits.shape[-1], logits.device)
+        if mask is None:
+            return logits
+        penalty = self.repetition_penalty
+        return torch.where(mask, torch.where(logits < 0, logits * penalty, logits / penalty), logits)
+
+    def repeat_mask(self, first_index: int, rows: int, vocab_size: int, device,
+                    tokens: list[int] | None) -> torch.Tensor | None:
+        """[rows, vocab]: True where the n-gram ban forbids a token for rows predicting first_index.. (None:
+        nowhere): every token that followed an earlier occurrence of the history's last n - 1 tokens."""
+        size = self.no_repeat_ngram_size
+        if size <= 0:
+            return None
+        return _row_mask([_ngram_ban(history, size) for history in self.histories(first_index, rows, tokens)],
+                         vocab_size, device)
+
+    def forbidden(self, first_index: int, rows: int, vocab_size: int, device,
+                  tokens: list[int] | None) -> torch.Tensor | None:
+        """[rows, vocab]: suppression and the n-gram ban together (None: nothing); a new tensor when both apply."""
+        suppressed = self.suppressed(first_index, rows, vocab_size, device)
+        banned = self.repeat_mask(first_index, rows, vocab_size, device, tokens)
+        if banned is None:
+            return suppressed
+        return banned if suppressed is None else banned | suppressed
 
     # Whisper's timestamp rule (see whisper/runtime/timestamps.py) forces a choice within the ids from `group_begin` on
     # when together they are likelier than the best id below; None: no such rule
@@ -47,8 +107,9 @@ class LogitRules:
     def greedy_mask(self, first_index: int, rows: int, vocab_size: int, device, tokens: list[int]):
         """[rows, vocab]: what these rules forbid at rows predicting first_index.., given the sequence `tokens` the
         rows continue (None: nothing). A greedy choice is the best allowed id, except that the group rule (if
-        `group_begin`) compares the group's total probability with the best allowed id below it first."""
-        return self.suppressed(first_index, rows, vocab_size, device)
+        `group_begin`) compares the group's total probability with the best allowed id below it first. The
+        repetition penalty changes values, not what is allowed: with it on, greedy_by_mask says no."""
+        return self.forbidden(first_index, rows, vocab_size, device, tokens)
 
     def suppressed(self, first_index: int, rows: int, vocab_size: int, device) -> torch.Tensor | None:
         """[rows, vocab]: True where suppression puts -inf for rows predicting first_index.. (None: nowhere).
@@ -68,10 +129,34 @@ class LogitRules:
         return self._masks[key]
 
 
+def _row_mask(rows: list, vocab_size: int, device) -> torch.Tensor | None:
+    """[len(rows), vocab]: True at the ids each row lists (ids outside the vocabulary ignored); None if none."""
+    pairs = [(row, token) for row, ids in enumerate(rows) for token in ids if 0 <= token < vocab_size]
+    if not pairs:
+        return None
+    mask = torch.zeros(len(rows), vocab_size, dtype=torch.bool)
+    index = torch.tensor(pairs, dtype=torch.long)
+    mask[index[:, 0], index[:, 1]] = True
+    return mask.to(device)
+
+
+def _ngram_ban(history: list[int], size: int) -> set[int]:
+    """The tokens that would complete an n-gram (n = `size`) already in `history`: each token that follows an
+    earlier occurrence of the history's last size - 1 tokens (CTranslate2's NoRepeatNgram)."""
+    if len(history) < size:
+        return set()
+    tail = history[len(history) - size + 1:]
+    return {history[start + size - 1] for start in range(len(history) - size + 1)
+            if history[start:start + size - 1] == tail}
+
+
 def greedy_by_mask(rules: LogitRules) -> bool:
     """True when a greedy choice under `rules` follows from `greedy_mask` and the group rule alone, so that a
-    target may pick it without the full logits (see argmax.py): suppression does, and so do the timestamp rules;
-    a subclass whose apply() does more must override greedy_mask and say so with `greedy_by_mask = True`."""
+    target may pick it without the full logits (see argmax.py): suppression and the n-gram ban do, and so do the
+    timestamp rules; the repetition penalty changes values, so it needs the full logits. A subclass whose apply()
+    does more must override greedy_mask and say so with `greedy_by_mask = True`."""
+    if rules.repetition_penalty != 1:
+        return False
     return type(rules).apply is LogitRules.apply or getattr(rules, "greedy_by_mask", False)
 
 

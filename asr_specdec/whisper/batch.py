@@ -36,12 +36,14 @@ from .runtime.pipeline import Window, WindowPipeline
 
 def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | None = None,
                      language: str | None = None, batch_size: int = 8, generator=None,
-                     labels: dict | None = None, recipe: Recipe | None = None) -> list[TranscriptionResult]:
+                     labels: dict | None = None, recipe: Recipe | None = None,
+                     repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0) -> list[TranscriptionResult]:
     """Transcribe every audio (path, bytes or array), `batch_size` windows at a time. Audio over 30 s is cut at
     quiet points into windows, which are decoded as rows of the batch like short utterances (the chunked
     long-form mode). Returns one TranscriptionResult per audio, in order, carrying `labels` (mode, main_model,
     assistant_model); each result's times are its share of the batched passes, so they add up to the whole run.
-    With a `recipe` (fallback.py), windows judged silent give no text and failing windows are retried."""
+    With a `recipe` (fallback.py), windows judged silent give no text and failing windows are retried; every window
+    decodes under the repetition rules given (core/logits.py)."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
@@ -50,7 +52,9 @@ def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | 
                for offset, window in audio_io.split_long_audio(audio)]
     decoded, silent = [], []
     for begin in range(0, len(windows), batch_size):
-        group = [Window(pipeline.features(window), language_id) for _, _, window in windows[begin:begin + batch_size]]
+        group = [Window(pipeline.features(window), language_id, repetition_penalty=repetition_penalty,
+                        no_repeat_ngram_size=no_repeat_ngram_size)
+                 for _, _, window in windows[begin:begin + batch_size]]
         if recipe is None:
             decoded += pipeline.decode(group, generator)
             silent += [False] * len(group)

@@ -5,6 +5,7 @@ nothing is stored on a shared object. What the model is lives in model_options.p
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass, field, fields, replace
 
@@ -45,6 +46,9 @@ class TranscribeOptions:
     append_punctuations: str = APPEND_PUNCTUATIONS
     multilingual: bool = False  # detect the language of every window (else the first window's is kept)
     suppression: Suppression | None = None  # what windows may not produce; None: the model's generation config
+    # faster-whisper's (CTranslate2's) repetition rules over what each window generates (core/logits.py LogitRules)
+    repetition_penalty: float = 1.0  # a repeated token's logit divided (positive) or multiplied (negative) by it
+    no_repeat_ngram_size: int = 0  # a token that would repeat an n-gram of this size is never chosen; 0: off
     max_new_tokens: int | None = None  # tokens a window may generate; None: as many as the model's context holds
     # seconds: with words, a hallucinated segment standing in silence is dropped and skipped (hallucination.py)
     hallucination_silence_threshold: float | None = None
@@ -56,6 +60,7 @@ class TranscribeOptions:
             raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
         if self.vad_batch_size < 1:
             raise SpecdecError(f"vad_batch_size must be at least 1, not {self.vad_batch_size}")
+        check_repetition(self.repetition_penalty, self.no_repeat_ngram_size)
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise SpecdecError(f"max_new_tokens must be at least 1, not {self.max_new_tokens}")
         threshold = self.hallucination_silence_threshold
@@ -73,6 +78,15 @@ class TranscribeOptions:
             raise SpecdecError(f"unknown transcription option(s): {', '.join(sorted(unknown))}")
         options = replace(self, **overrides)
         return replace(options, recipe=replace(options.recipe, **recipe)) if recipe else options
+
+
+def check_repetition(repetition_penalty: float, no_repeat_ngram_size: int) -> None:
+    """A one-line error for repetition options out of range (CTranslate2's: a penalty > 0, an n-gram size >= 0)."""
+    if not isinstance(repetition_penalty, numbers.Real) or not repetition_penalty > 0:
+        raise SpecdecError(f"repetition_penalty must be a number > 0, not {repetition_penalty!r}")
+    if isinstance(no_repeat_ngram_size, bool) or not isinstance(no_repeat_ngram_size, numbers.Integral) \
+            or no_repeat_ngram_size < 0:
+        raise SpecdecError(f"no_repeat_ngram_size must be an integer >= 0, not {no_repeat_ngram_size!r}")
 
 
 def vad_options(values: dict | VadOptions | None) -> VadOptions:

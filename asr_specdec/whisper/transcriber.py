@@ -298,8 +298,10 @@ class SpeculativeWhisper:
         transcribe(audio, long_form="chunked", timestamps=False)."""
         from .batch import transcribe_batch
 
+        options = self.options
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
-                                self._generator(self.options), self._labels(), self.options.recipe)
+                                self._generator(options), self._labels(), options.recipe, options.repetition_penalty,
+                                options.no_repeat_ngram_size)
 
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see
@@ -323,6 +325,8 @@ class SpeculativeWhisper:
                                                                             tokens.prompt_limit),
                       prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task,
                       suppression=options.suppression, max_new_tokens=options.max_new_tokens,
+                      repetition_penalty=options.repetition_penalty,
+                      no_repeat_ngram_size=options.no_repeat_ngram_size,
                       sampling=None if options.sampling == self.sampling else options.sampling)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:

@@ -127,12 +127,10 @@ def test_what_cannot_be_honoured_is_refused_by_name():
         search_options(5, 1.0, 0.5)
     with pytest.raises(SpecdecError, match="beam_size"):
         search_options(0, 1.0, 1.0)
-    refuse_unsupported(1, 0, None)
-    refuse_unsupported(1, 0, 30)
-    for arguments, name in (((1.2, 0, None), "repetition_penalty"), ((1, 3, None), "no_repeat_ngram"),
-                            ((1, 0, 20), "chunk_length")):
-        with pytest.raises(UnsupportedOption, match=name):
-            refuse_unsupported(*arguments)
+    refuse_unsupported(None)
+    refuse_unsupported(30)
+    with pytest.raises(UnsupportedOption, match="chunk_length"):
+        refuse_unsupported(20)
     assert hallucination_option(None, False, True, True) == {}
     assert hallucination_option(2.0, True, False, False) == {"hallucination_silence_threshold": 2.0}
     for arguments, why in (((2.0, False, False, False), "word_timestamps"), ((2.0, True, True, False), "vad_filter"),

@@ -52,6 +52,25 @@ def test_suppress_tokens_keep_a_token_out_and_stay_exact(model, plain_model, jfk
     assert fields(after) == fields(decoded(plain_model, jfk, suppress_tokens=[-1, country])[0])
 
 
+def test_repetition_options_keep_repeats_out_and_stay_exact(model, plain_model, jfk):
+    # JFK says "can do for" twice. No bigram twice (faster-whisper's no_repeat_ngram_size=2: CTranslate2's ban over
+    # what the window generated): "can do" cannot come again, and base says "you can for your countries"; with
+    # the penalty, the second "ask what you can do for your country" changes too
+    greedy = {"beam_size": 1, "temperature": 0.0, "language": "en"}
+    banned, info = model.transcribe(jfk, no_repeat_ngram_size=2, **greedy)
+    banned = list(banned)
+    tokens = [token for s in banned for token in s.tokens]
+    assert len(set(zip(tokens, tokens[1:]))) == len(tokens) - 1 and "you can for your" in banned[-1].text
+    assert info.transcription_options.no_repeat_ngram_size == 2
+    assert fields(banned) == fields(plain_model.transcribe(jfk, no_repeat_ngram_size=2, **greedy)[0])
+    penalised = list(model.transcribe(jfk, repetition_penalty=1.2, **greedy)[0])
+    assert "ask what you can do for your country" not in "".join(s.text for s in penalised)
+    assert fields(penalised) == fields(plain_model.transcribe(jfk, repetition_penalty=1.2, **greedy)[0])
+    for bad in ({"repetition_penalty": 0}, {"no_repeat_ngram_size": -1}):
+        with pytest.raises(SpecdecError, match=next(iter(bad))):
+            model.transcribe(jfk, **bad)
+
+
 def test_max_new_tokens_cuts_each_window(model, plain_model, jfk):
     short, _ = decoded(model, jfk, max_new_tokens=6, without_timestamps=True)
     (segment,) = short
@@ -145,7 +164,7 @@ def test_language_is_checked_at_once_and_english_only_models_say_so(model, pack_
 
 
 def test_unsupported_options_are_refused_not_ignored(model, jfk):
-    for option, value in (("repetition_penalty", 1.1), ("no_repeat_ngram_size", 2), ("chunk_length", 10),
+    for option, value in (("chunk_length", 10),
                           ("hallucination_silence_threshold", 2.0)):  # the last without word timestamps
         with pytest.raises(NotImplementedError, match=option.split("_")[0]):
             model.transcribe(jfk, **{"beam_size": 1, option: value})

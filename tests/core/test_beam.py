@@ -193,3 +193,37 @@ def test_speculative_beam_search_equals_plain_whatever_the_drafts(wrong):
             assert got.stats.beam_steps == expected.stats.beam_steps
         if wrong == 0.0:
             assert target.passes < plain_target.passes
+
+
+# faster-whisper's repetition rules (core/logits.py), read per beam from that beam's own tokens
+REPEATS = [LogitRules(suppress_tokens=(3,), begin_index=2, no_repeat_ngram_size=2),
+           LogitRules(begin_suppress_tokens=(EOS,), begin_index=2, repetition_penalty=2.0),
+           LogitRules(begin_index=2, repetition_penalty=0.6, no_repeat_ngram_size=1)]
+
+
+@pytest.mark.parametrize("rules", REPEATS)
+def test_beam_search_under_repetition_rules_is_openais_loop_with_them(rules):
+    beam, changed = BeamSearch(3), 0
+    for seed in range(6):
+        model = random_model(seed, eos_bias=-3.0)
+        outcome = generate_beams(TableTarget(model, 1), [[0, 1]], [settings(beam, 12, rules)])[0]
+        assert (outcome.tokens, outcome.sum_logprob) == reference_beam_search(model, [0, 1], beam, rules, 14), seed
+        changed += outcome.tokens != generate_beams(TableTarget(model, 1), [[0, 1]], [settings(beam, 12)])[0].tokens
+    assert changed >= 3
+
+
+@pytest.mark.parametrize("rules", REPEATS)
+def test_speculative_beam_search_equals_plain_under_repetition_rules(rules):
+    from asr_specdec.core.draft_length import DraftLength
+
+    prompts = [[0, 1], [0, 1, 4]]
+    for seed, wrong in ((0, 0.0), (1, 0.3), (2, 1.0)):
+        model = random_model(seed, eos_bias=-3.0)
+        rows = [settings(BeamSearch(size), 16, rules) for size in (3, 2)]
+        plain = generate_beams(TableTarget(model, len(prompts)), prompts, rows)
+        rows = [GenerationSettings(**{**row.__dict__, "draft_length": DraftLength(4)}) for row in rows]
+        speculative = generate_beams(TableTarget(model, len(prompts)), prompts, rows,
+                                     ScriptedDrafter(model, wrong, seed))
+        for got, expected in zip(speculative, plain):
+            assert (got.tokens, got.sum_logprob, got.candidates) == (expected.tokens, expected.sum_logprob,
+                                                                     expected.candidates)

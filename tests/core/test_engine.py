@@ -17,33 +17,35 @@ from ..tiny_whisper import EOS, NO_TIMESTAMPS, START, drafter_factories, encoder
 
 PROMPT = [START, NO_TIMESTAMPS]
 RULES = LogitRules(suppress_tokens=(3, 7), begin_suppress_tokens=(EOS, 5), begin_index=len(PROMPT))
+GREEDY = Sampling()
 
 
 def run(model, drafter_factory, seed, *, eos=EOS, draft_tokens=4, dynamic=False, max_new_tokens=60,
-        threshold_drafter=None):
+        threshold_drafter=None, rules=RULES, drafter_rules=None, sampling=GREEDY, generator=None):
     features, encoded = encoder_output(model, seed)
     runner = WhisperDecoderRunner(model)
     with torch.inference_mode():
         cross = runner.cross_attention_states(encoded)
         cache = runner.new_cache(encoded, cross_states=cross)
-        settings = GenerationSettings(eos_token_id=eos, max_new_tokens=max_new_tokens, rules=RULES,
-                                      draft_length=DraftLength(draft_tokens, dynamic=dynamic))
+        settings = GenerationSettings(eos_token_id=eos, max_new_tokens=max_new_tokens, rules=rules,
+                                      sampling=sampling, draft_length=DraftLength(draft_tokens, dynamic=dynamic))
         drafter = drafter_factory() if drafter_factory else None
         if drafter is not None:
-            drafter.start(DraftContext(rules=RULES, sampling=Sampling(), max_positions=cache.max_positions,
-                                       eos_token_id=eos, encoder_output=encoded, input_features=features,
-                                       main_cache=cache, main_cross_states=cross))
-        return generate(DecoderTarget(runner, cache), PROMPT, settings, drafter)
+            drafter.start(DraftContext(rules=drafter_rules or rules, sampling=sampling,
+                                       max_positions=cache.max_positions, eos_token_id=eos, generator=generator,
+                                       encoder_output=encoded, input_features=features, main_cache=cache,
+                                       main_cross_states=cross))
+        return generate(DecoderTarget(runner, cache), PROMPT, settings, drafter, generator)
 
 
-def reference_greedy(model, seed, eos=EOS, max_new_tokens=60):
+def reference_greedy(model, seed, eos=EOS, max_new_tokens=60, rules=RULES):
     """transformers' own forward pass over the whole sequence each step (no cache), argmax after rules."""
     _, encoded = encoder_output(model, seed)
     sequence = list(PROMPT)
     with torch.inference_mode():
         while len(sequence) < len(PROMPT) + max_new_tokens:
             logits = model(encoder_outputs=(encoded,), decoder_input_ids=torch.tensor([sequence])).logits[0, -1:]
-            token = int(RULES.apply(logits, first_index=len(sequence)).argmax())
+            token = int(rules.apply(logits, len(sequence), sequence).argmax())
             sequence.append(token)
             if token == eos:
                 break
@@ -122,3 +124,52 @@ def test_confidence_threshold_shortens_drafts_and_stays_exact():
                              draft_tokens=8)
     assert speculative == plain
     assert stats.drafted_tokens < 8 * stats.main_passes
+
+
+# faster-whisper's repetition rules (core/logits.py): the n-gram ban is a mask the greedy path takes without full
+# logits; the penalty changes values, so every greedy choice, plain or verifying, reads the full logits
+REPEATS = {
+    "ngram": LogitRules(suppress_tokens=(3, 7), begin_suppress_tokens=(EOS, 5), begin_index=len(PROMPT),
+                        no_repeat_ngram_size=2),
+    "penalty": LogitRules(suppress_tokens=(3, 7), begin_suppress_tokens=(EOS, 5), begin_index=len(PROMPT),
+                          repetition_penalty=3.0),
+}
+
+
+@pytest.mark.parametrize("repeat", REPEATS)
+def test_repetition_rules_change_plain_decoding_as_the_reference_does(repeat):
+    rules, changed = REPEATS[repeat], 0
+    for seed in range(3):
+        plain, _ = run(MAIN, None, seed, rules=rules)
+        assert plain == reference_greedy(MAIN, seed, rules=rules)
+        changed += plain != run(MAIN, None, seed)[0]
+        if repeat == "ngram":
+            bigrams = list(zip(plain, plain[1:]))
+            assert len(bigrams) == len(set(bigrams))
+    assert changed >= 2  # random weights loop: the rules have something to change
+
+
+@pytest.mark.parametrize("repeat", REPEATS)
+@pytest.mark.parametrize("name", DRAFTERS)
+def test_greedy_speculative_equals_plain_under_repetition_rules(repeat, name):
+    for seed in range(2):
+        plain, _ = run(MAIN, None, seed, rules=REPEATS[repeat])
+        speculative, _ = run(MAIN, DRAFTERS[name], seed, rules=REPEATS[repeat], draft_tokens=4)
+        assert speculative == plain, seed
+
+
+def test_a_drafter_sampling_under_the_same_repetition_rules_draws_the_main_models_distribution():
+    """The model drafting for itself under the main rules proposes from the very distribution the main model
+    verifies with: every draft is accepted. Drafting without the penalty, its proposals get rejected."""
+    rules = LogitRules(suppress_tokens=(3, 7), begin_index=len(PROMPT), repetition_penalty=3.0,
+                       no_repeat_ngram_size=3)
+    sampling = Sampling(do_sample=True, temperature=0.7)
+
+    def sampled(drafter_rules):
+        generator = torch.Generator().manual_seed(0)
+        return run(MAIN, DRAFTERS["assistant-self"], 0, rules=rules, drafter_rules=drafter_rules, sampling=sampling,
+                   generator=generator, eos=-1, max_new_tokens=40)[1]
+
+    same = sampled(None)
+    assert same.drafted_tokens > 20 and same.acceptance_rate == 1.0
+    assert sampled(RULES).acceptance_rate < 0.9

@@ -26,6 +26,8 @@ def test_recipe_options_reach_the_transcribers():
     assert options.word_timestamps and options.vad_filter and options.vad_options.min_silence_duration_ms == 500
     assert options.recipe.temperatures == DEFAULT_TEMPERATURES and options.recipe.no_speech_threshold is None
     assert options.initial_prompt == "Dashwood"
+    repeats = options_from(["--repetition-penalty", "1.3", "--no-repeat-ngram-size", "3"])
+    assert (repeats.repetition_penalty, repeats.no_repeat_ngram_size) == (1.3, 3)
     defaults = options_from([])
     assert defaults == TranscribeOptions()
 

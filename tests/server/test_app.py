@@ -151,6 +151,15 @@ def test_the_prompt_conditions_the_first_window_on_previous_text(served, whisper
     assert answer["text"] == whisper.pipeline.text(expected)
 
 
+def test_repetition_options_as_extra_fields_are_the_librarys(served, whisper, clip):
+    samples = decoded(clip)
+    repeats = {"repetition_penalty": 1.5, "no_repeat_ngram_size": 2}
+    expected = whisper.transcribe(samples, timestamps=True, **repeats)
+    assert expected.tokens != whisper.transcribe(samples, timestamps=True).tokens  # they change what it says
+    answer = post(served.url, clip, response_format="verbose_json", **{k: str(v) for k, v in repeats.items()})
+    assert answer.json()["asr_specdec"]["tokens"] == expected.tokens
+
+
 def test_official_openai_client(served, whisper, clip):
     client = openai.OpenAI(base_url=served.url + "/v1", api_key="unused", max_retries=0)
     upload = ("clip.wav", clip, "audio/wav")
@@ -236,6 +245,9 @@ BAD_INPUTS = [
     ("length penalty out of range", {"beam_size": "3", "length_penalty": "2"}, "clip", 400, "length_penalty",
      "invalid_value"),
     ("patience without beams", {"patience": "2"}, "clip", 400, "patience", "invalid_value"),
+    ("repetition penalty not positive", {"repetition_penalty": "0"}, "clip", 400, "repetition_penalty",
+     "invalid_value"),
+    ("negative n-gram size", {"no_repeat_ngram_size": "-1"}, "clip", 400, "no_repeat_ngram_size", "invalid_value"),
     ("hallucination_silence_threshold without word timestamps", {"hallucination_silence_threshold": "2"}, "clip",
      400, "hallucination_silence_threshold", "invalid_value"),
     ("oversized upload", {}, "oversized", 413, "file", "file_too_large"),

@@ -40,6 +40,12 @@ def test_the_options_are_frozen_and_checked():
         TranscribeOptions(long_form="middle")
     with pytest.raises(SpecdecError, match="beam search"):
         TranscribeOptions(sampling=Sampling(do_sample=True)).with_overrides(beam_size=5)
+    for bad in ({"repetition_penalty": 0}, {"repetition_penalty": "1.2"}, {"no_repeat_ngram_size": -1},
+                {"no_repeat_ngram_size": 2.0}):
+        with pytest.raises(SpecdecError, match=next(iter(bad))):
+            TranscribeOptions().with_overrides(**bad)
+    repeats = TranscribeOptions().with_overrides(repetition_penalty=1.1, no_repeat_ngram_size=3)
+    assert (repeats.repetition_penalty, repeats.no_repeat_ngram_size) == (1.1, 3)
 
 
 def test_transformers_and_openai_names_map_into_the_options():

@@ -79,6 +79,8 @@ def test_a_long_prompt_is_cut_with_one_warning_line(capsys, paused_file):
     (["--patience", "2"], "give --beam-size too"),
     (["--beam-size", "3", "--length-penalty", "1.5"], "--length-penalty must be between 0 and 1"),
     (["--beam-size", "3", "--do-sample"], "cannot be combined with do_sample"),
+    (["--repetition-penalty", "0"], "--repetition-penalty must be > 0"),
+    (["--no-repeat-ngram-size", "-2"], "--no-repeat-ngram-size must be 0 or more"),
     (["--vad", "--batch-size", "4"], "--batch-size decodes whole files"),
     (["--hallucination-silence-threshold", "2"], "--hallucination-silence-threshold needs --word-timestamps"),
     (["--hallucination-silence-threshold", "2", "--word-timestamps", "--vad"], "applies without --vad only"),

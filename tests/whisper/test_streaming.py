@@ -89,6 +89,16 @@ def test_every_update_is_plain_greedy_on_its_buffer_and_prompt(asr, tiny_pair, t
     assert (fallback > 0) == bool(tail_drafting), fallback
 
 
+def test_updates_decode_under_the_transcribers_repetition_rules(tiny_pair):
+    asr = SpeculativeWhisper(tiny_pair, mode="quantized-self", max_new_tokens=24, no_repeat_ngram_size=2)
+    stream = StreamingTranscriber(asr, compare=True)
+    seen = record_windows(stream)
+    updates = [live.update for live in play(stream, noise(2.0), chunk_seconds=1.0, clock="fixed")]
+    assert seen and all(window.no_repeat_ngram_size == 2 for window, _ in seen)
+    assert all(len(set(zip(tokens, tokens[1:]))) == len(tokens) - 1 for _, tokens in seen)
+    assert all(update.identical for update in updates if update.stats is not None)
+
+
 def test_the_tail_is_drafted_by_the_transcribers_drafter_only_when_it_runs_no_model(tiny_pair):
     quantized = SpeculativeWhisper(tiny_pair, mode="quantized-self", max_new_tokens=24)
     lookup = SpeculativeWhisper(tiny_pair, mode="prompt-lookup", max_new_tokens=24)

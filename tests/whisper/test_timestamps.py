@@ -19,9 +19,10 @@ PROMPT = [21, 22]
 INF = float("inf")
 
 
-def rules(max_initial: int | None = 3, suppress=(), begin_suppress=()) -> TimestampRules:
+def rules(max_initial: int | None = 3, suppress=(), begin_suppress=(), **repetition) -> TimestampRules:
     return TimestampRules(suppress, begin_suppress, begin_index=len(PROMPT), timestamp_begin=FIRST_TIMESTAMP,
-                          no_timestamps=NO_TIMESTAMPS, end_of_text=EOT, max_initial_timestamp_index=max_initial)
+                          no_timestamps=NO_TIMESTAMPS, end_of_text=EOT, max_initial_timestamp_index=max_initial,
+                          **repetition)
 
 
 def allowed(scores: torch.Tensor) -> set[int]:
@@ -91,6 +92,21 @@ def test_suppression_applies_before_the_timestamp_comparison():
     logits[0, FIRST_TIMESTAMP + 4:] = 0.5
     assert 3 in allowed(one_row([27, 5], logits))
     assert allowed(one_row([27, 5], logits, suppress=(3,))) == set(range(28, VOCAB))
+
+
+def test_repetition_rules_apply_before_the_timestamp_comparison_as_in_ctranslate2():
+    logits = torch.zeros(1, VOCAB)
+    logits[0, 3] = 3.2  # the text token 3 (e^3.2 = 24.5) outweighs the timestamps allowed (2 + 10 e^0.5 = 18.5)
+    logits[0, FIRST_TIMESTAMP + 4:] = 0.5
+    assert 3 in allowed(one_row([27, 5], logits))
+    # generated once, 3 is penalised (3.2 / 2 = 1.6) before the comparison: now a timestamp is forced
+    assert allowed(one_row([27, 3, 5], logits, repetition_penalty=2.0)) == set(range(28, VOCAB))
+    # the bigram (3, 5) was made: after another 3, 5 is banned; in the greedy mask too, with pairing and order
+    generated = [27, 3, 5, 3]
+    assert allowed(one_row(generated, no_repeat_ngram_size=2)) == TEXT - {5} | {EOT} | OTHER_SPECIALS | set(
+        range(28, VOCAB))
+    mask = rules(no_repeat_ngram_size=2).greedy_mask(len(PROMPT) + 4, 1, VOCAB, "cpu", PROMPT + generated)[0]
+    assert set((~mask).nonzero().flatten().tolist()) == TEXT - {5} | {EOT} | OTHER_SPECIALS | set(range(28, VOCAB))
 
 
 def test_rows_before_the_first_generated_token_are_left_alone():

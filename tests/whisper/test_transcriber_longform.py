@@ -184,3 +184,21 @@ def test_long_audio_without_timestamps_is_decoded_window_after_window(main_pair,
     assert plain.text == "".join(segment.text for segment in plain.segments)
     speculative = SpeculativeWhisper(main_pair, mode="quantized-self").transcribe(long_audio, timestamps=False)
     assert speculative.tokens == plain.tokens and speculative.segments == plain.segments
+
+
+def test_repetition_rules_in_batches_and_in_the_universal_drafters_own_vocabulary(main_pair, long_audio):
+    """transcribe_batch decodes under the transcriber's repetition rules, and the universal drafter applies them to
+    its own tokens: drafting for itself, most drafts are the main model's choices under them (not all: the rules
+    push a random model to token sequences that text re-tokenizes differently between the two sides)."""
+    clips = [long_audio[: 16000 * seconds] for seconds in (3, 9)]
+    repeats = {"no_repeat_ngram_size": 2, "repetition_penalty": 1.5}
+    expected = [SpeculativeWhisper(main_pair, mode="off", compute_type="float32", **repeats).transcribe(clip).tokens
+                for clip in clips]
+    unruled = SpeculativeWhisper(main_pair, mode="off", compute_type="float32")
+    assert expected != [unruled.transcribe(clip).tokens for clip in clips]
+    universal = SpeculativeWhisper(main_pair, mode="universal", assistant_model=main_pair, compute_type="float32",
+                                   **repeats)
+    results = universal.transcribe_batch(clips, batch_size=2)
+    assert [result.tokens for result in results] == expected
+    drafted = sum(r.stats.drafted_tokens for r in results)
+    assert drafted > 0 and sum(r.stats.accepted_tokens for r in results) > drafted * 2 // 3

@@ -73,13 +73,17 @@ class UniversalDrafter(ModelDrafter):
 
     def _begin(self, row: int, sequence: list[int]) -> tuple[int, list[int], object]:
         """The assistant's prompt for a row: its own start tokens, after the main prompt's previous text."""
-        main_prompt = sequence[: self._rules(row).begin_index]
+        main_rules = self._rules(row)
+        main_prompt = sequence[: main_rules.begin_index]
         previous = None
         if main_prompt and main_prompt[0] == self.main_start_of_prev and self.tokens.start_of_prev is not None:
             end = main_prompt.index(self.main_start) if self.main_start in main_prompt else len(main_prompt)
             previous = self._to_assistant(main_prompt[1:end])
         prompt = self.tokens.prompt(self.language_id, self.task, self.timestamps, previous or None)
-        return len(main_prompt), prompt, self.tokens.rules(len(prompt), self.timestamps)
+        # the main rows' repetition rules, over what the assistant generates in its own vocabulary
+        return len(main_prompt), prompt, self.tokens.rules(len(prompt), self.timestamps,
+                                                           repetition_penalty=main_rules.repetition_penalty,
+                                                           no_repeat_ngram_size=main_rules.no_repeat_ngram_size)
 
     def _to_assistant(self, main_tokens: list[int]) -> list[int] | None:
         """The main tokens in the assistant's vocabulary, or None when something cannot cross."""

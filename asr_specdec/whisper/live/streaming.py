@@ -155,6 +155,9 @@ class StreamingTranscriber:
         # whose no-speech probability alone is over the threshold commits nothing and is agreed with by nothing
         options = getattr(asr, "options", None)
         self.recipe: Recipe = options.recipe if options is not None else Recipe()
+        # faster-whisper's repetition rules over what each decode of the buffer generates, as offline windows
+        self._repetition = {"repetition_penalty": options.repetition_penalty,
+                            "no_repeat_ngram_size": options.no_repeat_ngram_size} if options is not None else {}
         self.no_speech_threshold = self.recipe.no_speech_threshold
         self._step_seconds = base.frames.timestamp_seconds
         self._step_samples = round(self._step_seconds * audio_io.SAMPLE_RATE)
@@ -313,7 +316,8 @@ class StreamingTranscriber:
         window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None,
                         score=self.no_speech_threshold is not None,
                         word_tokens=self._text_tokens if timed else None,
-                        audio_frames=min(frames, self.pipeline.frames.window) if timed else None)
+                        audio_frames=min(frames, self.pipeline.frames.window) if timed else None,
+                        **self._repetition)
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)

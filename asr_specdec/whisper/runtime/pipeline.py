@@ -51,6 +51,8 @@ class Window:
     suppression: Suppression | None = None  # what the row may not produce; None: the model's generation config
     max_new_tokens: int | None = None  # None: the pipeline's
     beam: BeamSearch | None = None  # beam search (core/beam.py) instead of greedy decoding; every row or none
+    repetition_penalty: float = 1.0  # CTranslate2's, over what the row generates (core/logits.py); 1: off
+    no_repeat_ngram_size: int = 0  # no n-gram of this size twice in what the row generates; 0: off
 
 
 @dataclass
@@ -135,7 +137,8 @@ class WindowPipeline:
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
-                rules=self.tokens.rules(len(prompt), window.timestamps, window.suppression),
+                rules=self.tokens.rules(len(prompt), window.timestamps, window.suppression, window.repetition_penalty,
+                                        window.no_repeat_ngram_size),
                 sampling=window.sampling or sampling,
                 draft_length=self.draft_length, beam=window.beam) for window, prompt in zip(windows, prompts)]
             beams = any(window.beam is not None for window in windows)

@@ -27,7 +27,8 @@ NEGATIVE_INFINITY = -float("inf")
 
 @dataclass(frozen=True)
 class TimestampRules(LogitRules):
-    """Suppression (LogitRules) followed by Whisper's timestamp rules, for rows at or after `begin_index`."""
+    """Suppression and repetition rules (LogitRules) followed by Whisper's timestamp rules, for rows at or after
+    `begin_index` (CTranslate2's order: the timestamp rule that compares probabilities sees penalised logits)."""
 
     timestamp_begin: int = -1  # id of <|0.00|>; every id from it up is a timestamp
     no_timestamps: int = -1
@@ -36,6 +37,7 @@ class TimestampRules(LogitRules):
     greedy_by_mask: ClassVar[bool] = True  # greedy_mask + the group rule on timestamps are the whole rule
 
     def __post_init__(self):
+        super().__post_init__()
         if min(self.timestamp_begin, self.no_timestamps, self.end_of_text) < 0:
             raise ValueError("timestamp rules need timestamp_begin, no_timestamps and end_of_text ids")
 
@@ -44,11 +46,12 @@ class TimestampRules(LogitRules):
         return self.timestamp_begin
 
     def greedy_mask(self, first_index: int, rows: int, vocab_size: int, device, tokens: list[int]) -> torch.Tensor:
-        """Suppression, then <|notimestamps|>, pairing and order per row, as a mask; the rule that forces a
-        timestamp when the timestamps together outweigh the best text token is the group rule (`group_begin`)."""
+        """Suppression and the n-gram ban, then <|notimestamps|>, pairing and order per row, as a mask; the rule
+        that forces a timestamp when the timestamps together outweigh the best text token is the group rule
+        (`group_begin`)."""
         mask = self.pairing_mask(first_index, rows, vocab_size, device, tokens)
-        suppressed = self.suppressed(first_index, rows, vocab_size, device)
-        return mask if suppressed is None else mask | suppressed
+        ruled = self.forbidden(first_index, rows, vocab_size, device, tokens)
+        return mask if ruled is None else mask | ruled
 
     def pairing_mask(self, first_index: int, rows: int, vocab_size: int, device, tokens: list[int]) -> torch.Tensor:
         """[rows, vocab]: True where <|notimestamps|>, pairing and order forbid a token, for rows predicting

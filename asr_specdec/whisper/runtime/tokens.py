@@ -122,8 +122,10 @@ class WhisperTokens:
             tokens = [self.start_of_prev, *previous[-(self.max_positions // 2 - 1):], *tokens]
         return tokens if timestamps else tokens + [self.no_timestamps]
 
-    def rules(self, prompt_length: int, timestamps: bool = False, suppression: Suppression | None = None) -> LogitRules:
-        """The logit rules of a row whose prompt is `prompt_length` long: the model's, or `suppression`'s."""
+    def rules(self, prompt_length: int, timestamps: bool = False, suppression: Suppression | None = None,
+              repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0) -> LogitRules:
+        """The logit rules of a row whose prompt is `prompt_length` long: the model's, or `suppression`'s, and the
+        repetition rules (core/logits.py) over what the row generates."""
         suppress, begin_suppress = self.suppress_tokens, self.begin_suppress_tokens
         max_initial = self.max_initial_timestamp_index
         if suppression is not None:
@@ -131,9 +133,10 @@ class WhisperTokens:
             begin_suppress = begin_suppress if suppression.blank else ()
             max_initial = (None if suppression.max_initial_timestamp is None
                            else round(suppression.max_initial_timestamp / TIMESTAMP_SECONDS))
+        repetition = {"repetition_penalty": repetition_penalty, "no_repeat_ngram_size": no_repeat_ngram_size}
         if not timestamps:
-            return LogitRules(suppress, begin_suppress, begin_index=prompt_length)
-        return TimestampRules(suppress, begin_suppress, begin_index=prompt_length,
+            return LogitRules(suppress, begin_suppress, begin_index=prompt_length, **repetition)
+        return TimestampRules(suppress, begin_suppress, begin_index=prompt_length, **repetition,
                               timestamp_begin=self.timestamp_begin, no_timestamps=self.no_timestamps,
                               end_of_text=self.end_of_text, max_initial_timestamp_index=max_initial)
 
