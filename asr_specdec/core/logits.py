@@ -32,13 +32,54 @@ class LogitRules:
             self._masks[key] = mask
         return self._masks[key]
 
+    def _ids(self, tokens: tuple[int, ...], vocab_size: int, device) -> torch.Tensor | None:
+        """The ids of `tokens` within the vocabulary, as a cached index tensor (None: none)."""
+        key = ("ids", tokens, vocab_size, str(device))
+        if key not in self._masks:
+            valid = sorted({token for token in tokens if 0 <= token < vocab_size})
+            self._masks[key] = torch.tensor(valid, dtype=torch.long, device=device) if valid else None
+        return self._masks[key]
+
     def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
         """Return logits [n, vocab] with the suppressed entries set to -inf (a new tensor).
 
         `tokens` holds the sequence the rows continue (row i may read tokens[:first_index + i]); these rules
         do not need it, rules that depend on earlier tokens (Whisper's timestamp rules) do."""
-        mask = self.suppressed(first_index, logits.shape[0], logits.shape[-1], logits.device)
-        return logits if mask is None else logits.masked_fill(mask, -float("inf"))
+        return self.apply_rows(logits, [(first_index + row, tokens) for row in range(logits.shape[0])])
+
+    def apply_rows(self, logits: torch.Tensor, rows: list[tuple[int, list[int] | None]]) -> torch.Tensor:
+        """`apply` for rows of unrelated sequences: row r predicts sequence index rows[r][0] and may read
+        rows[r][1][:rows[r][0]]. A new tensor (or `logits` itself when these rules change nothing)."""
+        if not self.suppress_tokens and not self.begin_suppress_tokens and type(self)._rule_rows_ is \
+                LogitRules._rule_rows_:
+            return logits
+        scores = logits.clone()
+        self._rule_rows_(scores, rows)
+        return scores
+
+    def log_probs_rows(self, logits: torch.Tensor, rows: list[tuple[int, list[int] | None]],
+                       overwrite: bool = False) -> torch.Tensor:
+        """float32 log-softmax of `apply_rows(logits, rows)` [n, vocab], each row's numbers computed as for that
+        row alone (every operation works row by row). `overwrite`: `logits` is the caller's own scratch block,
+        which the rules may edit in place (saves a copy)."""
+        scores = logits.float()
+        if scores is logits and not overwrite:
+            scores = scores.clone()
+        self._rule_rows_(scores, rows)
+        return torch.log_softmax(scores, dim=-1)
+
+    def _rule_rows_(self, scores: torch.Tensor, rows: list[tuple[int, list[int] | None]]) -> None:
+        """Set what these rules forbid to -inf, in place (the one implementation behind apply and
+        log_probs_rows; subclasses extend it)."""
+        vocab_size, device = scores.shape[-1], scores.device
+        suppress = self._ids(self.suppress_tokens, vocab_size, device)
+        if suppress is not None:
+            scores.index_fill_(1, suppress, -float("inf"))
+        begin = self._ids(self.begin_suppress_tokens, vocab_size, device)
+        if begin is not None:
+            for row, (index, _) in enumerate(rows):
+                if index == self.begin_index:
+                    scores[row].index_fill_(0, begin, -float("inf"))
 
     # Whisper's timestamp rule (see whisper/runtime/timestamps.py) forces a choice within the ids from `group_begin` on
     # when together they are likelier than the best id below; None: no such rule
@@ -71,8 +112,9 @@ class LogitRules:
 def greedy_by_mask(rules: LogitRules) -> bool:
     """True when a greedy choice under `rules` follows from `greedy_mask` and the group rule alone, so that a
     target may pick it without the full logits (see argmax.py): suppression does, and so do the timestamp rules;
-    a subclass whose apply() does more must override greedy_mask and say so with `greedy_by_mask = True`."""
-    return type(rules).apply is LogitRules.apply or getattr(rules, "greedy_by_mask", False)
+    a subclass whose rules do more must override greedy_mask and say so with `greedy_by_mask = True`."""
+    plain = type(rules).apply is LogitRules.apply and type(rules)._rule_rows_ is LogitRules._rule_rows_
+    return plain or getattr(rules, "greedy_by_mask", False)
 
 
 @dataclass(frozen=True)
