@@ -44,6 +44,8 @@ def rows_and_logits(seed: int, count: int = 24) -> tuple[list[tuple[int, list[in
         logits[row, holes] = -INF
         if kind in (2, 4) and row % 4 == 0:
             logits[row, FIRST_TIMESTAMP:] += 8.0  # timestamps together outweigh text: a timestamp is forced
+        if kind == 3 and row % 4 == 1:
+            logits[row, 100] += 30.0  # one confident text token
         if kind == 5:
             logits[row, :END_OF_TEXT + 1] = -INF  # a closing timestamp near the end: three finite entries left
     return rows, logits
