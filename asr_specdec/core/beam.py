@@ -258,26 +258,34 @@ def _replay(audio: _Audio) -> int:
 
 
 def _top(audio: _Audio, beam: _Beam) -> tuple[torch.Tensor, list[int]]:
-    """The beam's best beam_size + 1 (log-probability, token) pairs, from its path's logits (one row at a time,
-    so that a row's numbers never depend on how many rows were scored together)."""
-    path, offset = beam.path, beam.offset
-    if offset not in path.top:
-        rules = audio.settings.rules
-        scores = rules.apply(path.logits[offset:offset + 1], len(beam.tokens), beam.tokens)
-        logprobs = torch.log_softmax(scores.float(), dim=-1)[0]
-        values, tokens = logprobs.topk(audio.beam.beam_size + 1)
-        path.top[offset] = (values, tokens.tolist())
-    return path.top[offset]
+    """The beam's best beam_size + 1 (log-probability, token) pairs (worked out by `_tops`)."""
+    return beam.path.top[beam.offset]
+
+
+def _tops(audio: _Audio, beams: list[_Beam]) -> None:
+    """Work out `_top` of every beam lacking it, all in one block: the rules, log-softmax and top-k of each row
+    work row by row, so a row's numbers never depend on how many rows are worked out with it (plain steps take
+    every beam at offset 0, a replay every beam at its own path and offset)."""
+    missing = [beam for beam in beams if beam.offset not in beam.path.top]
+    if not missing:
+        return
+    block = torch.stack([beam.path.logits[beam.offset] for beam in missing])
+    log_probs = audio.settings.rules.log_probs_rows(block, [(len(beam.tokens), beam.tokens) for beam in missing],
+                                                    overwrite=True)
+    values, tokens = log_probs.topk(audio.beam.beam_size + 1)
+    for beam, beam_values, beam_tokens in zip(missing, values, tokens.tolist()):
+        beam.path.top[beam.offset] = (beam_values, beam_tokens)
 
 
 def _step(audio: _Audio) -> None:
     """One step of openai's BeamSearchDecoder.update for this audio row."""
     eos, size = audio.settings.eos_token_id, audio.beam.beam_size
     candidates = []  # (score, beam, token) in openai's insertion order: beam by beam, best token first
-    for beam in audio.beams:
-        values, tokens = _top(audio, beam)
-        sums = (values + torch.tensor(beam.sum_logprob, dtype=torch.float32)).tolist()
-        candidates += [(score, beam, token) for score, token in zip(sums, tokens)]
+    _tops(audio, audio.beams)
+    values = torch.stack([_top(audio, beam)[0] for beam in audio.beams])
+    sums = (values + torch.tensor([beam.sum_logprob for beam in audio.beams], dtype=torch.float32)[:, None]).tolist()
+    for beam, beam_sums in zip(audio.beams, sums):
+        candidates += [(score, beam, token) for score, token in zip(beam_sums, _top(audio, beam)[1])]
     beams, finished, parents = [], [], []
     for score, beam, token in sorted(candidates, key=lambda candidate: candidate[0], reverse=True):
         if token == eos:

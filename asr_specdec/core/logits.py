@@ -50,6 +50,14 @@ class LogitRules:
             self._masks[key] = mask
         return self._masks[key]
 
+    def _ids(self, tokens: tuple[int, ...], vocab_size: int, device) -> torch.Tensor | None:
+        """The ids of `tokens` within the vocabulary, as a cached index tensor (None: none)."""
+        key = ("ids", tokens, vocab_size, str(device))
+        if key not in self._masks:
+            valid = sorted({token for token in tokens if 0 <= token < vocab_size})
+            self._masks[key] = torch.tensor(valid, dtype=torch.long, device=device) if valid else None
+        return self._masks[key]
+
     def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
         """Return logits [n, vocab] penalised for repetition, with the suppressed and banned entries set to -inf
         (a new tensor unless no rule changes anything).
@@ -57,29 +65,62 @@ class LogitRules:
         `tokens` holds the sequence the rows continue (row i may read tokens[:first_index + i]); suppression alone
         does not need it, the repetition rules and rules that depend on earlier tokens (Whisper's timestamp rules)
         do."""
-        rows, vocab_size, device = logits.shape[0], logits.shape[-1], logits.device
-        scores = self.penalized(logits, first_index, tokens)
-        mask = self.forbidden(first_index, rows, vocab_size, device, tokens)
-        return scores if mask is None else scores.masked_fill(mask, -float("inf"))
+        return self.apply_rows(logits, [(first_index + row, tokens) for row in range(logits.shape[0])])
 
-    def histories(self, first_index: int, rows: int, tokens: list[int] | None) -> list[list[int]]:
-        """Per row predicting first_index..: its history, tokens[begin_index:first_index + row]."""
+    def apply_rows(self, logits: torch.Tensor, rows: list[tuple[int, list[int] | None]]) -> torch.Tensor:
+        """`apply` for rows of unrelated sequences: row r predicts sequence index rows[r][0] and may read
+        rows[r][1][:rows[r][0]]. A new tensor (or `logits` itself when these rules change nothing)."""
+        if (not self.suppress_tokens and not self.begin_suppress_tokens and not self._repetition_rules()
+                and type(self)._rule_rows_ is LogitRules._rule_rows_):
+            return logits
+        scores = logits.clone()
+        self._rule_rows_(scores, rows)
+        return scores
+
+    def log_probs_rows(self, logits: torch.Tensor, rows: list[tuple[int, list[int] | None]],
+                       overwrite: bool = False) -> torch.Tensor:
+        """float32 log-softmax of `apply_rows(logits, rows)` [n, vocab], each row's numbers computed as for that
+        row alone (every operation works row by row). `overwrite`: `logits` is the caller's own scratch block,
+        which the rules may edit in place (saves a copy)."""
+        scores = logits.float()
+        if scores is logits and not overwrite:
+            scores = scores.clone()
+        self._rule_rows_(scores, rows)
+        return torch.log_softmax(scores, dim=-1)
+
+    def _rule_rows_(self, scores: torch.Tensor, rows: list[tuple[int, list[int] | None]]) -> None:
+        """The rules in place, row by row, in CTranslate2's order: the repetition penalty, the n-gram ban, then
+        suppression (-inf); the one implementation behind apply and log_probs_rows (subclasses extend it)."""
+        vocab_size, device = scores.shape[-1], scores.device
+        if self._repetition_rules():
+            histories = [self._history(index, tokens) for index, tokens in rows]
+            penalised = (_row_mask([set(history) for history in histories], vocab_size, device)
+                         if self.repetition_penalty != 1 else None)
+            if penalised is not None:
+                penalty = self.repetition_penalty
+                scores.copy_(torch.where(penalised, torch.where(scores < 0, scores * penalty, scores / penalty),
+                                         scores))
+            banned = (_row_mask([_ngram_ban(history, self.no_repeat_ngram_size) for history in histories],
+                                vocab_size, device) if self.no_repeat_ngram_size > 0 else None)
+            if banned is not None:
+                scores.masked_fill_(banned, -float("inf"))
+        suppress = self._ids(self.suppress_tokens, vocab_size, device)
+        if suppress is not None:
+            scores.index_fill_(1, suppress, -float("inf"))
+        begin = self._ids(self.begin_suppress_tokens, vocab_size, device)
+        if begin is not None:
+            for row, (index, _) in enumerate(rows):
+                if index == self.begin_index:
+                    scores[row].index_fill_(0, begin, -float("inf"))
+
+    def _repetition_rules(self) -> bool:
+        return self.repetition_penalty != 1 or self.no_repeat_ngram_size > 0
+
+    def _history(self, index: int, tokens: list[int] | None) -> list[int]:
+        """The history of the row predicting sequence index `index`: tokens[begin_index:index]."""
         if tokens is None:
             raise ValueError("repetition rules read the tokens before each row: pass tokens")
-        return [tokens[self.begin_index:first_index + row] if first_index + row > self.begin_index else []
-                for row in range(rows)]
-
-    def penalized(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None) -> torch.Tensor:
-        """`logits` with each row's history tokens penalised (CTranslate2's repetition penalty), or `logits` itself
-        when the penalty is off or no row has a history."""
-        if self.repetition_penalty == 1:
-            return logits
-        histories = self.histories(first_index, logits.shape[0], tokens)
-        mask = _row_mask([set(history) for history in histories], logits.shape[-1], logits.device)
-        if mask is None:
-            return logits
-        penalty = self.repetition_penalty
-        return torch.where(mask, torch.where(logits < 0, logits * penalty, logits / penalty), logits)
+        return tokens[self.begin_index:index] if index > self.begin_index else []
 
     def repeat_mask(self, first_index: int, rows: int, vocab_size: int, device,
                     tokens: list[int] | None) -> torch.Tensor | None:
@@ -88,7 +129,7 @@ class LogitRules:
         size = self.no_repeat_ngram_size
         if size <= 0:
             return None
-        return _row_mask([_ngram_ban(history, size) for history in self.histories(first_index, rows, tokens)],
+        return _row_mask([_ngram_ban(self._history(first_index + row, tokens), size) for row in range(rows)],
                          vocab_size, device)
 
     def forbidden(self, first_index: int, rows: int, vocab_size: int, device,
@@ -153,11 +194,12 @@ def _ngram_ban(history: list[int], size: int) -> set[int]:
 def greedy_by_mask(rules: LogitRules) -> bool:
     """True when a greedy choice under `rules` follows from `greedy_mask` and the group rule alone, so that a
     target may pick it without the full logits (see argmax.py): suppression and the n-gram ban do, and so do the
-    timestamp rules; the repetition penalty changes values, so it needs the full logits. A subclass whose apply()
-    does more must override greedy_mask and say so with `greedy_by_mask = True`."""
+    timestamp rules; the repetition penalty changes values, so it needs the full logits. A subclass whose rules
+    do more must override greedy_mask and say so with `greedy_by_mask = True`."""
     if rules.repetition_penalty != 1:
         return False
-    return type(rules).apply is LogitRules.apply or getattr(rules, "greedy_by_mask", False)
+    plain = type(rules).apply is LogitRules.apply and type(rules)._rule_rows_ is LogitRules._rule_rows_
+    return plain or getattr(rules, "greedy_by_mask", False)
 
 
 @dataclass(frozen=True)

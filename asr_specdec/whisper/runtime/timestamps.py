@@ -57,31 +57,81 @@ class TimestampRules(LogitRules):
         """[rows, vocab]: True where <|notimestamps|>, pairing and order forbid a token, for rows predicting
         first_index..: each row's bounds worked out from its tokens on the host, then one upload and one
         comparison over the whole block (no operation per row on the device)."""
-        unruled = (0, self.timestamp_begin, vocab_size, -1)
-        bounds = [self._bounds(tokens[self.begin_index: first_index + row], vocab_size)
-                  if first_index + row >= self.begin_index else unruled for row in range(rows)]
+        bounds = [self._row_bounds(first_index + row, tokens, vocab_size) for row in range(rows)]
         table = torch.tensor(bounds, dtype=torch.long, device=device).view(rows, 4, 1)
-        ids = torch.arange(vocab_size, device=device)
+        key = ("arange", vocab_size, str(device))
+        if key not in self._masks:
+            self._masks[key] = torch.arange(vocab_size, device=device)
+        ids = self._masks[key]
         text_end, timestamps_low, timestamps_high, banned = table.unbind(1)
         return ((ids < text_end) | ((ids >= self.timestamp_begin) & (ids < timestamps_low))
                 | (ids >= timestamps_high) | (ids == banned))
 
-    def apply(self, logits: torch.Tensor, first_index: int, tokens: list[int] | None = None) -> torch.Tensor:
-        if tokens is None:
-            raise ValueError("timestamp rules read the tokens before each row: pass tokens")
-        scores = super().apply(logits, first_index, tokens)
-        rows = [row for row in range(scores.shape[0]) if first_index + row >= self.begin_index]
-        if not rows:
-            return scores if scores is not logits else scores.clone()
-        scores = scores.masked_fill(self.pairing_mask(first_index, scores.shape[0], scores.shape[1], scores.device,
-                                                      tokens), NEGATIVE_INFINITY)
-        ruled = scores[rows[0]:]  # rows are consecutive, so this is a view of them all
-        log_probs = torch.log_softmax(ruled.float(), dim=-1)
+    def _rule_rows_(self, scores: torch.Tensor, rows: list[tuple[int, list[int] | None]]) -> None:
+        """Suppression, the pairing rules, then the group rule: a timestamp is forced where the timestamps together
+        are likelier than the best text token (decided on the device: no wait for it)."""
+        ruled = self._pair_rows_(scores, rows)
+        if ruled:
+            self._force_timestamps_(scores, ruled, torch.log_softmax(scores.float(), dim=-1))
+
+    def log_probs_rows(self, logits: torch.Tensor, rows: list[tuple[int, list[int] | None]],
+                       overwrite: bool = False) -> torch.Tensor:
+        """As LogitRules.log_probs_rows; the group rule's log-softmax is the answer for every row it does not
+        change, so only rows where it forces a timestamp take a second one (their flags are read on the host)."""
+        scores = logits.float()
+        if scores is logits and not overwrite:
+            scores = scores.clone()
+        ruled = self._pair_rows_(scores, rows)
+        log_probs = torch.log_softmax(scores, dim=-1)
+        if ruled:
+            forced = self._force_timestamps_(scores, ruled, log_probs).nonzero().flatten()
+            if len(forced):
+                log_probs[forced] = torch.log_softmax(scores[forced], dim=-1)
+        return log_probs
+
+    def _pair_rows_(self, scores: torch.Tensor, rows: list[tuple[int, list[int] | None]]) -> list[bool]:
+        """Suppression, then <|notimestamps|>, pairing and order per row, in place: each row's bounds worked out on
+        the host, then a fill of each forbidden range (no block-wide comparison). Which rows the rules cover
+        ([] when none)."""
+        super()._rule_rows_(scores, rows)
+        vocab_size, begin = scores.shape[-1], self.timestamp_begin
+        ruled = [index >= self.begin_index for index, _ in rows]
+        if not any(ruled):
+            return []
+        for row, (index, tokens) in enumerate(rows):
+            if not ruled[row]:
+                continue
+            if tokens is None:
+                raise ValueError("timestamp rules read the tokens before each row: pass tokens")
+            text_end, timestamps_low, timestamps_high, banned = self._row_bounds(index, tokens, vocab_size)
+            values = scores[row]
+            if text_end > 0:
+                values[:text_end] = NEGATIVE_INFINITY
+            if timestamps_low > begin:
+                values[begin:timestamps_low] = NEGATIVE_INFINITY
+            if timestamps_high < vocab_size:
+                values[timestamps_high:] = NEGATIVE_INFINITY
+            if 0 <= banned < vocab_size:
+                values[banned] = NEGATIVE_INFINITY
+        return ruled
+
+    def _force_timestamps_(self, scores: torch.Tensor, ruled: list[bool], log_probs: torch.Tensor) -> torch.Tensor:
+        """The group rule, in place on `scores` given their log-softmax: text goes to -inf in every ruled row whose
+        timestamps together are likelier than its best text token. The forced rows' flags [n] (on the device)."""
         timestamp_log_prob = log_probs[:, self.timestamp_begin:].logsumexp(dim=-1)
         best_text_log_prob = log_probs[:, :self.timestamp_begin].max(dim=-1).values
-        forced = timestamp_log_prob > best_text_log_prob  # on the device: no wait for it
-        ruled[:, :self.timestamp_begin].masked_fill_(forced[:, None], NEGATIVE_INFINITY)
-        return scores
+        forced = timestamp_log_prob > best_text_log_prob
+        if not all(ruled):
+            forced &= torch.tensor(ruled, device=forced.device)
+        scores[:, :self.timestamp_begin].masked_fill_(forced[:, None], NEGATIVE_INFINITY)
+        return forced
+
+    def _row_bounds(self, index: int, tokens: list[int], vocab_size: int) -> tuple[int, int, int, int]:
+        """_bounds of the row predicting sequence index `index` after `tokens` (nothing forbidden before the rules
+        begin)."""
+        if index < self.begin_index:
+            return 0, self.timestamp_begin, vocab_size, -1
+        return self._bounds(tokens[self.begin_index:index], vocab_size)
 
     def _bounds(self, generated: list[int], vocab_size: int) -> tuple[int, int, int, int]:
         """What one row may not choose, given the tokens generated before it, as (ids below this, timestamps
