@@ -185,6 +185,31 @@ def step_costs(main: str, repeats: int, clip: Path) -> list[str]:
             rows.append(f"| verification over 9 tokens, {label} | {nine_tokens * 1e3:.2f} "
                         f"({nine_tokens / one_token:.2f}x one token) |")
         rows += speculative_round(model, encoded, prefix, following, repeats)
+        rows += beam_passes(model, encoded, prefix, following, repeats)
+    return rows
+
+
+def beam_passes(model, encoded, prefix: list[int], following: list[int], repeats: int, beams: int = 5) -> list[str]:
+    """A decoder pass of `beams` beams of one audio (float32 decoder, bfloat16 cross-attention states, as `auto`),
+    one token each and three each (a verification), with the audio's cross states shared by its beams (the native
+    cache's `cross_rows`) and with a copy per beam row."""
+    from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
+
+    runner = WhisperDecoderRunner(model, weights="float32", cross_dtype=torch.bfloat16)
+    if runner.native is None:
+        return []
+    shared = runner.new_cache(encoded)
+    shared.keep(torch.zeros(beams, dtype=torch.long), {})
+    caches = {"one copy shared": shared, "a copy per beam": runner.new_cache(encoded.expand(beams, -1, -1))}
+    rows = []
+    for count in (1, 3):
+        for label, cache in caches.items():
+            runner.feed_rows(cache, [prefix] * beams, [0] * beams)
+            feeds = [following[:count]] * beams
+            seconds = best_of(lambda cache=cache, feeds=feeds: runner.feed_rows(cache, feeds, [len(prefix)] * beams),
+                              10 * repeats)[0]
+            rows.append(f"| decoder pass, {beams} beams x {count} token{'s' if count > 1 else ''}, cross states "
+                        f"{label} | {seconds * 1e3:.2f} |")
     return rows
 
 
