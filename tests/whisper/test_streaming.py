@@ -210,6 +210,22 @@ def test_finish_decodes_again_what_a_cut_left(asr, words):
     assert len(script.windows) == 3 and final.committed == "uno dos tres"
 
 
+def test_committed_words_a_hypothesis_stops_short_of_are_kept_across_a_cut(asr, words):
+    """The issue's join, 45 s in: " two" was committed; the next decode of the buffer ends early (Whisper skipped
+    the rest of the audio) and the buffer is cut after " one". " two" is still in the buffer and still committed:
+    when the next decode says it again it is found there, not committed a second time."""
+    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    both = [ts, *words(" one"), ts + 20, ts + 20, *words(" two"), eot]
+    Script(stream, [both, both, [ts, *words(" one"), ts + 20, eot], [ts, *words(" two three"), eot],
+                    [ts, *words(" two three"), eot]])
+    updates = [stream.feed(noise(0.5, seed)) for seed in range(4)]
+    assert updates[1].committed == "one two"
+    assert updates[2].new_committed == "" and updates[2].buffer_start == 0
+    assert updates[3].buffer_start == pytest.approx(0.4) and updates[3].tentative == "three"
+    assert stream.finish().committed == "one two three"
+
+
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):
     stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin

@@ -357,11 +357,13 @@ class StreamingTranscriber:
             tokens = []
         heard = score is None or self.no_speech_threshold is None or score.no_speech_prob <= self.no_speech_threshold
         text = agreement.text_tokens(tokens, eot)
-        start = agreement.committed_end(self._committed_in_buffer, text, self._starts_word)
+        start, held = agreement.committed_match(self._committed_in_buffer, text, self._starts_word, self._text_of)
+        # committed words this hypothesis stopped short of (it ended early): still in the buffer, kept as committed
+        unreached = self._committed_in_buffer[held:]
         tail = text[start:]
         if final:
             agreed = len(tail)
-        elif heard and self._heard:
+        elif heard and self._heard and not unreached:
             agreed = agreement.agreed_length([self._tentative, tail], self._starts_word)
         else:
             agreed = 0
@@ -388,7 +390,7 @@ class StreamingTranscriber:
         if cut is not None:
             self._prompt = (self._prompt + text[:cut.text_end])[-self._prompt_limit:]
             hypothesis = agreement.shift(hypothesis[cut.end_index:], cut.end, timestamp_begin)
-            in_buffer = text[cut.text_end:committed]
+            in_buffer = text[cut.text_end:committed] + unreached
             self._drop(cut.end * self._step_samples)
         elif full and text or not text and buffer_samples > IDLE_SECONDS * audio_io.SAMPLE_RATE:
             self._prompt = (self._prompt + in_buffer)[-self._prompt_limit:]
