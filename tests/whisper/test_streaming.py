@@ -446,3 +446,21 @@ def test_live_summary_of_a_fixed_clock_run(asr):
     summary = summarize(updates, 1.2)
     assert summary["updates"] == 4 and summary["text"] == updates[-1].update.committed
     assert summary["words"] >= 1 and 0 <= summary["mean_word_lag"] <= 1.2
+
+
+def test_a_run_replayed_from_its_schedule_gives_the_same_updates(asr):
+    """The simulated clock's schedule depends on measured decode times; a recorded schedule replays a run exactly
+    (updates that coalesce two chunks included)."""
+    from asr_specdec.whisper.live.replay import play_schedule, schedule
+
+    audio = noise(3.0, seed=7)
+    first = list(play(StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5), audio,
+                      chunk_seconds=0.5, clock="fixed"))
+    recorded = schedule(first)
+    recorded = recorded[:1] + recorded[2:]  # the second update also takes the third chunk
+    again = list(play_schedule(StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5), audio, recorded))
+    assert schedule(again) == recorded and again[-1].update.final
+    replayed = list(play_schedule(StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5), audio,
+                                  recorded))
+    assert [live.update.tokens for live in replayed] == [live.update.tokens for live in again]
+    assert replayed[-1].update.committed == again[-1].update.committed
