@@ -264,7 +264,8 @@ class SkippingDecoder:
 def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, shared_audio):
     """Three utterances, the second skipped by every decode of a buffer that also holds the first (silero-vad
     hears it inside the first one's "."). Two decodes agree on the first and the third: only the first is
-    committed, the buffer is cut before the second, which the next decode hears; nothing is lost."""
+    committed, the buffer is cut before the second, which the next decode hears; nothing is lost. The same at
+    the end of a stream."""
     from eval.bench.nonspeech import clips
 
     texts = {"goforward.wav": "Go forward ten meters.", "librivox-0880.wav": "He was not an ill disposed young man.",
@@ -289,6 +290,13 @@ def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, 
     final = stream.finish()
     assert final.committed == " ".join(texts.values())
     assert len(decoder.buffers) == 4
+    # the whole recording at once: finish() commits up to the skipped speech, cuts there and decodes the rest
+    stream = StreamingTranscriber(asr)
+    decoder = SkippingDecoder(stream, layout, words)
+    stream.append(audio)
+    final = stream.finish()
+    assert final.committed == final.new_committed == " ".join(texts.values()) and len(decoder.buffers) == 2
+    assert layout[0][1] - 0.3 < decoder.buffers[1][0] <= layout[1][0] + 0.05
 
 
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):

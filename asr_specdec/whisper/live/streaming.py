@@ -387,9 +387,9 @@ class StreamingTranscriber:
         buffer_seconds = self._seconds(buffer_samples)
         full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
         cut = self._cut(found, committed, buffer_seconds, final, heard_end)
-        if cut is None and heard_end and (final or full) and heard_end < len(text):
+        self._skip_cut = cut is None and bool(heard_end) and (final or full) and heard_end < len(text)
+        if self._skip_cut:
             cut = self._word_cut(tokens, heard_end, aligned)  # at the skipped speech: decoded again next
-        self._skip_cut = cut is not None and cut.start is None and not cut.text
         if cut is not None:
             cut = self._at_last_word(cut, aligned, self._decoded_samples)
             committed = max(committed, cut.text_end)  # a forced cut commits the segments it cuts away
