@@ -152,7 +152,7 @@ def words(tiny_pair):
 
 
 def test_local_agreement_commits_cuts_at_committed_segments_and_prompts_with_them(asr, words):
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=2.8)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     first = [ts, *words(" hello wor"), eot]
     second = [ts, *words(" hello world"), ts + 50, ts + 50, *words(" this"), eot]
@@ -181,7 +181,7 @@ def test_a_cut_follows_the_last_committed_word_not_a_late_segment_end(asr, words
     """Whisper ended the committed segment " hello world" at 1.4 s, long after its last word (aligned end 0.7 s):
     the buffer is cut at the quietest 20 ms between that word's end and the next word's start (a pause at
     1.0 s), so speech Whisper skipped before 1.4 s is decoded again, not cut away."""
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=2.8)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     hello, world, this = words(" hello"), words(" world"), words(" this")
     hypothesis = [ts, *hello, *world, ts + 70, ts + 70, *this, eot]
@@ -199,7 +199,7 @@ def test_a_cut_follows_the_last_committed_word_not_a_late_segment_end(asr, words
 def test_finish_decodes_again_what_a_cut_left(asr, words):
     """The last update was a forced cut whose hypothesis stopped short ("dos" and no more): finish() with no new
     audio decodes what the cut left and commits that decode, not the stale tentative text."""
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=1.2)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     script = Script(stream, [[ts, *words(" one"), ts + 30, ts + 30, *words(" two"), eot],
                              [ts, *words(" uno"), ts + 30, ts + 30, *words(" dos"), eot],
@@ -214,7 +214,7 @@ def test_committed_words_a_hypothesis_stops_short_of_are_kept_across_a_cut(asr, 
     """The issue's join, 45 s in: " two" was committed; the next decode of the buffer ends early (Whisper skipped
     the rest of the audio) and the buffer is cut after " one". " two" is still in the buffer and still committed:
     when the next decode says it again it is found there, not committed a second time."""
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=2.8)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     both = [ts, *words(" one"), ts + 20, ts + 20, *words(" two"), eot]
     Script(stream, [both, both, [ts, *words(" one"), ts + 20, eot], [ts, *words(" two three"), eot],
@@ -291,7 +291,7 @@ def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, 
     assert final.committed == " ".join(texts.values())
     assert len(decoder.buffers) == 4
     # the whole recording at once: finish() commits up to the skipped speech, cuts there and decodes the rest
-    stream = StreamingTranscriber(asr)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     decoder = SkippingDecoder(stream, layout, words)
     stream.append(audio)
     final = stream.finish()
@@ -300,7 +300,7 @@ def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, 
 
 
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=1.2)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     Script(stream, [[ts, *words(" one"), ts + 30, ts + 30, *words(" two"), eot],
                     [ts, *words(" uno"), ts + 30, ts + 30, *words(" dos"), eot]])
@@ -314,7 +314,7 @@ def test_an_update_the_model_doubts_commits_nothing_and_is_not_agreed_with(asr, 
     """The start of the issue's meeting clip: short buffers that the model thinks hold no speech (no-speech
     probability over 0.6) say "Thank you."; two of them agreeing must not commit it, and the first heard
     hypothesis must not be agreed with a doubted one."""
-    stream = StreamingTranscriber(asr)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     thanks, abigail = [ts, *words(" Thank you."), eot], [ts, *words(" I'm Abigail Klaflin."), eot]
     Script(stream, [thanks, thanks, abigail, abigail], scores=[(0.7, -0.5), (0.75, -0.4), (0.3, -0.5), (0.2, -0.4)])
@@ -326,11 +326,25 @@ def test_an_update_the_model_doubts_commits_nothing_and_is_not_agreed_with(asr, 
     assert updates[3].committed == "I'm Abigail Klaflin."
 
 
+def test_hypotheses_of_buffers_under_min_agreed_seconds_commit_nothing(asr, words):
+    """librivox-0920 live: Whisper hears "Howdy, Mary, to more amiable" in the first 1.0-2.0 s of "Had he married
+    a more amiable woman"; two such hypotheses agreeing must not commit it. From 2.5 s of audio on they agree."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    howdy, married = [ts, *words(" Howdy, Mary, to more amiable"), eot], [ts, *words(" Had he married a"), eot]
+    Script(stream, [howdy, howdy, howdy, married, married])
+    updates = [stream.feed(noise(0.5 if step == 0 else 0.75, step)) for step in range(5)]  # 0.5 ... 3.5 s
+    assert [update.committed for update in updates[:4]] == [""] * 4
+    assert updates[2].tentative == "Howdy, Mary, to more amiable" and updates[4].committed == "Had he married a"
+    with pytest.raises(SpecdecError, match="min_agreed_seconds"):
+        StreamingTranscriber(asr, min_agreed_seconds=-1)
+
+
 def test_a_decode_judged_silent_is_no_text_and_the_buffer_is_let_go(asr, words):
     """openai's rule (no-speech probability over 0.8, or over 0.6 with a low log-probability) makes a decode
     count as no text, as offline decoding skips such a window: nothing committed, not even by finish(), and the
     buffer is cut back as for a decode without text."""
-    stream = StreamingTranscriber(asr)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     you = [ts, *words(" you"), eot]
     Script(stream, [you] * 7, scores=[(0.85, -0.2), (0.65, -1.5)] * 3 + [(0.9, -0.3)])
@@ -343,7 +357,7 @@ def test_a_decode_judged_silent_is_no_text_and_the_buffer_is_let_go(asr, words):
 
 def test_a_doubted_decode_that_offline_would_keep_is_committed_at_the_end(asr, words):
     """No-speech probability 0.7 with a likely text: offline decoding keeps it, so finish() commits it."""
-    stream = StreamingTranscriber(asr)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     Script(stream, [[ts, *words(" quiet words"), eot]], scores=[(0.7, -0.3)])
     assert stream.feed(noise(0.5)).committed == ""

@@ -43,6 +43,9 @@ KEEP_SECONDS = 1.0
 # a cut falls at the quietest 20 ms after the last committed word's aligned end, at most this much after it
 CUT_SEARCH_SECONDS = 1.5
 MAX_FINAL_DECODES = 8  # finish() decodes again after speech its decode skipped, at most this many times
+# a hypothesis of a shorter buffer is not agreed with: with under 2.5 s of audio Whisper guesses the first words
+# ("Howdy, Mary, to more amiable" for "Had he married a more amiable" at 1.0-2.0 s, right from 2.5 s)
+MIN_AGREED_SECONDS = 2.5
 
 
 @dataclass
@@ -130,11 +133,14 @@ class StreamingTranscriber:
     def __init__(self, asr, *, language: str | None = None, hypothesis_drafting: bool = True,
                  hypothesis_tokens: int = DEFAULT_HYPOTHESIS_TOKENS, tail_drafting: bool | None = None,
                  min_chunk_seconds: float = 0.5, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
-                 silence_rms: float = SILENCE_RMS, compare: bool = False, decode_windows=None):
+                 silence_rms: float = SILENCE_RMS, compare: bool = False, decode_windows=None,
+                 min_agreed_seconds: float = MIN_AGREED_SECONDS):
         base = asr.pipeline
         window_seconds = base.window_samples / audio_io.SAMPLE_RATE
         if not 0 < trim_seconds <= max_buffer_seconds < window_seconds:
             raise SpecdecError(f"need 0 < trim_seconds <= max_buffer_seconds < {window_seconds:g} s")
+        if not min_agreed_seconds >= 0:
+            raise SpecdecError("need min_agreed_seconds >= 0")
         self.pipeline = copy.copy(base)  # the same models, runner and tokens; its own drafter and draft length
         self.hypothesis_drafter = None
         if hypothesis_drafting:
@@ -152,6 +158,7 @@ class StreamingTranscriber:
         self.language_id = tokens.language_token(language) if language and tokens.multilingual else None
         self.min_chunk_seconds, self.trim_seconds = min_chunk_seconds, trim_seconds
         self.max_buffer_seconds, self.silence_rms = max_buffer_seconds, silence_rms
+        self.min_agreed_seconds = min_agreed_seconds
         # what judges a decode: openai's rule drops a silent one (as offline decoding skips a silent window); one
         # whose no-speech probability alone is over the threshold commits nothing and is agreed with by nothing
         options = getattr(asr, "options", None)
@@ -175,6 +182,7 @@ class StreamingTranscriber:
         self._committed_in_buffer: list[int] = []  # committed text tokens at the start of the hypothesis
         self._tentative: list[int] = []  # the hypothesis's text after them
         self._heard = False  # whether the last hypothesis may be agreed with (its no-speech probability was low)
+        self._context = False  # whether the last hypothesis's buffer was long enough to be agreed with
         self._backlog = False  # the buffer held more than one window: the rest waits for the next update
         self._decoded_samples = np.zeros(0, dtype=np.float32)  # the buffer of the update being made
         self._decoded_start = 0  # its first sample in the stream
@@ -375,11 +383,12 @@ class StreamingTranscriber:
         heard_end = self._heard_end(aligned if text else None, buffer_start)
         if final:
             agreed = len(tail)
-        elif heard and self._heard and not unreached:
+        elif heard and self._heard and self._context and not unreached:
             agreed = agreement.agreed_length([self._tentative, tail], self._starts_word)
         else:
             agreed = 0
         self._heard = heard
+        self._context = buffer_samples >= self.min_agreed_seconds * audio_io.SAMPLE_RATE
         committed = start + agreed
         if heard_end is not None:
             committed = max(min(committed, heard_end), start)
