@@ -441,10 +441,10 @@ class StreamingTranscriber:
         return None
 
     def _at_last_word(self, piece: agreement.Piece, aligned: list | None, samples: np.ndarray) -> agreement.Piece:
-        """The piece to cut at, its end moved to the quietest 20 ms between the end of its last spoken word
+        """The piece to cut at, its end moved back to the quietest 20 ms between the end of its last spoken word
         (aligned; punctuation after it spans the pause) and the first of: the next spoken word's start,
-        CUT_SEARCH_SECONDS later, the next speech after a pause (VAD). Whisper may end a segment well past speech
-        it skipped (a short utterance after it), or before its last word's end; the cut follows the audio."""
+        CUT_SEARCH_SECONDS later, the next speech after a pause (VAD), the segment's end. Whisper may end a
+        segment well past speech it skipped (a short utterance after it); cutting there would lose that speech."""
         if not aligned or piece.end is None:
             return piece
         count, index = 0, -1
@@ -466,9 +466,9 @@ class StreamingTranscriber:
             onset = self._speech.first(pause, start + round(finish * rate))
             if onset is not None:
                 finish = (onset - start) / rate
-        first, last = math.ceil(begin / step), math.floor(finish / step)
-        if last <= first:
-            return dataclasses.replace(piece, end=max(1, first))
+        first, last = math.ceil(begin / step), min(piece.end, math.floor(finish / step))
+        if last <= first:  # never after the segment's end: a later aligned end may be DTW's error near the end
+            return piece if first >= piece.end else dataclasses.replace(piece, end=max(1, first))
         frames = [samples[k * self._step_samples:(k + 1) * self._step_samples] for k in range(first, last + 1)]
         loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else math.inf for frame in frames]
         return dataclasses.replace(piece, end=max(1, first + int(np.argmin(loudness))))
