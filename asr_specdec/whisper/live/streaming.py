@@ -396,7 +396,10 @@ class StreamingTranscriber:
         buffer_seconds = self._seconds(buffer_samples)
         full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
         cut = self._cut(found, committed, buffer_seconds, final, heard_end)
-        self._skip_cut = cut is None and bool(heard_end) and (final or full) and heard_end < len(text)
+        if final and heard_end is None and self._tail_skipped(aligned if text else None, buffer_start,
+                                                               buffer_samples):
+            heard_end = committed = len(text)  # the last decode stopped short of speech: decode the rest again
+        self._skip_cut = cut is None and bool(heard_end) and (final or full) and heard_end <= len(text)
         if self._skip_cut:
             cut = self._word_cut(tokens, heard_end, aligned)  # at the skipped speech: decoded again next
         if cut is not None:
@@ -487,6 +490,16 @@ class StreamingTranscriber:
         if not _has_letters(aligned[at].word):  # "." spans the skipped speech: it may be committed
             at += 1
         return sum(len(word.tokens) for word in aligned[:at])
+
+    def _tail_skipped(self, aligned: list | None, buffer_start: int, buffer_samples: int) -> bool:
+        """Whether the buffer holds more speech after the hypothesis's last word than a word could say (the
+        decode stopped short of it)."""
+        if not aligned:
+            return False
+        rate = audio_io.SAMPLE_RATE
+        self._speech.update(self._decoded_samples, buffer_start)
+        after = self._speech.seconds(buffer_start + round(aligned[-1].end * rate), buffer_start + buffer_samples)
+        return after > speech.ALLOWANCE_SECONDS + speech.SKIPPED_SECONDS
 
     def _word_cut(self, tokens: list[int], text_end: int, aligned: list) -> agreement.Piece:
         """A piece that ends after the first `text_end` text tokens of the hypothesis `tokens`, at the aligned end
