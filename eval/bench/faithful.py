@@ -60,12 +60,18 @@ def speech_files(named: list[tuple[str, np.ndarray]], pause: float, quiet_db: fl
 
 
 def live_text(asr, samples: np.ndarray, speed: float = 1.0, clock: str = "simulated") -> str:
-    from asr_specdec.whisper.live.replay import play
+    return live_run(asr, samples, speed, clock)[0]
+
+
+def live_run(asr, samples: np.ndarray, speed: float = 1.0, clock: str = "simulated") -> tuple[str, list[int]]:
+    """The final committed text of a live run, and its schedule (samples received at each update, which
+    `replay.play_schedule` replays: the simulated clock adds measured decode times, so runs differ)."""
+    from asr_specdec.whisper.live.replay import play, schedule
     from asr_specdec.whisper.live.streaming import StreamingTranscriber
 
     stream = StreamingTranscriber(asr)
     updates = list(play(stream, samples, chunk_seconds=0.5, speed=speed, clock=clock))
-    return updates[-1].update.committed
+    return updates[-1].update.committed, schedule(updates)
 
 
 def run_path(path: str, asr, files: dict[str, np.ndarray]) -> dict[str, str]:
@@ -234,7 +240,8 @@ def live_check(args) -> int:
     raw = []
     for speed in speeds:
         for run in range(args.runs):
-            texts = {name: live_text(asr, samples, speed, args.clock) for name, samples in files.items()}
+            runs = {name: live_run(asr, samples, speed, args.clock) for name, samples in files.items()}
+            texts = {name: text for name, (text, _) in runs.items()}
             errors = {name: word_errors(offline[name], texts[name]) for name in files}
             clip_names = [name for name in files if name != "issue join (45 s)"]
             clip_errors = sum(errors[name][0] for name in clip_names)
@@ -243,7 +250,8 @@ def live_check(args) -> int:
             join_errors, join_words = errors["issue join (45 s)"]
             print(f"| {speed:g} | {run + 1} | {clip_errors} / {clip_words} | {clip_errors / clip_words:.1%} | "
                   f"{worst} {errors[worst][0]}/{errors[worst][1]} | {join_errors / join_words:.1%} |", flush=True)
-            raw.append({"speed": speed, "run": run, "texts": texts, "errors": errors})
+            raw.append({"speed": speed, "run": run, "texts": texts, "errors": errors,
+                        "schedules": {name: steps for name, (_, steps) in runs.items()}})
     if args.output:
         Path(args.output).write_text(json.dumps({"offline": offline, "runs": raw}, indent=1))
     return 0

@@ -60,3 +60,22 @@ def test_token_ends_spread_a_segment_by_characters():
 
 def test_word_spans():
     assert agreement.word_spans([1, 2, 4, 6, 7], starts_word) == [(0, 2), (2, 3), (3, 5)]
+
+
+def test_committed_end_reads_punctuation_and_case_changes_as_small_edits():
+    texts = {1: " woman", 2: ",", 4: " he", 6: " might", 9: " He"}
+    # " woman he" committed, then " woman, he might": the commit ends after " he" (unit costs tie at " woman,")
+    assert agreement.committed_end([1, 4], [1, 2, 4, 6], starts_word) == 2
+    assert agreement.committed_end([1, 4], [1, 2, 4, 6], starts_word, texts.__getitem__) == 3
+    assert agreement.committed_match([1, 4], [1, 2, 9, 6], starts_word, texts.__getitem__) == (3, 2)
+
+
+def test_committed_match_says_which_committed_words_the_hypothesis_stopped_short_of():
+    texts = {1: " one", 2: "s", 4: " two", 5: ".", 6: " three"}
+    # " ones two three" committed; the new hypothesis stops after " ones two.": " three" was not in it
+    assert agreement.committed_match([1, 2, 4, 6], [1, 2, 4, 5], starts_word, texts.__getitem__) == (4, 3)
+    # it stops inside a committed word: that word counts as held
+    assert agreement.committed_match([1, 2, 4, 6], [1], starts_word, texts.__getitem__) == (1, 2)
+    assert agreement.committed_match([1, 2, 4], [], starts_word, texts.__getitem__) == (0, 0)
+    # a hypothesis that goes on past the committed words holds them all
+    assert agreement.committed_match([1, 2, 4], [1, 2, 4, 6], starts_word) == (3, 3)

@@ -162,7 +162,7 @@ def words(tiny_pair):
 
 
 def test_local_agreement_commits_cuts_at_committed_segments_and_prompts_with_them(asr, words):
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=2.8)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     first = [ts, *words(" hello wor"), eot]
     second = [ts, *words(" hello world"), ts + 50, ts + 50, *words(" this"), eot]
@@ -191,7 +191,7 @@ def test_a_cut_follows_the_last_committed_word_not_a_late_segment_end(asr, words
     """Whisper ended the committed segment " hello world" at 1.4 s, long after its last word (aligned end 0.7 s):
     the buffer is cut at the quietest 20 ms between that word's end and the next word's start (a pause at
     1.0 s), so speech Whisper skipped before 1.4 s is decoded again, not cut away."""
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=2.8)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=2.8)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     hello, world, this = words(" hello"), words(" world"), words(" this")
     hypothesis = [ts, *hello, *world, ts + 70, ts + 70, *this, eot]
@@ -202,14 +202,14 @@ def test_a_cut_follows_the_last_committed_word_not_a_late_segment_end(asr, words
     audio[RATE:RATE + RATE // 25] = 0.0  # a pause at 1.00-1.04 s
     first, second = stream.feed(audio[:12000]), stream.feed(audio[12000:])
     assert first.committed == "" and second.committed == "hello world this"
-    assert script.windows[0].word_tokens is None and script.windows[1].word_tokens is not None
+    assert all(window.word_tokens is not None for window in script.windows)  # every decode is aligned
     assert stream.buffer_seconds == pytest.approx(0.5)  # cut at 1.00 s, not at the segment's end (1.4 s)
 
 
 def test_finish_decodes_again_what_a_cut_left(asr, words):
     """The last update was a forced cut whose hypothesis stopped short ("dos" and no more): finish() with no new
     audio decodes what the cut left and commits that decode, not the stale tentative text."""
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=1.2)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     script = Script(stream, [[ts, *words(" one"), ts + 30, ts + 30, *words(" two"), eot],
                              [ts, *words(" uno"), ts + 30, ts + 30, *words(" dos"), eot],
@@ -220,8 +220,97 @@ def test_finish_decodes_again_what_a_cut_left(asr, words):
     assert len(script.windows) == 3 and final.committed == "uno dos tres"
 
 
+def test_committed_words_a_hypothesis_stops_short_of_are_kept_across_a_cut(asr, words):
+    """The issue's join, 45 s in: " two" was committed; the next decode of the buffer ends early (Whisper skipped
+    the rest of the audio) and the buffer is cut after " one". " two" is still in the buffer and still committed:
+    when the next decode says it again it is found there, not committed a second time."""
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=2.8)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    both = [ts, *words(" one"), ts + 20, ts + 20, *words(" two"), eot]
+    Script(stream, [both, both, [ts, *words(" one"), ts + 20, eot], [ts, *words(" two three"), eot],
+                    [ts, *words(" two three"), eot]])
+    updates = [stream.feed(noise(0.5, seed)) for seed in range(4)]
+    assert updates[1].committed == "one two"
+    assert updates[2].new_committed == "" and updates[2].buffer_start == 0
+    assert updates[3].buffer_start == pytest.approx(0.4) and updates[3].tentative == "three"
+    assert stream.finish().committed == "one two three"
+
+
+class SkippingDecoder:
+    """A stand-in for the pipeline's decode that transcribes the clips of a known layout a buffer holds whole, with
+    segment timestamps and words aligned as dynamic time warping aligns them (contiguous, from the buffer's start),
+    and that leaves out the second clip whenever the first is in the same buffer: the context effect of the
+    issue's join, where Whisper went from one utterance to the one after next and the "." between them spans the
+    skipped one."""
+
+    def __init__(self, stream: StreamingTranscriber, layout: list[tuple[float, float, str]], words):
+        self.stream, self.layout, self.words, self.buffers = stream, layout, words, []
+        stream.pipeline.decode = self
+
+    def __call__(self, windows, generator=None):
+        ts, eot = self.stream.pipeline.tokens.timestamp_begin, self.stream.pipeline.tokens.end_of_text
+        end = self.stream.received_seconds
+        start = end - self.stream.buffer_seconds
+        self.buffers.append((start, end))
+        heard = [(begin - start, finish - start, text) for begin, finish, text in self.layout
+                 if begin >= start - 0.1 and finish <= end]
+        if len(heard) > 1 and self.layout[0][0] >= start - 0.1:
+            del heard[1]
+        tokens, aligned = [], []
+        for index, (begin, finish, text) in enumerate(heard):
+            spoken, stop = text.split(), heard[index + 1][0] if index + 1 < len(heard) else finish
+            tokens.append(ts + round(begin / 0.02))
+            for place, word in enumerate(spoken):
+                edge = begin + (finish - begin) * (place + 1) / len(spoken)
+                piece = self.words(" " + word.rstrip("."))
+                aligned.append(AlignedWord(" " + word.rstrip("."), piece, aligned[-1].end if aligned else 0.0,
+                                           edge, 0.9))
+                tokens += piece
+            aligned.append(AlignedWord(".", self.words("."), aligned[-1].end, stop, 0.9))
+            tokens += self.words(".") + [ts + round(finish / 0.02)]
+        return [DecodedWindow(tokens + [eot], None, None, DecodeStats(), WindowExtras(words=aligned))]
+
+
+def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, shared_audio):
+    """Three utterances, the second skipped by every decode of a buffer that also holds the first (silero-vad
+    hears it inside the first one's "."). Two decodes agree on the first and the third: only the first is
+    committed, the buffer is cut before the second, which the next decode hears; nothing is lost. The same at
+    the end of a stream."""
+    from eval.bench.nonspeech import clips
+
+    texts = {"goforward.wav": "Go forward ten meters.", "librivox-0880.wav": "He was not an ill disposed young man.",
+             "forever.wav": "Feels like these days go on forever."}
+    parts, layout, at = [], [], 0.0
+    for name, samples in clips(shared_audio, list(texts)):
+        layout.append((at, at + len(samples) / RATE, texts[name]))
+        parts += [samples, np.zeros(RATE // 2, dtype=np.float32)]
+        at = layout[-1][1] + 0.5
+    audio = np.concatenate(parts)
+    stream = StreamingTranscriber(asr, trim_seconds=10.8, max_buffer_seconds=12.0)
+    decoder = SkippingDecoder(stream, layout, words)
+    stream.append(audio[:8 * RATE])
+    assert stream.update().tentative == "Go forward ten meters."
+    stream.append(audio[8 * RATE:])
+    second = stream.update()  # "Go forward ten meters. Feels like these days go on forever."
+    assert second.committed == "Go forward ten meters." and second.buffer_start == 0
+    stream.append(np.zeros(RATE // 2, dtype=np.float32))
+    third = stream.update()  # the same again: the two agree on all of it, but "Feels ..." follows skipped speech
+    assert third.committed == "Go forward ten meters."
+    assert layout[0][1] - 0.3 < stream.received_seconds - stream.buffer_seconds <= layout[1][0] + 0.05
+    final = stream.finish()
+    assert final.committed == " ".join(texts.values())
+    assert len(decoder.buffers) == 4
+    # the whole recording at once: finish() commits up to the skipped speech, cuts there and decodes the rest
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
+    decoder = SkippingDecoder(stream, layout, words)
+    stream.append(audio)
+    final = stream.finish()
+    assert final.committed == final.new_committed == " ".join(texts.values()) and len(decoder.buffers) == 2
+    assert layout[0][1] - 0.3 < decoder.buffers[1][0] <= layout[1][0] + 0.05
+
+
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):
-    stream = StreamingTranscriber(asr, trim_seconds=1.0, max_buffer_seconds=1.2)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0, trim_seconds=1.0, max_buffer_seconds=1.2)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     Script(stream, [[ts, *words(" one"), ts + 30, ts + 30, *words(" two"), eot],
                     [ts, *words(" uno"), ts + 30, ts + 30, *words(" dos"), eot]])
@@ -235,7 +324,7 @@ def test_an_update_the_model_doubts_commits_nothing_and_is_not_agreed_with(asr, 
     """The start of the issue's meeting clip: short buffers that the model thinks hold no speech (no-speech
     probability over 0.6) say "Thank you."; two of them agreeing must not commit it, and the first heard
     hypothesis must not be agreed with a doubted one."""
-    stream = StreamingTranscriber(asr)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     thanks, abigail = [ts, *words(" Thank you."), eot], [ts, *words(" I'm Abigail Klaflin."), eot]
     Script(stream, [thanks, thanks, abigail, abigail], scores=[(0.7, -0.5), (0.75, -0.4), (0.3, -0.5), (0.2, -0.4)])
@@ -247,11 +336,25 @@ def test_an_update_the_model_doubts_commits_nothing_and_is_not_agreed_with(asr, 
     assert updates[3].committed == "I'm Abigail Klaflin."
 
 
+def test_hypotheses_of_buffers_under_min_agreed_seconds_commit_nothing(asr, words):
+    """librivox-0920 live: Whisper hears "Howdy, Mary, to more amiable" in the first 1.0-2.0 s of "Had he married
+    a more amiable woman"; two such hypotheses agreeing must not commit it. From 2.5 s of audio on they agree."""
+    stream = StreamingTranscriber(asr)
+    eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
+    howdy, married = [ts, *words(" Howdy, Mary, to more amiable"), eot], [ts, *words(" Had he married a"), eot]
+    Script(stream, [howdy, howdy, howdy, married, married])
+    updates = [stream.feed(noise(0.5 if step == 0 else 0.75, step)) for step in range(5)]  # 0.5 ... 3.5 s
+    assert [update.committed for update in updates[:4]] == [""] * 4
+    assert updates[2].tentative == "Howdy, Mary, to more amiable" and updates[4].committed == "Had he married a"
+    with pytest.raises(SpecdecError, match="min_agreed_seconds"):
+        StreamingTranscriber(asr, min_agreed_seconds=-1)
+
+
 def test_a_decode_judged_silent_is_no_text_and_the_buffer_is_let_go(asr, words):
     """openai's rule (no-speech probability over 0.8, or over 0.6 with a low log-probability) makes a decode
     count as no text, as offline decoding skips such a window: nothing committed, not even by finish(), and the
     buffer is cut back as for a decode without text."""
-    stream = StreamingTranscriber(asr)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     you = [ts, *words(" you"), eot]
     Script(stream, [you] * 7, scores=[(0.85, -0.2), (0.65, -1.5)] * 3 + [(0.9, -0.3)])
@@ -264,7 +367,7 @@ def test_a_decode_judged_silent_is_no_text_and_the_buffer_is_let_go(asr, words):
 
 def test_a_doubted_decode_that_offline_would_keep_is_committed_at_the_end(asr, words):
     """No-speech probability 0.7 with a likely text: offline decoding keeps it, so finish() commits it."""
-    stream = StreamingTranscriber(asr)
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     eot, ts = asr.tokens.end_of_text, asr.tokens.timestamp_begin
     Script(stream, [[ts, *words(" quiet words"), eot]], scores=[(0.7, -0.3)])
     assert stream.feed(noise(0.5)).committed == ""
@@ -375,3 +478,21 @@ def test_live_summary_of_a_fixed_clock_run(asr):
     summary = summarize(updates, 1.2)
     assert summary["updates"] == 4 and summary["text"] == updates[-1].update.committed
     assert summary["words"] >= 1 and 0 <= summary["mean_word_lag"] <= 1.2
+
+
+def test_a_run_replayed_from_its_schedule_gives_the_same_updates(asr):
+    """The simulated clock's schedule depends on measured decode times; a recorded schedule replays a run exactly
+    (updates that coalesce two chunks included)."""
+    from asr_specdec.whisper.live.replay import play_schedule, schedule
+
+    audio = noise(3.0, seed=7)
+    first = list(play(StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5), audio,
+                      chunk_seconds=0.5, clock="fixed"))
+    recorded = schedule(first)
+    recorded = recorded[:1] + recorded[2:]  # the second update also takes the third chunk
+    again = list(play_schedule(StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5), audio, recorded))
+    assert schedule(again) == recorded and again[-1].update.final
+    replayed = list(play_schedule(StreamingTranscriber(asr, trim_seconds=1.5, max_buffer_seconds=2.5), audio,
+                                  recorded))
+    assert [live.update.tokens for live in replayed] == [live.update.tokens for live in again]
+    assert replayed[-1].update.committed == again[-1].update.committed

@@ -64,23 +64,66 @@ def agreed_length(hypotheses: list[list[int]], starts_word: Callable[[int], bool
     return 0
 
 
-def committed_end(committed: list[int], text: list[int], starts_word: Callable[[int], bool]) -> int:
-    """Where the already committed tokens end in a new hypothesis's text. Usually the text starts with them; when
-    the model reworded some of them, the end is that of the prefix of the text closest to them (fewest token
-    edits; the nearest length among equals), moved on to the end of a word."""
+def committed_end(committed: list[int], text: list[int], starts_word: Callable[[int], bool],
+                  token_text: Callable[[int], str] | None = None) -> int:
+    """Where the already committed tokens end in a new hypothesis's text (`committed_match`'s first value)."""
+    return committed_match(committed, text, starts_word, token_text)[0]
+
+
+def committed_match(committed: list[int], text: list[int], starts_word: Callable[[int], bool],
+                    token_text: Callable[[int], str] | None = None) -> tuple[int, int]:
+    """(where the already committed tokens end in a new hypothesis's text, how many of them it holds).
+
+    Usually the text starts with them; when the model reworded some of them, the end is that of the prefix of
+    the text closest to them (fewest token edits; the nearest length among equals), moved on to the end of a
+    word. With `token_text`, edits that change only case, spaces or punctuation cost little, so "woman he" is
+    found in "woman, he" whole, not as "woman,". The second value is len(committed) unless the text ends before
+    the committed tokens do (the model stopped short of words already committed): then it is the committed
+    tokens that the whole text matches, up to the end of a word; the rest were not in this hypothesis."""
     if text[:len(committed)] == committed:
-        return len(committed)
-    # distances[e]: token edits between `committed` and text[:e], one row of committed at a time
-    distances = list(range(len(text) + 1))
+        return len(committed), len(committed)
+    gap, change = _edit_costs(token_text, set(committed) | set(text))
+    # distances[row][e]: edit cost between committed[:row] and text[:e]
+    distances = [[0.0] * (len(text) + 1) for _ in range(len(committed) + 1)]
+    for column in range(1, len(text) + 1):
+        distances[0][column] = distances[0][column - 1] + gap(text[column - 1])
     for row, token in enumerate(committed, start=1):
-        diagonal, distances[0] = distances[0], row
+        above, current = distances[row - 1], distances[row]
+        current[0] = above[0] + gap(token)
         for column in range(1, len(text) + 1):
-            diagonal, distances[column] = distances[column], min(
-                distances[column] + 1, distances[column - 1] + 1, diagonal + (text[column - 1] != token))
-    end = min(range(len(text) + 1), key=lambda column: (distances[column], abs(column - len(committed))))
+            current[column] = min(above[column] + gap(token), current[column - 1] + gap(text[column - 1]),
+                                  above[column - 1] + change(token, text[column - 1]))
+    last = distances[-1]
+    end = min(range(len(text) + 1), key=lambda column: (round(last[column], 6), abs(column - len(committed))))
+    held = len(committed)
+    if end == len(text) and committed:
+        # the most committed tokens the whole text matches as well as it matches all of them, or better
+        held = max(range(len(committed) + 1), key=lambda row: (-round(distances[row][end], 6), row))
+        while 0 < held < len(committed) and not starts_word(committed[held]):
+            held += 1
     while 0 < end < len(text) and not starts_word(text[end]):
         end += 1
-    return end
+    return end, held
+
+
+def _edit_costs(token_text: Callable[[int], str] | None, tokens: set[int]):
+    """(cost of inserting or deleting a token, cost of replacing one by another): 1 each, except, when token
+    texts are known, 0.25 for a token that is only punctuation or spaces, 0.1 for a token replaced by one that
+    reads the same but for case, spaces and punctuation."""
+    if token_text is None:
+        return (lambda token: 1.0), (lambda first, second: 0.0 if first == second else 1.0)
+    letters = {token: "".join(character for character in token_text(token).lower() if character.isalnum())
+               for token in tokens}
+
+    def gap(token: int) -> float:
+        return 1.0 if letters[token] else 0.25
+
+    def change(first: int, second: int) -> float:
+        if first == second:
+            return 0.0
+        return 0.1 if letters[first] == letters[second] else 1.0
+
+    return gap, change
 
 
 def token_ends(hypothesis_pieces: list[Piece], text_count: int, token_text: Callable[[int], str],

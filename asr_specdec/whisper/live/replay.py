@@ -63,6 +63,28 @@ def play(stream: StreamingTranscriber, samples: np.ndarray, *, chunk_seconds: fl
     yield LiveUpdate(_after(final, now, clock, began), final)
 
 
+def play_schedule(stream: StreamingTranscriber, samples: np.ndarray, schedule: list[int]) -> Iterator[LiveUpdate]:
+    """Replay a recorded run: before each update, the audio up to `schedule[k]` samples has arrived (a run's
+    `schedule(updates)`); the last update is the stream's `finish()` with the rest. Decoding is deterministic, so
+    the same schedule gives the same updates, whatever the clock that made it (the clock is 0 throughout)."""
+    fed = 0
+    for received in schedule[:-1]:
+        if received > fed:
+            stream.append(samples[fed:received])
+            fed = received
+        update = stream.update()
+        if update is not None:
+            yield LiveUpdate(0.0, update)
+    if fed < len(samples):
+        stream.append(samples[fed:])
+    yield LiveUpdate(0.0, stream.finish())
+
+
+def schedule(updates: list[LiveUpdate]) -> list[int]:
+    """The samples received at each update of a run (what play_schedule replays)."""
+    return [round(live.update.audio_seconds * SAMPLE_RATE) for live in updates]
+
+
 def _after(update: StreamingUpdate, now: float, clock: str, began: float) -> float:
     if clock == "real":
         return time.perf_counter() - began

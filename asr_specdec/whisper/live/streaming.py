@@ -33,7 +33,7 @@ from ..io import audio as audio_io
 from ..recipe.fallback import Recipe, is_silent
 from ..recipe.scoring import WindowScore
 from ..runtime.pipeline import Window
-from . import agreement
+from . import agreement, speech
 
 # a hypothesis of a 25-s buffer is ~80-100 tokens; drafting it in long runs costs one main pass each
 DEFAULT_HYPOTHESIS_TOKENS = 64
@@ -42,6 +42,10 @@ IDLE_SECONDS = 2.0  # a buffer in which nothing was heard is cut back to its las
 KEEP_SECONDS = 1.0
 # a cut falls at the quietest 20 ms after the last committed word's aligned end, at most this much after it
 CUT_SEARCH_SECONDS = 1.5
+MAX_FINAL_DECODES = 8  # finish() decodes again after speech its decode skipped, at most this many times
+# a hypothesis of a shorter buffer is not agreed with: with under 2.5 s of audio Whisper guesses the first words
+# ("Howdy, Mary, to more amiable" for "Had he married a more amiable" at 1.0-2.0 s, right from 2.5 s)
+MIN_AGREED_SECONDS = 2.5
 
 
 @dataclass
@@ -129,11 +133,14 @@ class StreamingTranscriber:
     def __init__(self, asr, *, language: str | None = None, hypothesis_drafting: bool = True,
                  hypothesis_tokens: int = DEFAULT_HYPOTHESIS_TOKENS, tail_drafting: bool | None = None,
                  min_chunk_seconds: float = 0.5, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
-                 silence_rms: float = SILENCE_RMS, compare: bool = False, decode_windows=None):
+                 silence_rms: float = SILENCE_RMS, compare: bool = False, decode_windows=None,
+                 min_agreed_seconds: float = MIN_AGREED_SECONDS):
         base = asr.pipeline
         window_seconds = base.window_samples / audio_io.SAMPLE_RATE
         if not 0 < trim_seconds <= max_buffer_seconds < window_seconds:
             raise SpecdecError(f"need 0 < trim_seconds <= max_buffer_seconds < {window_seconds:g} s")
+        if not min_agreed_seconds >= 0:
+            raise SpecdecError("need min_agreed_seconds >= 0")
         self.pipeline = copy.copy(base)  # the same models, runner and tokens; its own drafter and draft length
         self.hypothesis_drafter = None
         if hypothesis_drafting:
@@ -151,6 +158,7 @@ class StreamingTranscriber:
         self.language_id = tokens.language_token(language) if language and tokens.multilingual else None
         self.min_chunk_seconds, self.trim_seconds = min_chunk_seconds, trim_seconds
         self.max_buffer_seconds, self.silence_rms = max_buffer_seconds, silence_rms
+        self.min_agreed_seconds = min_agreed_seconds
         # what judges a decode: openai's rule drops a silent one (as offline decoding skips a silent window); one
         # whose no-speech probability alone is over the threshold commits nothing and is agreed with by nothing
         options = getattr(asr, "options", None)
@@ -177,8 +185,12 @@ class StreamingTranscriber:
         self._committed_in_buffer: list[int] = []  # committed text tokens at the start of the hypothesis
         self._tentative: list[int] = []  # the hypothesis's text after them
         self._heard = False  # whether the last hypothesis may be agreed with (its no-speech probability was low)
+        self._context = False  # whether the last hypothesis's buffer was long enough to be agreed with
         self._backlog = False  # the buffer held more than one window: the rest waits for the next update
         self._decoded_samples = np.zeros(0, dtype=np.float32)  # the buffer of the update being made
+        self._decoded_start = 0  # its first sample in the stream
+        self._speech = speech.SpeechFrames()  # where the audio holds speech (VAD, computed when asked)
+        self._skip_cut = False  # the last update cut the buffer where its decode skipped speech
         self._cut_since_decode = False  # the last update cut the buffer after decoding it
         self._emitted: list[int] = []  # every committed text token
         self._committed_until: float | None = None
@@ -266,6 +278,14 @@ class StreamingTranscriber:
             earlier_words += update.words
             decode_seconds += update.decode_seconds
         update = self._update(final=True)
+        # the last decode skipped speech: committed up to it and cut there, the rest is decoded again
+        for _ in range(MAX_FINAL_DECODES - 1):
+            if not self._skip_cut:
+                break
+            earlier_tokens += update.new_tokens
+            earlier_words += update.words
+            decode_seconds += update.decode_seconds
+            update = self._update(final=True)
         if earlier_tokens or earlier_words:
             update.new_tokens = earlier_tokens + update.new_tokens
             update.new_committed = self.pipeline.text(update.new_tokens)
@@ -287,7 +307,7 @@ class StreamingTranscriber:
         if self._backlog:
             samples = samples[:round(self.max_buffer_seconds * audio_io.SAMPLE_RATE) + 1]
         decoded = _Decode()
-        self._decoded_samples, self._cut_since_decode = samples, False
+        self._decoded_samples, self._decoded_start, self._cut_since_decode = samples, start, False
         if not fresh:  # the end of a stream with nothing new: the last hypothesis stands
             new_tokens, words = self._commit_tentative(len(samples), start)
         else:
@@ -310,14 +330,11 @@ class StreamingTranscriber:
         """One window of the buffer, conditioned on the committed text before it, drafted from the last hypothesis
         (and with compare=True decoded plain as well, from the same features)."""
         started = time.perf_counter()
-        # a buffer that may be cut this update has its words aligned, so that the cut follows the last word
-        timed = len(samples) > self.trim_seconds * audio_io.SAMPLE_RATE
+        # every decode has its words aligned: to find speech it skipped, and so that a cut follows the last word
         frames = -(-len(samples) // self.pipeline.processor.feature_extractor.hop_length)
         window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None,
-                        score=self.no_speech_threshold is not None,
-                        word_tokens=self._text_tokens if timed else None,
-                        audio_frames=min(frames, self.pipeline.frames.window) if timed else None,
-                        **self._repetition)
+                        score=self.no_speech_threshold is not None, word_tokens=self._text_tokens,
+                        audio_frames=min(frames, self.pipeline.frames.window), **self._repetition)
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)
@@ -361,23 +378,35 @@ class StreamingTranscriber:
             tokens = []
         heard = score is None or self.no_speech_threshold is None or score.no_speech_prob <= self.no_speech_threshold
         text = agreement.text_tokens(tokens, eot)
-        start = agreement.committed_end(self._committed_in_buffer, text, self._starts_word)
+        start, held = agreement.committed_match(self._committed_in_buffer, text, self._starts_word, self._text_of)
+        # committed words this hypothesis stopped short of (it ended early): still in the buffer, kept as committed
+        unreached = self._committed_in_buffer[held:]
         tail = text[start:]
+        # the words after speech this decode skipped are neither committed nor cut away (speech.py)
+        heard_end = self._heard_end(aligned if text else None, buffer_start)
         if final:
             agreed = len(tail)
-        elif heard and self._heard:
+        elif heard and self._heard and self._context and not unreached:
             agreed = agreement.agreed_length([self._tentative, tail], self._starts_word)
         else:
             agreed = 0
         self._heard = heard
+        self._context = buffer_samples >= self.min_agreed_seconds * audio_io.SAMPLE_RATE
         committed = start + agreed
+        if heard_end is not None:
+            committed = max(min(committed, heard_end), start)
         found = agreement.pieces(tokens, timestamp_begin, eot)
         buffer_seconds = self._seconds(buffer_samples)
-        cut = self._cut(found, committed, buffer_seconds, final)
+        full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
+        cut = self._cut(found, committed, buffer_seconds, final, heard_end)
+        if final and heard_end is None and self._tail_skipped(aligned if text else None, buffer_start,
+                                                               buffer_samples):
+            heard_end = committed = len(text)  # the last decode stopped short of speech: decode the rest again
+        self._skip_cut = cut is None and bool(heard_end) and (final or full) and heard_end <= len(text)
+        if self._skip_cut:
+            cut = self._word_cut(tokens, heard_end, aligned)  # at the skipped speech: decoded again next
         if cut is not None:
             cut = self._at_last_word(cut, aligned, self._decoded_samples)
-        full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
-        if cut is not None:
             committed = max(committed, cut.text_end)  # a forced cut commits the segments it cuts away
         elif full and text:  # no complete segment in a full buffer: commit it whole and start afresh
             committed = len(text)
@@ -392,7 +421,7 @@ class StreamingTranscriber:
         if cut is not None:
             self._prompt = (self._prompt + text[:cut.text_end])[-self._prompt_limit:]
             hypothesis = agreement.shift(hypothesis[cut.end_index:], cut.end, timestamp_begin)
-            in_buffer = text[cut.text_end:committed]
+            in_buffer = text[cut.text_end:committed] + unreached
             self._drop(cut.end * self._step_samples)
         elif full and text or not text and buffer_samples > IDLE_SECONDS * audio_io.SAMPLE_RATE:
             self._prompt = (self._prompt + in_buffer)[-self._prompt_limit:]
@@ -401,13 +430,14 @@ class StreamingTranscriber:
         self._hypothesis, self._committed_in_buffer, self._tentative = hypothesis, in_buffer, text[committed:]
         return new_tokens, words
 
-    def _cut(self, found, committed: int, buffer_seconds: float, final: bool):
+    def _cut(self, found, committed: int, buffer_seconds: float, final: bool, heard_end: int | None = None):
         """The segment at whose end to cut the buffer, or None: the last committed one once the buffer is longer
-        than trim_seconds; past max_buffer_seconds the last complete one."""
+        than trim_seconds; past max_buffer_seconds the last complete one (before speech the decode skipped)."""
         if final:
             return None
         complete = [piece for piece in found
-                    if piece.end is not None and 0 < piece.end * self._step_seconds <= buffer_seconds]
+                    if piece.end is not None and 0 < piece.end * self._step_seconds <= buffer_seconds
+                    and (heard_end is None or piece.text_end <= heard_end)]
         if buffer_seconds > self.trim_seconds:
             settled = [piece for piece in complete if piece.text_end <= committed]
             if settled:
@@ -417,10 +447,10 @@ class StreamingTranscriber:
         return None
 
     def _at_last_word(self, piece: agreement.Piece, aligned: list | None, samples: np.ndarray) -> agreement.Piece:
-        """The piece to cut at, its end moved back to the quietest 20 ms between its last word's aligned end and
-        the first of: the next word's start, CUT_SEARCH_SECONDS later, the segment's end. Whisper may end a
-        segment well past speech it skipped (a short utterance after it); cutting at the segment's end would
-        lose that speech."""
+        """The piece to cut at, its end moved back to the quietest 20 ms between the end of its last spoken word
+        (aligned; punctuation after it spans the pause) and the first of: the next spoken word's start,
+        CUT_SEARCH_SECONDS later, the next speech after a pause (VAD), the segment's end. Whisper may end a
+        segment well past speech it skipped (a short utterance after it); cutting there would lose that speech."""
         if not aligned or piece.end is None:
             return piece
         count, index = 0, -1
@@ -429,15 +459,64 @@ class StreamingTranscriber:
             count += len(aligned[index].tokens)
         if count != piece.text_end:  # the words do not end with the piece: keep Whisper's time
             return piece
-        step = self._step_seconds
-        following = aligned[index + 1].start if index + 1 < len(aligned) else math.inf
-        first = math.ceil(aligned[index].end / step)
-        last = min(piece.end, math.floor(min(following, aligned[index].end + CUT_SEARCH_SECONDS) / step))
-        if last <= first:
+        spoken = index
+        while spoken > 0 and not _has_letters(aligned[spoken].word):
+            spoken -= 1
+        following = next((word.start for word in aligned[index + 1:] if _has_letters(word.word)), math.inf)
+        step, rate = self._step_seconds, audio_io.SAMPLE_RATE
+        begin = aligned[spoken].end
+        finish = min(following, begin + CUT_SEARCH_SECONDS, len(samples) / rate)
+        start = self._decoded_start
+        pause = self._speech.first(start + round(begin * rate), start + round(finish * rate), speech=False)
+        if pause is not None:  # stop where speech starts again after the pause that follows the word
+            onset = self._speech.first(pause, start + round(finish * rate))
+            if onset is not None:
+                finish = (onset - start) / rate
+        first, last = math.ceil(begin / step), min(piece.end, math.floor(finish / step))
+        if last <= first:  # never after the segment's end: a later aligned end may be DTW's error near the end
             return piece if first >= piece.end else dataclasses.replace(piece, end=max(1, first))
         frames = [samples[k * self._step_samples:(k + 1) * self._step_samples] for k in range(first, last + 1)]
         loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else math.inf for frame in frames]
         return dataclasses.replace(piece, end=max(1, first + int(np.argmin(loudness))))
+
+    def _heard_end(self, aligned: list | None, buffer_start: int) -> int | None:
+        """Text tokens of the hypothesis before the first word whose span holds speech the decode skipped
+        (punctuation that spans it counts as before), or None when it skipped none (or nothing is aligned)."""
+        if not aligned or len(aligned) < 2:
+            return None
+        rate = audio_io.SAMPLE_RATE
+        self._speech.update(self._decoded_samples, buffer_start)
+        at = speech.skipped_at(aligned, lambda begin, end: self._speech.seconds(
+            buffer_start + round(begin * rate), buffer_start + round(end * rate)))
+        if at is None:
+            return None
+        if not _has_letters(aligned[at].word):  # "." spans the skipped speech: it may be committed
+            at += 1
+        return sum(len(word.tokens) for word in aligned[:at])
+
+    def _tail_skipped(self, aligned: list | None, buffer_start: int, buffer_samples: int) -> bool:
+        """Whether the buffer holds more speech after the hypothesis's last word than a word could say (the
+        decode stopped short of it)."""
+        if not aligned:
+            return False
+        rate = audio_io.SAMPLE_RATE
+        self._speech.update(self._decoded_samples, buffer_start)
+        after = self._speech.seconds(buffer_start + round(aligned[-1].end * rate), buffer_start + buffer_samples)
+        return after > speech.ALLOWANCE_SECONDS + speech.SKIPPED_SECONDS
+
+    def _word_cut(self, tokens: list[int], text_end: int, aligned: list) -> agreement.Piece:
+        """A piece that ends after the first `text_end` text tokens of the hypothesis `tokens`, at the aligned end
+        of its last word (a cut inside a segment)."""
+        eot, count, index = self.pipeline.tokens.end_of_text, 0, 0
+        while count < text_end and index < len(tokens):
+            count += tokens[index] < eot
+            index += 1
+        words, total = 0, 0
+        while total < text_end:
+            total += len(aligned[words].tokens)
+            words += 1
+        end = max(1, math.ceil(aligned[words - 1].end / self._step_seconds))
+        return agreement.Piece(None, end, (), text_end, index)
 
     def _text_tokens(self, tokens: list[int]) -> list[int]:
         return agreement.text_tokens(tokens, self.pipeline.tokens.end_of_text)
@@ -463,6 +542,7 @@ class StreamingTranscriber:
             self._buffer = self._buffer[count:].copy()
             self._buffer_start += count
             self._cut_since_decode = self._cut_since_decode or count > 0
+        self._speech.forget_before(self._buffer_start)
 
     def _silent(self, samples: np.ndarray) -> bool:
         """True when no 25-ms frame of the buffer is louder than silence_rms."""
@@ -482,6 +562,10 @@ class StreamingTranscriber:
         if token not in self._word_start:
             self._word_start[token] = self._text_of(token).startswith(" ")
         return self._word_start[token]
+
+
+def _has_letters(word: str) -> bool:
+    return any(character.isalnum() for character in word)
 
 
 def _runs_model(drafter) -> bool:

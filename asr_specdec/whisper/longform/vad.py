@@ -182,19 +182,27 @@ _silero_model = None
 
 
 def _silero():
-    """The ONNX model from the silero-vad wheel, loaded once. Importing the package sets torch to one thread,
-    so the caller's thread count is put back."""
+    """The ONNX model from the silero-vad wheel, loaded once (shared: callers hold _model_lock), and the
+    package's get_speech_timestamps."""
     global _silero_model
+    with _model_lock:
+        if _silero_model is None:
+            _silero_model = new_silero_model()
+    from silero_vad import get_speech_timestamps
+
+    return _silero_model, get_speech_timestamps
+
+
+def new_silero_model():
+    """A Silero VAD model of one's own (an ONNX session keeping its own recurrent state, as a live stream needs).
+    Importing the package sets torch to one thread, so the caller's thread count is put back."""
     threads = torch.get_num_threads()
     try:
-        from silero_vad import get_speech_timestamps, load_silero_vad
+        from silero_vad import load_silero_vad
     except ImportError as error:
         raise SpecdecError("the VAD filter needs the silero-vad package: pip install silero-vad") from error
     finally:
         torch.set_num_threads(threads)
-    with _model_lock:
-        if _silero_model is None:
-            with warnings.catch_warnings():  # the wheel finds its model file with importlib's deprecated path()
-                warnings.simplefilter("ignore", DeprecationWarning)
-                _silero_model = load_silero_vad(onnx=True)
-    return _silero_model, get_speech_timestamps
+    with warnings.catch_warnings():  # the wheel finds its model file with importlib's deprecated path()
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return load_silero_vad(onnx=True)
