@@ -92,6 +92,9 @@ class WindowPipeline:
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         self.task, self.sampling, self.draft_length = task, sampling, draft_length
         self.max_new_tokens = max_new_tokens or self.tokens.max_positions
+        # the last window encoded on its own: (features, encoder output, cross states), reused when the same
+        # features come again (language detection, then the first window's decode)
+        self._last_encoded: tuple | None = None
 
     def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
         """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
@@ -182,13 +185,23 @@ class WindowPipeline:
             cross_states = self.runner.cross_attention_states(encoder_output, self.encoder.cross_projection)
             return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                          cross_states=cross_states)
-        encoded = [self.encoder(row) for row in features]
-        cross_rows = [self.runner.cross_attention_states(row, self.encoder.cross_projection) for row in encoded]
+        encoded, cross_rows = zip(*[self._encode_row(row) for row in features])
         cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
                              for side in (0, 1))
         encoder_output = _rows(encoded)
         return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                      cross_states=cross_states)
+
+    def _encode_row(self, features: torch.Tensor) -> tuple[torch.Tensor, tuple[list, list]]:
+        """(encoder output, cross-attention states) of one window: the encoder is deterministic, so a window
+        whose features equal the last one's (language detection's window, then the decode's) is not encoded twice."""
+        last = self._last_encoded
+        if last is not None and last[0].shape == features.shape and torch.equal(last[0], features):
+            return last[1], last[2]
+        encoded = self.encoder(features)
+        cross = self.runner.cross_attention_states(encoded, self.encoder.cross_projection)
+        self._last_encoded = (features, encoded, cross)
+        return encoded, cross
 
     def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None, float | None]]:
         """(language token, detected code or None, its probability or None) per row: the window's language, or the
