@@ -180,3 +180,23 @@ def test_device_cuda_without_a_gpu_is_an_error():
     with pytest.raises(SpecdecError, match="no CUDA GPU"):
         WhisperModel("tiny.en", device="cuda")
     assert WhisperModel("tiny.en", device="auto", mode="off").speculative.runner.device.type == "cpu"
+
+
+def test_language_detection_and_the_first_window_share_one_encoding(model, jfk):
+    """faster-whisper's transcribe() detects the language on the first window, then decodes it: one encoder run
+    per call (detection's encoding is kept for the next encode only, so a second call encodes again)."""
+    pipeline = model.speculative.pipeline
+    encoder, calls = pipeline.encoder, []
+
+    def counting(features):
+        calls.append(1)
+        return encoder(features)
+
+    counting.cross_projection = encoder.cross_projection
+    pipeline.encoder = counting
+    try:
+        first = fields(model.transcribe(jfk, beam_size=1)[0])
+        assert len(calls) == 1
+        assert fields(model.transcribe(jfk, beam_size=1)[0]) == first and len(calls) == 2
+    finally:
+        pipeline.encoder = encoder

@@ -173,24 +173,3 @@ def test_beams_of_one_audio_read_one_copy_of_its_cross_states_with_the_same_bits
         stepped = [runner.feed_rows(cache, [[7], [9]], [4, 3]) for cache in (shared, own)]
         assert all(torch.equal(a, b) for a, b in zip(*stepped))
 
-
-@pytest.mark.skipif(not NATIVE, reason="rows are encoded one by one where the decoder is batch-invariant")
-def test_a_window_encoded_again_reuses_the_last_encoding_with_the_same_tokens():
-    """Language detection encodes the first window, then its decode would again: the pipeline keeps the last
-    window's encoding and reuses it for equal features (and only for equal features)."""
-    from asr_specdec.whisper.runtime.pipeline import Window
-
-    from ..tiny_whisper import features_for
-    from .test_compute_exact import pipeline_for
-
-    pipeline = pipeline_for(MODEL, "float32")
-    calls = []
-    encoder = pipeline.encoder
-    pipeline.encoder = lambda features: calls.append(1) or encoder(features)
-    pipeline.encoder.cross_projection = encoder.cross_projection
-    first = pipeline.decode([Window(features_for(MODEL, 0))])[0].tokens
-    again = pipeline.decode([Window(features_for(MODEL, 0).clone())])[0].tokens
-    assert len(calls) == 1 and again == first
-    other = pipeline.decode([Window(features_for(MODEL, 1))])[0].tokens
-    fresh = pipeline_for(MODEL, "float32").decode([Window(features_for(MODEL, 1))])[0].tokens
-    assert len(calls) == 2 and other == fresh

@@ -92,9 +92,9 @@ class WindowPipeline:
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         self.task, self.sampling, self.draft_length = task, sampling, draft_length
         self.max_new_tokens = max_new_tokens or self.tokens.max_positions
-        # the last window encoded on its own: (features, encoder output, cross states), reused when the same
-        # features come again (language detection, then the first window's decode)
-        self._last_encoded: tuple | None = None
+        # language detection's window: (features, encoder output, cross states), for the next encode only (the
+        # first window's decode usually has the same features)
+        self._detection_encoding: tuple | None = None
 
     def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
         """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
@@ -175,33 +175,34 @@ class WindowPipeline:
                                          outcomes[row] if outcomes else None))
         return decoded
 
-    def _encode(self, features: list[torch.Tensor]):
+    def _encode(self, features: list[torch.Tensor], keep: bool = False):
         """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as rows
         of one batch. Where the decoder is batch-invariant (the native kernels), each row is encoded on its own,
         so its bits equal those of the row decoded alone (on a CPU the encoder is compute-bound: batching it buys
-        little); on the PyTorch path, whose rows are not batch-invariant anyway, all rows in one call."""
+        little); on the PyTorch path, whose rows are not batch-invariant anyway, all rows in one call. `keep`: the
+        last row's encoding is kept for the next call (language detection's; see _encode_row)."""
         if not self.runner.backend.batch_invariant:
             encoder_output = self.encoder(_rows(features))
             cross_states = self.runner.cross_attention_states(encoder_output, self.encoder.cross_projection)
             return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                          cross_states=cross_states)
-        encoded, cross_rows = zip(*[self._encode_row(row) for row in features])
+        detected, self._detection_encoding = self._detection_encoding, None
+        encoded, cross_rows = zip(*[self._encode_row(row, detected) for row in features])
+        if keep:
+            self._detection_encoding = (features[-1], encoded[-1], cross_rows[-1])
         cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
                              for side in (0, 1))
         encoder_output = _rows(encoded)
         return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                      cross_states=cross_states)
 
-    def _encode_row(self, features: torch.Tensor) -> tuple[torch.Tensor, tuple[list, list]]:
-        """(encoder output, cross-attention states) of one window: the encoder is deterministic, so a window
-        whose features equal the last one's (language detection's window, then the decode's) is not encoded twice."""
-        last = self._last_encoded
-        if last is not None and last[0].shape == features.shape and torch.equal(last[0], features):
-            return last[1], last[2]
+    def _encode_row(self, features: torch.Tensor, detected: tuple | None) -> tuple[torch.Tensor, tuple[list, list]]:
+        """(encoder output, cross-attention states) of one window; the encoder is deterministic, so a window whose
+        features equal those language detection just encoded (`detected`) takes that encoding."""
+        if detected is not None and detected[0].shape == features.shape and torch.equal(detected[0], features):
+            return detected[1], detected[2]
         encoded = self.encoder(features)
-        cross = self.runner.cross_attention_states(encoded, self.encoder.cross_projection)
-        self._last_encoded = (features, encoded, cross)
-        return encoded, cross
+        return encoded, self.runner.cross_attention_states(encoded, self.encoder.cross_projection)
 
     def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None, float | None]]:
         """(language token, detected code or None, its probability or None) per row: the window's language, or the
@@ -226,7 +227,7 @@ class WindowPipeline:
         """(language code, probability) for one window's features, likeliest first: openai's detect_language, a
         softmax over the language tokens' logits after start-of-transcript."""
         with torch.inference_mode():
-            _, _, _, cache = self._encode([features])
+            _, _, _, cache = self._encode([features], keep=self.runner.backend.batch_invariant)
             candidates, logits = self._language_logits(cache)
             probabilities = torch.softmax(logits[0].float(), dim=-1).tolist()
         codes = {value: key.strip("<|>") for key, value in self.tokens.language_ids.items()}
