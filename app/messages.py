@@ -20,17 +20,22 @@ CONTROLS = {
     "--initial-prompt": "Initial prompt",
     "--hotwords": "Hotwords",
     "--beam-size": "Beam search: beams",
+    "--repetition-penalty": "Repetition penalty",
+    "--no-repeat-ngram-size": "No repeat n-gram size",
 }
 _PIP = re.compile(r":? ?pip install ([\w.-]+)")
 _MODE_FLAG = re.compile(r"(?:use )?--mode ([a-z-]+(?: or [a-z-]+)?)")
 _MODE_NAME = re.compile(r"\bmode '([a-z-]+)'")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 _KEYWORD = re.compile(r"\s*/\s*[a-z_]+=\)")  # "(--assistant / assistant_model=)": the Python spelling goes
+# "repetition_penalty must be > 0": a range check opening with a Python keyword is named like the keyword's flag
+_OPENING_KEYWORD = re.compile(r"^([a-z]+(?:_[a-z0-9]+)+)(?= must\b)")
 
 
 def in_app_terms(message: str) -> str:
     """`message` with command-line flags named by the page control that does the same."""
     message = _KEYWORD.sub(")", message)
+    message = _OPENING_KEYWORD.sub(lambda match: "--" + match.group(1).replace("_", "-"), message)
     message = _PIP.sub("; this server does not have it installed", message)
     message = _MODE_FLAG.sub(lambda match: f"choose the drafter {_quoted_modes(match.group(1))}", message)
     message = _MODE_NAME.sub(r"drafter '\1'", message)

@@ -67,9 +67,12 @@ class RecipeChoices:
     initial_prompt: str = ""
     hotwords: str = ""
     beam_size: int = 0  # beam search with this many beams; 0: greedy
+    repetition_penalty: float = 1.0  # a repeated token's logit divided by it (CTranslate2's); 1: off
+    no_repeat_ngram_size: int = 0  # no n-gram of this size twice in a window's text; 0: off
 
     def as_arguments(self) -> dict:
-        """Keyword arguments of SpeculativeWhisper.transcribe; empty texts are left out."""
+        """Keyword arguments of SpeculativeWhisper.transcribe; empty texts and the options left off are left out (the
+        library checks the ranges, so a bad value reaches the page as its one-line message)."""
         arguments = {"word_timestamps": self.word_timestamps, "vad_filter": self.vad_filter}
         if self.initial_prompt.strip():
             arguments["initial_prompt"] = self.initial_prompt.strip()
@@ -77,4 +80,8 @@ class RecipeChoices:
             arguments["hotwords"] = self.hotwords.strip()
         if self.beam_size > 0:
             arguments["beam_size"] = self.beam_size
+        if self.repetition_penalty != RecipeChoices.repetition_penalty:
+            arguments["repetition_penalty"] = self.repetition_penalty
+        if self.no_repeat_ngram_size != RecipeChoices.no_repeat_ngram_size:
+            arguments["no_repeat_ngram_size"] = self.no_repeat_ngram_size
         return arguments

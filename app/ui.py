@@ -18,6 +18,7 @@ from .languages import AUTO, language_choices, language_info, task_choices
 from .live_tab import WAITING, LiveHandlers
 from .pairing import assistant_info
 from .service import TranscriptionService
+from .settings import RecipeChoices
 from .views import HIGHLIGHT_COLORS, HIGHLIGHT_LEGEND, empty_comparison_html
 
 INTRO = ("# asr-specdec\nWhisper transcription with exact speculative decoding: a cheap drafter proposes tokens and "
@@ -39,13 +40,15 @@ class Controls:
     initial_prompt: gr.Textbox
     hotwords: gr.Textbox
     beam_size: gr.Slider
+    repetition_penalty: gr.Number
+    no_repeat_ngram_size: gr.Number
 
     @property
     def decoding(self) -> list:
         """In the order of the handlers' parameters."""
         return [self.main, self.mode, self.assistant, self.language, self.task, self.draft_tokens, self.dynamic,
                 self.compute_type, self.word_timestamps, self.vad_filter, self.initial_prompt, self.hotwords,
-                self.beam_size]
+                self.beam_size, self.repetition_penalty, self.no_repeat_ngram_size]
 
 
 @dataclass
@@ -155,11 +158,18 @@ def _controls(service: TranscriptionService) -> Controls:
         beam_size = gr.Slider(0, 8, value=0, step=1, label="Beam search: beams (0: greedy)", elem_id="beam-size",
                               info="openai-whisper's and faster-whisper's default is 5; speculative beam search gives "
                                    "exactly plain beam search's text")
+        # no minimum here: the library checks the range, and its message names these fields (Gradio's would not)
+        repetition_penalty = gr.Number(RecipeChoices.repetition_penalty, label="Repetition penalty",
+                                       elem_id="repetition-penalty",
+                                       info="above 1 discourages tokens this window already wrote (1: off)")
+        no_repeat_ngram_size = gr.Number(RecipeChoices.no_repeat_ngram_size, label="No repeat n-gram size", precision=0,
+                                         elem_id="no-repeat-ngram-size",
+                                         info="no run of this many tokens twice in a window (0: off)")
     with gr.Accordion("About the drafters", open=False, elem_id="drafter-guide"):
         gr.Markdown(guide_markdown(settings.device))
     gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_audio_seconds:g} s of audio.")
     return Controls(main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
-                    vad_filter, initial_prompt, hotwords, beam_size)
+                    vad_filter, initial_prompt, hotwords, beam_size, repetition_penalty, no_repeat_ngram_size)
 
 
 def _result_panel(prefix: str) -> ResultPanel:

@@ -39,6 +39,15 @@ def test_the_page_settings_split_into_the_decoder_and_this_call_s_recipe():
         "word_timestamps": False, "vad_filter": False}
     beams = options_from("base", "off", None, "auto", "transcribe", 5.0, False, "int8", False, False, "", "", 5.0)[1]
     assert beams.as_arguments() == {"word_timestamps": False, "vad_filter": False, "beam_size": 5}
+    rules = options_from("base", "off", None, "auto", "transcribe", 5.0, False, "int8", False, False, "", "", 0,
+                         1.5, 3)[1]
+    assert rules.as_arguments() == {"word_timestamps": False, "vad_filter": False, "repetition_penalty": 1.5,
+                                    "no_repeat_ngram_size": 3}
+    # emptied number fields are the defaults (off); a value out of range is kept for the library to refuse
+    assert options_from("base", "off", None, "auto", "transcribe", 5.0, False, "int8", False, False, "", "", 0,
+                        None, None)[1].as_arguments() == {"word_timestamps": False, "vad_filter": False}
+    assert options_from("base", "off", None, "auto", "transcribe", 5.0, False, "int8", False, False, "", "", 0,
+                        0, -1)[1].as_arguments()["no_repeat_ngram_size"] == -1
 
 
 def test_an_unloadable_default_model_stops_start_up_with_one_line(capsys, tmp_path):

@@ -11,6 +11,7 @@ from app.handlers import shown_to_user
 from app.messages import in_app_terms
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.drafters import AssistantDrafter, QuantizedSelfDrafter
+from asr_specdec.whisper.options import TranscribeOptions
 
 from ..tiny_whisper import tiny_whisper
 
@@ -43,10 +44,19 @@ def test_quantized_self_off_the_cpu_names_the_other_drafters():
     assert not FLAG.search(message), message
 
 
+def test_a_repetition_option_out_of_range_is_named_by_its_field():
+    message = message_shown_for(lambda: TranscribeOptions(repetition_penalty=-1.0))
+    assert message == "the 'Repetition penalty' setting must be a number > 0, not -1.0"
+    message = message_shown_for(lambda: TranscribeOptions(no_repeat_ngram_size=-2))
+    assert message == "the 'No repeat n-gram size' setting must be an integer >= 0, not -2"
+
+
 @pytest.mark.parametrize("message, expected", [
     ("use --num-draft-tokens 4", "use the 'Draft tokens per round' setting 4"),
     ("set --compute-type int8", "set the 'Compute type' setting int8"),
     ("set --best-of 3", "set the 'best of' setting 3"),  # a flag the page does not offer
+    ("num_draft_tokens must be between 1 and 16", "the 'Draft tokens per round' setting must be between 1 and 16"),
+    ("patience needs beam_size", "patience needs beam_size"),  # only a range check's opening keyword is renamed
     ("a well-formed --- line; x--y", "a well-formed --- line; x--y"),
 ])
 def test_any_flag_becomes_a_setting(message, expected):

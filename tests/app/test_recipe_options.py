@@ -1,4 +1,5 @@
-"""The page's compute type, word timestamps, VAD and prompt reach the library, through the served API."""
+"""The page's compute type, word timestamps, VAD, prompt and repetition rules reach the library, through the served
+API."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from gradio_client.exceptions import AppError
 from app.compute_guide import offered_types
 
 from .html_tables import table_rows
-from .served import CLIP, normalized
+from .served import CLIP, LONG_CLIP, normalized
 
 pytestmark = pytest.mark.slow
 
@@ -20,6 +21,15 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def client(server) -> Client:
     return Client(server, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def library(tiny_en_dir):
+    """The library itself on the server's model, decoding as the requests below ask (plain, float32, timed)."""
+    from asr_specdec.whisper import SpeculativeWhisper
+
+    whisper = SpeculativeWhisper(str(tiny_en_dir), mode="off", compute_type="float32")
+    return lambda **options: whisper.transcribe(str(LONG_CLIP), timestamps=True, **options).text.strip()
 
 
 def test_words_with_times_in_the_segments_view_and_the_json_download(client):
@@ -49,3 +59,24 @@ def test_a_compute_type_this_machine_cannot_run_is_refused_in_one_line(client):
     # the choices named are the ones this machine offers (int8 and bfloat16 decoders only with the native kernels)
     assert all(f"'{name}'" in message for name in offered_types("cpu")), message
     assert "--" not in message and "Traceback" not in message and "\n" not in message
+
+
+# on LONG_CLIP tiny.en writes "I have given you proof, I have the greatest admiration": size 2 forbids the second
+# "I have"; a penalty of 2 rewrites much more (the library's own output is the reference either way)
+@pytest.mark.parametrize("option", [{"no_repeat_ngram_size": 2}, {"repetition_penalty": 2.0}])
+def test_a_repetition_rule_gives_the_library_s_text_with_it(client, library, option):
+    expected = library(**option)
+    assert expected != library(), f"{option} does not change the text of {LONG_CLIP.name}"
+    text = client.predict(audio=handle_file(str(LONG_CLIP)), mode="off", compute_type="float32", **option,
+                          api_name="/transcribe")[0]
+    assert text == expected
+
+
+@pytest.mark.parametrize("option, expected", [
+    ({"repetition_penalty": 0}, "the 'Repetition penalty' setting must be a number > 0, not 0.0"),
+    ({"no_repeat_ngram_size": -1}, "the 'No repeat n-gram size' setting must be an integer >= 0, not -1"),
+])
+def test_a_repetition_option_out_of_range_is_refused_in_one_line_naming_the_field(client, option, expected):
+    with pytest.raises(AppError) as raised:
+        client.predict(audio=handle_file(str(CLIP)), **option, api_name="/transcribe")
+    assert str(raised.value) == expected
