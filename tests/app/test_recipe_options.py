@@ -80,3 +80,22 @@ def test_a_repetition_option_out_of_range_is_refused_in_one_line_naming_the_fiel
     with pytest.raises(AppError) as raised:
         client.predict(audio=handle_file(str(CLIP)), **option, api_name="/transcribe")
     assert str(raised.value) == expected
+
+
+@pytest.mark.browser
+def test_the_page_refuses_a_penalty_out_of_range_in_one_line_naming_the_field(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from app.browser import error_messages, open_page, press_transcribe, upload
+
+    open_page(browser, server)
+    browser.find_element(By.CSS_SELECTOR, "#decoding-options button").click()  # the accordion opens
+    field = WebDriverWait(browser, 30).until(expected_conditions.element_to_be_clickable(
+        (By.CSS_SELECTOR, "#repetition-penalty input")))
+    field.clear()
+    field.send_keys("0")
+    upload(browser, CLIP)
+    press_transcribe(browser)
+    assert error_messages(browser) == "the 'Repetition penalty' setting must be a number > 0, not 0.0"
