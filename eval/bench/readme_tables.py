@@ -36,6 +36,8 @@ from .cli import HelpFormatter
 # name -> the benchmark's arguments, as the README quotes them (the threads are added from --threads)
 BENCHMARKS = {
     "speed": ["eval.bench.speed", "--repeats", "2"],
+    "avx2": ["eval.bench.speed", "--isa", "avx2", "--skip", "steps,batch,cold", "--repeats", "2",
+             "--compute-types", "float32,int8:float32"],
     "beams": ["eval.bench.speed", "--beam-size", "5", "--skip", "steps,batch,cold", "--repeats", "2",
               "--compute-types", "bfloat16:float32"],
     "longform": ["eval.bench.longform", "--main", "base", "--repeats", "2"],
