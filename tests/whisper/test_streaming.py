@@ -243,19 +243,26 @@ class SkippingDecoder:
     issue's join, where Whisper went from one utterance to the one after next and the "." between them spans the
     skipped one."""
 
-    def __init__(self, stream: StreamingTranscriber, layout: list[tuple[float, float, str]], words):
+    def __init__(self, stream: StreamingTranscriber, layout: list[tuple[float, float, str]], words,
+                 first_at_clip: bool = False):
         self.stream, self.layout, self.words, self.buffers = stream, layout, words, []
+        self.first_at_clip = first_at_clip  # the first word starts where its clip does, not at the buffer's start
         stream.pipeline.decode = self
+
+    def left_out(self, heard: list[int]) -> list[int]:
+        """The clips (indices into the layout) that a decode of a buffer holding `heard` leaves out."""
+        return [heard[1]] if len(heard) > 1 and heard[0] == 0 else []
 
     def __call__(self, windows, generator=None):
         ts, eot = self.stream.pipeline.tokens.timestamp_begin, self.stream.pipeline.tokens.end_of_text
-        end = self.stream.received_seconds
-        start = end - self.stream.buffer_seconds
+        start = self.stream.received_seconds - self.stream.buffer_seconds
+        end = start + windows[0].audio_frames * 0.01  # a decode may cover only the head of the buffer
         self.buffers.append((start, end))
-        heard = [(begin - start, finish - start, text) for begin, finish, text in self.layout
-                 if begin >= start - 0.1 and finish <= end]
-        if len(heard) > 1 and self.layout[0][0] >= start - 0.1:
-            del heard[1]
+        held = [index for index, (begin, finish, _) in enumerate(self.layout)
+                if begin >= start - 0.1 and finish <= end]
+        skipped = self.left_out(held)
+        heard = [(self.layout[index][0] - start, self.layout[index][1] - start, self.layout[index][2])
+                 for index in held if index not in skipped]
         tokens, aligned = [], []
         for index, (begin, finish, text) in enumerate(heard):
             spoken, stop = text.split(), heard[index + 1][0] if index + 1 < len(heard) else finish
@@ -263,7 +270,8 @@ class SkippingDecoder:
             for place, word in enumerate(spoken):
                 edge = begin + (finish - begin) * (place + 1) / len(spoken)
                 piece = self.words(" " + word.rstrip("."))
-                aligned.append(AlignedWord(" " + word.rstrip("."), piece, aligned[-1].end if aligned else 0.0,
+                first = begin if self.first_at_clip else 0.0
+                aligned.append(AlignedWord(" " + word.rstrip("."), piece, aligned[-1].end if aligned else first,
                                            edge, 0.9))
                 tokens += piece
             aligned.append(AlignedWord(".", self.words("."), aligned[-1].end, stop, 0.9))
@@ -307,6 +315,69 @@ def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, 
     final = stream.finish()
     assert final.committed == final.new_committed == " ".join(texts.values()) and len(decoder.buffers) == 2
     assert layout[0][1] - 0.3 < decoder.buffers[1][0] <= layout[1][0] + 0.05
+
+
+class StartSkippingDecoder(SkippingDecoder):
+    """Leaves out clip `skip` whenever it is the first clip of a buffer that also holds the next one: the decode
+    begins after speech at the very start of its buffer."""
+
+    def __init__(self, stream, layout, words, skip: int, first_at_clip: bool = False):
+        super().__init__(stream, layout, words, first_at_clip)
+        self.skip = skip
+
+    def left_out(self, heard: list[int]) -> list[int]:
+        return [self.skip] if heard[:2] == [self.skip, self.skip + 1] else []
+
+
+@pytest.mark.parametrize("first_at_clip", [False, True], ids=["first word from the buffer's start", "first word late"])
+def test_speech_a_decode_skipped_at_the_start_of_its_buffer_is_not_lost(asr, words, shared_audio, first_at_clip):
+    """Three utterances; decodes leave out the one at the very start of a buffer that also holds the next (the
+    first buffer's, then the first after a cut). Two such decodes agree on the rest: nothing after the skipped
+    speech is committed, no cut falls past it, and finish() decodes it again: nothing is lost."""
+    from eval.bench.nonspeech import clips
+
+    texts = {"goforward.wav": "Go forward ten meters.", "librivox-0880.wav": "He was not an ill disposed young man.",
+             "forever.wav": "Feels like these days go on forever."}
+    parts, layout, at = [], [], 0.0
+    for name, samples in clips(shared_audio, list(texts)):
+        layout.append((at, at + len(samples) / RATE, texts[name]))
+        parts += [samples, np.zeros(RATE // 2, dtype=np.float32)]
+        at = layout[-1][1] + 0.5
+    audio, whole = np.concatenate(parts), " ".join(texts.values())
+    # the first buffer: "Go forward ten meters." alone, then left out of every buffer that holds it and the next
+    stream = StreamingTranscriber(asr, trim_seconds=10.8, max_buffer_seconds=12.0)
+    decoder = StartSkippingDecoder(stream, layout, words, skip=0, first_at_clip=first_at_clip)
+    stream.append(audio[:5 * RATE])
+    assert stream.update().tentative == "Go forward ten meters."
+    stream.append(audio[5 * RATE:])
+    assert stream.update().committed == ""  # "He was not ... forever."
+    stream.append(np.zeros(RATE // 2, dtype=np.float32))
+    third = stream.update()  # the same again: the two agree on all of it, but it follows skipped speech
+    assert third.committed == "" and stream.buffer_seconds == pytest.approx(stream.received_seconds)
+    assert stream.finish().committed == whole
+    # after a cut: "Go forward ten meters." is committed and cut away; then "He was not ..." starts the buffer
+    stream = StreamingTranscriber(asr, trim_seconds=5.0, max_buffer_seconds=12.0)
+    decoder = StartSkippingDecoder(stream, layout, words, skip=1, first_at_clip=first_at_clip)
+    stream.append(audio[:5 * RATE])
+    stream.update()
+    stream.append(audio[5 * RATE:7 * RATE])
+    second = stream.update()
+    assert second.committed == "Go forward ten meters."
+    assert layout[0][1] - 0.3 < stream.received_seconds - stream.buffer_seconds < layout[1][0]  # cut between
+    stream.append(audio[7 * RATE:])
+    assert stream.update().committed == "Go forward ten meters."  # "Feels like these days go on forever."
+    stream.append(np.zeros(RATE // 2, dtype=np.float32))
+    fourth = stream.update()
+    assert fourth.committed == "Go forward ten meters."
+    assert stream.received_seconds - stream.buffer_seconds < layout[1][0]  # no cut past the skipped speech
+    assert stream.finish().committed == whole
+    # the whole recording at once: finish() decodes the skipped start on its own, then the rest
+    stream = StreamingTranscriber(asr, min_agreed_seconds=0)
+    decoder = StartSkippingDecoder(stream, layout, words, skip=0, first_at_clip=first_at_clip)
+    stream.append(audio)
+    final = stream.finish()
+    assert final.committed == final.new_committed == whole and len(decoder.buffers) == 3
+    assert layout[0][1] - 0.3 < decoder.buffers[1][1] <= layout[1][0] + 0.05  # the skipped start alone
 
 
 def test_a_full_buffer_without_agreement_is_cut_at_its_last_complete_segment(asr, words):

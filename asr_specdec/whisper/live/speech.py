@@ -4,7 +4,8 @@ could say: speech the decode skipped.
 Whisper sometimes leaves an utterance out of a buffer it decodes (a short one after a long one, most often), and
 goes on with the words after it. Its words aligned to the audio (cross-attention and dynamic time warping, as
 word timestamps are) are contiguous, so the skipped speech lands inside the span of the word before or after it:
-a "." that lasts 2 s, or an "And" that starts 3 s before its own sound. A word whose span holds more speech than
+a "." that lasts 2 s, or an "And" that starts 3 s before its own sound; speech skipped at the very start of
+the buffer lands in the first word's span, counted from the buffer's start. A word whose span holds more speech than
 `ALLOWANCE_SECONDS + LETTER_SECONDS` per letter by over `SKIPPED_SECONDS` marks the place: the stream commits
 nothing from there on and never cuts the buffer past it, so that the skipped speech is decoded again in a later
 buffer instead of being lost.
@@ -83,16 +84,29 @@ class SpeechFrames:
         found = np.flatnonzero(flags == speech)
         return (first + int(found[0])) * FRAME_SAMPLES if len(found) else None
 
+    def last(self, begin: int, end: int, speech: bool = True) -> int | None:
+        """The stream sample where the last computed speech frame (`speech=False`: non-speech frame) in stream
+        samples [begin, end) ends, or None."""
+        first = max(self._first, -(-begin // FRAME_SAMPLES))
+        last = min(self._next, end // FRAME_SAMPLES)
+        if last <= first:
+            return None
+        flags = self._probabilities[first - self._first:last - self._first] > SPEECH_PROBABILITY
+        found = np.flatnonzero(flags == speech)
+        return (first + int(found[-1]) + 1) * FRAME_SAMPLES if len(found) else None
 
-def skipped_at(words: list, speech_seconds) -> int | None:
+
+def skipped_at(words: list, speech_seconds, from_start: bool = True) -> int | None:
     """The index of the first word (AlignedWord: text and start/end seconds in the buffer) whose span holds
     speech it could not have said, or None. `speech_seconds(start, end)` gives the speech in a span of the
-    buffer. The first word is never the place: nothing before it could be committed instead."""
+    buffer. The first word's span is taken from the buffer's start (`from_start`; else it is never the place):
+    0 means the decode began after speech at the very start of its buffer."""
     for index, word in enumerate(words):
-        if index == 0 or word.end <= word.start:
+        begin = 0.0 if index == 0 else word.start
+        if index == 0 and not from_start or word.end <= begin:
             continue
         letters = sum(character.isalnum() for character in word.word)
         allowance = ALLOWANCE_SECONDS + LETTER_SECONDS * letters
-        if speech_seconds(word.start, word.end) > allowance + SKIPPED_SECONDS:
+        if speech_seconds(begin, word.end) > allowance + SKIPPED_SECONDS:
             return index
     return None

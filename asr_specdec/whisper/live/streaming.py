@@ -191,6 +191,8 @@ class StreamingTranscriber:
         self._decoded_start = 0  # its first sample in the stream
         self._speech = speech.SpeechFrames()  # where the audio holds speech (VAD, computed when asked)
         self._skip_cut = False  # the last update cut the buffer where its decode skipped speech
+        self._head: int | None = None  # the next decode covers only these samples: speech skipped at the start
+        self._skipped = False  # the last hypothesis's tentative text follows speech its decode skipped
         self._cut_since_decode = False  # the last update cut the buffer after decoding it
         self._emitted: list[int] = []  # every committed text token
         self._committed_until: float | None = None
@@ -257,7 +259,7 @@ class StreamingTranscriber:
         since the last update."""
         if self._finished:
             raise SpecdecError("this stream has finished: start a new one")
-        if self._received == self._decoded_until and not self._backlog:
+        if self._received == self._decoded_until and not self._backlog and self._head is None:
             return None
         return self._update(final=False)
 
@@ -298,13 +300,17 @@ class StreamingTranscriber:
     def _update(self, final: bool) -> StreamingUpdate:
         with self._lock:
             samples, start, received = self._buffer, self._buffer_start, self._received
-        # the end of a stream decodes again what is left when the last update cut the buffer: that update's
-        # hypothesis may have stopped short of the audio that is left (finish commits the decode of it)
-        fresh = received > self._decoded_until or self._backlog or final and self._cut_since_decode
+        # the end of a stream decodes again what is left when the last update cut the buffer (that update's
+        # hypothesis may have stopped short of the audio that is left) or when its decode skipped speech
+        head, self._head = self._head, None
+        fresh = (received > self._decoded_until or self._backlog or final and (self._cut_since_decode or self._skipped)
+                 or head is not None)
         self._decoded_until = received
         # a buffer longer than the window (decoding fell far behind): its first window now, the rest next update
         self._backlog = len(samples) > self.pipeline.window_samples and not final
-        if self._backlog:
+        if head is not None:  # the last decode skipped the speech at the buffer's start: that speech alone now
+            samples = samples[:head]
+        elif self._backlog:
             samples = samples[:round(self.max_buffer_seconds * audio_io.SAMPLE_RATE) + 1]
         decoded = _Decode()
         self._decoded_samples, self._decoded_start, self._cut_since_decode = samples, start, False
@@ -314,7 +320,7 @@ class StreamingTranscriber:
             if len(samples) and not self._silent(samples):
                 decoded = self._decode(samples)
             new_tokens, words = self._advance(decoded.tokens, len(samples), start, final, decoded.score,
-                                              decoded.words)
+                                              decoded.words, head is not None)
         audio_seconds = received / audio_io.SAMPLE_RATE
         return StreamingUpdate(
             audio_seconds=audio_seconds, committed=self.committed, new_committed=self.pipeline.text(new_tokens),
@@ -367,11 +373,12 @@ class StreamingTranscriber:
         return new_tokens, words
 
     def _advance(self, tokens: list[int], buffer_samples: int, buffer_start: int, final: bool,
-                 score: WindowScore | None = None, aligned: list | None = None):
+                 score: WindowScore | None = None, aligned: list | None = None, head: bool = False):
         """Commit what this hypothesis agrees on with the last one (all of it when final), cut the buffer where
         committed segments end, and keep the hypothesis for the next update. A decode that openai's rule judges
         silent counts as no text (offline decoding skips such a window); one whose no-speech probability is over
-        the threshold commits nothing by agreement and is not agreed with by the next. Returns (new committed
+        the threshold commits nothing by agreement and is not agreed with by the next. A `head` decode (of the
+        speech a decode skipped at its buffer's start) is committed whole and cut away. Returns (new committed
         tokens, committed words)."""
         eot, timestamp_begin = self.pipeline.tokens.end_of_text, self.pipeline.tokens.timestamp_begin
         if score is not None and is_silent(score.no_speech_prob, score.avg_logprob, self.recipe):
@@ -383,8 +390,8 @@ class StreamingTranscriber:
         unreached = self._committed_in_buffer[held:]
         tail = text[start:]
         # the words after speech this decode skipped are neither committed nor cut away (speech.py)
-        heard_end = self._heard_end(aligned if text else None, buffer_start)
-        if final:
+        heard_end = None if head else self._heard_end(aligned if text else None, buffer_start, not start)
+        if final or head:
             agreed = len(tail)
         elif heard and self._heard and self._context and not unreached:
             agreed = agreement.agreed_length([self._tentative, tail], self._starts_word)
@@ -398,17 +405,22 @@ class StreamingTranscriber:
         found = agreement.pieces(tokens, timestamp_begin, eot)
         buffer_seconds = self._seconds(buffer_samples)
         full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
-        cut = self._cut(found, committed, buffer_seconds, final, heard_end)
-        if final and heard_end is None and self._tail_skipped(aligned if text else None, buffer_start,
+        cut = self._cut(found, committed, buffer_seconds, final or head or heard_end == 0, heard_end)
+        if final and heard_end is None and not head and self._tail_skipped(aligned if text else None, buffer_start,
                                                                buffer_samples):
             heard_end = committed = len(text)  # the last decode stopped short of speech: decode the rest again
         self._skip_cut = cut is None and bool(heard_end) and (final or full) and heard_end <= len(text)
         if self._skip_cut:
             cut = self._word_cut(tokens, heard_end, aligned)  # at the skipped speech: decoded again next
+        elif heard_end == 0 and (final or full):  # skipped at the start: that speech alone next, then the rest
+            self._head = self._head_end(aligned, buffer_start, buffer_samples)
+        self._skip_cut = self._skip_cut or self._head is not None or head and final
+        self._skipped = heard_end is not None and heard_end < len(text)
+        whole = head or full and heard_end != 0  # committed whole and cut away
         if cut is not None:
             cut = self._at_last_word(cut, aligned, self._decoded_samples)
             committed = max(committed, cut.text_end)  # a forced cut commits the segments it cuts away
-        elif full and text:  # no complete segment in a full buffer: commit it whole and start afresh
+        elif whole and text:  # no complete segment in a full buffer: commit it whole and start afresh
             committed = len(text)
         new_tokens = text[start:committed]
         words = self._words(found, text, start, committed, buffer_seconds, buffer_start)
@@ -423,10 +435,10 @@ class StreamingTranscriber:
             hypothesis = agreement.shift(hypothesis[cut.end_index:], cut.end, timestamp_begin)
             in_buffer = text[cut.text_end:committed] + unreached
             self._drop(cut.end * self._step_samples)
-        elif full and text or not text and buffer_samples > IDLE_SECONDS * audio_io.SAMPLE_RATE:
+        elif whole and text or not text and (head or buffer_samples > IDLE_SECONDS * audio_io.SAMPLE_RATE):
             self._prompt = (self._prompt + in_buffer)[-self._prompt_limit:]
             hypothesis, in_buffer = [], []
-            self._drop(buffer_samples - (0 if text else int(KEEP_SECONDS * audio_io.SAMPLE_RATE)))
+            self._drop(buffer_samples - (0 if text or head else int(KEEP_SECONDS * audio_io.SAMPLE_RATE)))
         self._hypothesis, self._committed_in_buffer, self._tentative = hypothesis, in_buffer, text[committed:]
         return new_tokens, words
 
@@ -479,20 +491,37 @@ class StreamingTranscriber:
         loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else math.inf for frame in frames]
         return dataclasses.replace(piece, end=max(1, first + int(np.argmin(loudness))))
 
-    def _heard_end(self, aligned: list | None, buffer_start: int) -> int | None:
+    def _heard_end(self, aligned: list | None, buffer_start: int, from_start: bool) -> int | None:
         """Text tokens of the hypothesis before the first word whose span holds speech the decode skipped
-        (punctuation that spans it counts as before), or None when it skipped none (or nothing is aligned)."""
-        if not aligned or len(aligned) < 2:
+        (punctuation that spans it counts as before), or None when it skipped none (or nothing is aligned).
+        `from_start`: the buffer begins with no committed words, so the first word's span counts from its start
+        (0: the decode skipped speech at the very start)."""
+        if not aligned or len(aligned) < 2 and not from_start:
             return None
         rate = audio_io.SAMPLE_RATE
         self._speech.update(self._decoded_samples, buffer_start)
         at = speech.skipped_at(aligned, lambda begin, end: self._speech.seconds(
-            buffer_start + round(begin * rate), buffer_start + round(end * rate)))
+            buffer_start + round(begin * rate), buffer_start + round(end * rate)), from_start)
         if at is None:
             return None
-        if not _has_letters(aligned[at].word):  # "." spans the skipped speech: it may be committed
+        if at and not _has_letters(aligned[at].word):  # "." spans the skipped speech: it may be committed
             at += 1
         return sum(len(word.tokens) for word in aligned[:at])
+
+    def _head_end(self, aligned: list, buffer_start: int, buffer_samples: int) -> int:
+        """Samples of the buffer that hold the speech its decode skipped at the start: up to the middle of the last
+        pause (VAD) before the first word's end, or to that end when no pause follows more speech than a word
+        could say."""
+        rate = audio_io.SAMPLE_RATE
+        end = buffer_start + round(aligned[0].end * rate)
+        pause_end = self._speech.last(buffer_start, end, speech=False)
+        pause_start = None if pause_end is None else self._speech.last(buffer_start, pause_end)
+        if pause_start is None or (self._speech.seconds(buffer_start, pause_start)
+                                   <= speech.ALLOWANCE_SECONDS + speech.SKIPPED_SECONDS):
+            head_end = end
+        else:
+            head_end = (pause_start + pause_end) // 2
+        return min(max(head_end - buffer_start, self._step_samples), buffer_samples)
 
     def _tail_skipped(self, aligned: list | None, buffer_start: int, buffer_samples: int) -> bool:
         """Whether the buffer holds more speech after the hypothesis's last word than a word could say (the
