@@ -258,4 +258,5 @@ def test_chunk_length_cuts_the_chunked_modes_windows(main_pair, chunk_audio, tim
     result = whisper.transcribe(chunk_audio, chunk_length=CHUNK, long_form="chunked", timestamps=timestamps)
     windows = split_long_audio(chunk_audio, max_seconds=CHUNK)
     assert len(windows) >= 3 and len(result.window_tokens) == len(windows)
-    assert len(whisper.transcribe(chunk_audio, long_form="chunked", timestamps=timestamps).window_tokens) == 1
+    if not timestamps:  # 25 s is one 30-s window (with timestamps, short audio is decoded by seeking)
+        assert len(whisper.transcribe(chunk_audio, long_form="chunked", timestamps=False).window_tokens) == 1
