@@ -133,7 +133,8 @@ class SpeculativeWhisper:
     unlikely; `compression_ratio_threshold`, `logprob_threshold`), `no_speech_threshold` (windows judged
     silent give no text; on by default, None turns it off), `hallucination_silence_threshold` (with words:
     a hallucinated segment in silence is dropped and skipped, hallucination.py), `initial_prompt`, `prefix`,
-    `hotwords`, and `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
+    `hotwords`, `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`), and
+    `chunk_length` (faster-whisper's: windows of 1 to 30 s of audio, each zero-padded to 30 s; docs/longform.md).
 
     Inside, these keyword arguments become two frozen values, once (arguments.py): what the model is
     (`model_options`, model_options.ModelOptions) and how to transcribe (`options`, options.TranscribeOptions, which
