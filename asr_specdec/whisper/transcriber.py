@@ -302,7 +302,7 @@ class SpeculativeWhisper:
         options = self.options
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
                                 self._generator(options), self._labels(), options.recipe, options.repetition_penalty,
-                                options.no_repeat_ngram_size)
+                                options.no_repeat_ngram_size, options.chunk_length)
 
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see

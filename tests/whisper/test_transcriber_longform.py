@@ -260,3 +260,10 @@ def test_chunk_length_cuts_the_chunked_modes_windows(main_pair, chunk_audio, tim
     assert len(windows) >= 3 and len(result.window_tokens) == len(windows)
     if not timestamps:  # 25 s is one 30-s window (with timestamps, short audio is decoded by seeking)
         assert len(whisper.transcribe(chunk_audio, long_form="chunked", timestamps=False).window_tokens) == 1
+
+
+def test_a_batch_cuts_its_files_at_the_chunk_length_too(main_pair, chunk_audio):
+    whisper = SpeculativeWhisper(main_pair, mode="off", chunk_length=CHUNK)  # a transcriber's default
+    alone = whisper.transcribe(chunk_audio, long_form="chunked", timestamps=False)
+    batched = whisper.transcribe_batch([chunk_audio], batch_size=4)[0]
+    assert len(alone.window_tokens) >= 3 and batched.window_tokens == alone.window_tokens
