@@ -42,9 +42,9 @@ def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | 
     """Transcribe every audio (path, bytes or array), `batch_size` windows at a time. Audio over 30 s (over
     `chunk_length` seconds when given) is cut at quiet points into windows, which are decoded as rows of the batch
     like short utterances (the chunked long-form mode). Returns one TranscriptionResult per audio, in order,
-    carrying `labels` (mode, main_model, assistant_model); each result's times are its share of the batched passes, so they add up to the whole run.
-    With a `recipe` (fallback.py), windows judged silent give no text and failing windows are retried; every window
-    decodes under the repetition rules given (core/logits.py)."""
+    carrying `labels` (mode, main_model, assistant_model); each result's times are its share of the batched
+    passes, so they add up to the whole run. With a `recipe` (fallback.py), windows judged silent give no text and
+    failing windows are retried; every window decodes under the repetition rules given (core/logits.py)."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
