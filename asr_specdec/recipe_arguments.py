@@ -30,6 +30,15 @@ def _threshold(text: str) -> float | None:
         raise argparse.ArgumentTypeError(f"'{text}' is neither a number nor 'off'") from None
 
 
+def _whole_number(text: str) -> int | str:
+    """An integer, or the text as given: check_recipe_arguments says what is wrong with it in one line (argparse
+    would print its usage first)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True) -> None:
     group = parser.add_argument_group("transcription recipe (openai-whisper / faster-whisper)")
     group.add_argument("--word-timestamps", action="store_true",
@@ -77,6 +86,10 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True
                        help="with --word-timestamps: drop a segment whose words look hallucinated when it stands in "
                             "over S seconds of silence, and skip that silence (openai-whisper's and faster-whisper's "
                             "option; default off)")
+    group.add_argument("--chunk-length", type=_whole_number, default=None, metavar="SECONDS",
+                       help="windows of SECONDS (1 to 30) of audio, each zero-padded to Whisper's 30 s, as "
+                            "faster-whisper's chunk_length: long files are decoded window by window at this length, "
+                            "and a window's timestamps end there (default 30)")
     group.add_argument("--initial-prompt", help="text the first window is conditioned on (spellings, style); "
                                                 "over 223 tokens only its end is kept")
     group.add_argument("--prefix", help="text the first window's transcript is made to begin with")
@@ -95,6 +108,9 @@ def check_recipe_arguments(args) -> None:
     """One-line errors for values argparse cannot check on its own."""
     if args.best_of < 1:
         raise SpecdecError("--best-of must be at least 1")
+    if args.chunk_length is not None and (not isinstance(args.chunk_length, int) or not 0 < args.chunk_length <= 30):
+        raise SpecdecError(f"--chunk-length must be whole seconds from 1 to 30, not '{args.chunk_length}' (longer "
+                           "windows exceed Whisper's 1500 encoder positions)")
     if args.vad_batch_size < 1:
         raise SpecdecError("--vad-batch-size must be at least 1")
     if args.beam_size is not None and args.beam_size < 1:
@@ -138,6 +154,7 @@ def recipe_options(args) -> dict:
         "initial_prompt": args.initial_prompt,
         "prefix": args.prefix,
         "hotwords": args.hotwords,
+        "chunk_length": args.chunk_length,
         "vad_filter": args.vad,
         "vad_options": {"threshold": args.vad_threshold, "min_silence_duration_ms": args.vad_min_silence_ms,
                         "speech_pad_ms": args.vad_speech_pad_ms},

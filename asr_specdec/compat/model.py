@@ -20,7 +20,7 @@ from ..errors import SpecdecError
 from ..whisper.arguments import call_options
 from ..whisper.io import audio as audio_io
 from ..whisper.longform.vad import VadOptions, speech_regions
-from ..whisper.options import TranscribeOptions, check_repetition, vad_options
+from ..whisper.options import TranscribeOptions, check_chunk_length, check_repetition, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from ..whisper.runtime.tokens import Suppression
 from .lazy import lazy_segments
@@ -28,7 +28,6 @@ from .plan import (
     UnsupportedOption,
     clip_ranges,
     hallucination_option,
-    refuse_unsupported,
     search_options,
     suppressed_tokens,
     temperatures,
@@ -101,12 +100,19 @@ class WhisperModel:
         """(language, its probability, every (language, probability) likeliest first) from the first
         `language_detection_segments` 30-s windows of `audio` (16-kHz samples) or of log-mel `features`: the first
         window whose likeliest language is above the threshold decides, else the language most windows chose."""
+        return self._detect_language(audio, features, vad_filter, vad_parameters, language_detection_segments,
+                                     language_detection_threshold)
+
+    def _detect_language(self, audio, features, vad_filter: bool, vad_parameters, language_detection_segments: int,
+                         language_detection_threshold: float | None, chunk_length: int = WINDOW_SECONDS):
+        """detect_language on windows `chunk_length` seconds long (transcribe's, as faster-whisper's detects on
+        its chunk_length windows)."""
         if audio is None and features is None:
             raise SpecdecError("detect_language needs audio or features")
         if not self.speculative.tokens.multilingual:
             return "en", 1.0, [("en", 1.0)]
         windows = self._detection_windows(audio, features, vad_filter, vad_parameters,
-                                          max(1, language_detection_segments))
+                                          max(1, language_detection_segments), chunk_length)
         votes: dict[str, list[float]] = {}
         for window in windows:
             with self._lock:
@@ -145,7 +151,8 @@ class WhisperModel:
     # the shared body of WhisperModel.transcribe and BatchedInferencePipeline.transcribe
     def _transcribe(self, audio, batch_size: int | None, **arguments):
         options = _Arguments(arguments)
-        refuse_unsupported(options.chunk_length)
+        check_chunk_length(options.chunk_length)
+        chunk = options.chunk_length or WINDOW_SECONDS  # faster-whisper's: the window's seconds
         check_repetition(options.repetition_penalty, options.no_repeat_ngram_size)  # before any decoding
         hallucination = hallucination_option(options.hallucination_silence_threshold, options.word_timestamps,
                                              options.vad_filter, batch_size is not None)
@@ -160,18 +167,18 @@ class WhisperModel:
         vad = None
         speech = samples
         if batch_size is not None and clips is None and not options.vad_filter:
-            if duration > WINDOW_SECONDS:
+            if duration > chunk:
                 raise SpecdecError("no clips to decode: set vad_filter=True or give clip_timestamps (batched "
-                                   "transcription of audio over 30 s)")
+                                   f"transcription of audio over chunk_length, {chunk} s)")
         elif options.vad_filter and clips is None:
-            vad = _vad_options(options.vad_parameters, batched=batch_size is not None)
+            vad = _vad_options(options.vad_parameters, batched=batch_size is not None, chunk_length=chunk)
             regions = speech_regions(samples, vad)
             speech = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
         duration_after_vad = audio_io.duration_seconds(speech)
         detection_audio = speech if clips is None else samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
         language, probability, all_probabilities = self._language(
             options.language, detection_audio, options.language_detection_threshold,
-            options.language_detection_segments)
+            options.language_detection_segments, chunk)
         tokens = self.speculative.tokens
         suppress = suppressed_tokens(options.suppress_tokens, tokens.suppress_tokens, tokens.special_ids())
         ladder = temperatures(options.temperature)
@@ -209,7 +216,8 @@ class WhisperModel:
             append_punctuations=options.append_punctuations, multilingual=multilingual,
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
             max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
-            no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None, **search, **hallucination)
+            no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
+            chunk_length=options.chunk_length, **search, **hallucination)
         if vad is not None:
             call = replace(call, vad_options=vad, vad_batch_size=batch_size or 1)
         if batched and clips is None and vad is None:
@@ -226,8 +234,9 @@ class WhisperModel:
         parts = [(0.0, samples)] if clips is None else [
             (start, samples[round(start * audio_io.SAMPLE_RATE): round(end * audio_io.SAMPLE_RATE)])
             for start, end in clips]
-        if batched and clips is not None:  # faster-whisper decodes a clip's first 30 s only
-            parts = [(start, part[: WINDOW_SECONDS * audio_io.SAMPLE_RATE]) for start, part in parts]
+        if batched and clips is not None:  # faster-whisper decodes a clip's first chunk_length seconds only
+            chunk = call.chunk_length or WINDOW_SECONDS
+            parts = [(start, part[: chunk * audio_io.SAMPLE_RATE]) for start, part in parts]
 
         def transcribe(emit) -> None:
             from tqdm import tqdm
@@ -260,8 +269,8 @@ class WhisperModel:
         with self._lock:
             return self.speculative.pipeline.decode(windows, generator, sampling)
 
-    def _language(self, language: str | None, samples: np.ndarray, threshold: float | None,
-                  segments: int) -> tuple[str, float, list[tuple[str, float]] | None]:
+    def _language(self, language: str | None, samples: np.ndarray, threshold: float | None, segments: int,
+                  chunk_length: int = WINDOW_SECONDS) -> tuple[str, float, list[tuple[str, float]] | None]:
         tokens = self.speculative.tokens
         if not tokens.multilingual:
             if language not in (None, "en"):
@@ -270,8 +279,7 @@ class WhisperModel:
         if language is not None:
             tokens.language_token(language)  # an unknown language is an error now, not at the first segment
             return language, 1.0, None
-        return self.detect_language(samples, language_detection_segments=segments,
-                                    language_detection_threshold=threshold)
+        return self._detect_language(samples, None, False, None, segments, threshold, chunk_length)
 
     def _samples(self, audio) -> np.ndarray:
         """16-kHz mono samples of a path, a file-like object or an array (an empty array stays empty)."""
@@ -281,28 +289,30 @@ class WhisperModel:
             audio = audio.read()
         return audio_io.load_audio(audio)
 
-    def _detection_windows(self, audio, features, vad_filter: bool, vad_parameters, segments: int) -> list:
+    def _detection_windows(self, audio, features, vad_filter: bool, vad_parameters, segments: int,
+                           chunk_length: int = WINDOW_SECONDS) -> list:
         import torch
 
         pipeline = self.speculative.pipeline
-        window_frames = pipeline.frames.window
+        frames = pipeline.chunk_frames(chunk_length)
+        window_frames, window_samples = frames.window, pipeline.chunk_samples(chunk_length)
         if audio is not None:
             samples = self._samples(audio)
             if vad_filter:
                 regions = speech_regions(samples, vad_options(vad_parameters))
                 samples = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
-            samples = samples[: segments * pipeline.window_samples]
+            samples = samples[: segments * window_samples]
             if not len(samples):
                 samples = np.zeros(audio_io.SAMPLE_RATE, dtype=np.float32)  # something to detect on, as there
-            return [pipeline.features(samples[begin: begin + pipeline.window_samples])
-                    for begin in range(0, len(samples), pipeline.window_samples)]
+            return [pipeline.features(samples[begin: begin + window_samples])
+                    for begin in range(0, len(samples), window_samples)]
         features = torch.as_tensor(np.asarray(features), dtype=torch.float32)
         features = features if features.dim() == 3 else features.unsqueeze(0)
         features = features[..., : segments * window_frames]
         windows = []
         for begin in range(0, max(features.shape[-1], 1), window_frames):
             window = features[..., begin: begin + window_frames]
-            window = torch.nn.functional.pad(window, (0, window_frames - window.shape[-1]))
+            window = torch.nn.functional.pad(window, (0, frames.padded - window.shape[-1]))
             windows.append(window.to(self.speculative.runner.device))
         return windows
 
@@ -356,14 +366,15 @@ def _segment(number: int, segment, offset: float) -> Segment:
                    temperature=segment.temperature)
 
 
-def _vad_options(parameters, batched: bool) -> VadOptions:
-    """faster-whisper's VAD options; batched, its own defaults (160-ms silences) and windows of at most 30 s."""
+def _vad_options(parameters, batched: bool, chunk_length: int = WINDOW_SECONDS) -> VadOptions:
+    """faster-whisper's VAD options; batched, its own defaults (160-ms silences) and speech of at most chunk_length
+    seconds."""
     if isinstance(parameters, VadOptions):
         return parameters
     if not batched:
         return vad_options(parameters)
     values = {"min_silence_duration_ms": 160, **(parameters or {})}
-    values["max_speech_duration_s"] = WINDOW_SECONDS
+    values["max_speech_duration_s"] = chunk_length
     return vad_options(values)
 
 

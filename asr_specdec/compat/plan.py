@@ -27,13 +27,6 @@ def search_options(beam_size: int, patience: float, length_penalty: float) -> di
     return {"beam_size": beam_size, "patience": patience}
 
 
-def refuse_unsupported(chunk_length: int | None) -> None:
-    """Options that would change the output in ways this build cannot: an error naming each, unless at its no-op
-    value."""
-    if chunk_length not in (None, 30):
-        raise UnsupportedOption(f"chunk_length={chunk_length} is not supported: Whisper's windows are 30 s here")
-
-
 def hallucination_option(threshold: float | None, word_timestamps: bool, vad_filter: bool, batched: bool) -> dict:
     """`hallucination_silence_threshold` for SpeculativeWhisper.transcribe: honoured where faster-whisper applies it
     (WhisperModel with word_timestamps=True); where faster-whisper would drop it silently (no word timestamps, the

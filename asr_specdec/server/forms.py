@@ -1,8 +1,9 @@
 """The multipart forms of /v1/audio/transcriptions and /v1/audio/translations, as OpenAI defines them, validated
 at the edge into one `AudioRequest`. Extra fields (`mode`, `num_draft_tokens`, and the decoding options
 `beam_size`, `patience`, `length_penalty`, `best_of`, `hallucination_silence_threshold`, `repetition_penalty`,
-`no_repeat_ngram_size`, as faster-whisper-based servers take them) are this server's own; OpenAI clients send them
-through `extra_body`. What depends on the loaded model (model name, language, mode) is checked by the service."""
+`no_repeat_ngram_size`, `chunk_length`, as faster-whisper-based servers take them) are this server's own; OpenAI
+clients send them through `extra_body`. What depends on the loaded model (model name, language, mode) is checked by
+the service."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class AudioRequest:
     hallucination_silence_threshold: float | None = None
     repetition_penalty: float | None = None
     no_repeat_ngram_size: int | None = None
+    chunk_length: int | None = None  # seconds of audio per window (faster-whisper's); None: 30
 
     @property
     def timestamps(self) -> bool | None:
@@ -52,7 +54,7 @@ class AudioRequest:
     def decoding(self) -> dict:
         """The decoding options the request gives (the server's own defaults stand for the others)."""
         names = ("beam_size", "patience", "length_penalty", "best_of", "hallucination_silence_threshold",
-                 "repetition_penalty", "no_repeat_ngram_size")
+                 "repetition_penalty", "no_repeat_ngram_size", "chunk_length")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -75,6 +77,7 @@ async def transcription_request(
     hallucination_silence_threshold: Annotated[float | None, Form()] = None,
     repetition_penalty: Annotated[float | None, Form()] = None,
     no_repeat_ngram_size: Annotated[int | None, Form()] = None,
+    chunk_length: Annotated[int | None, Form()] = None,
 ) -> AudioRequest:
     return await _validated(file, model=model, task="transcribe", language=language, prompt=prompt,
                             response_format=response_format, temperature=temperature,
@@ -82,7 +85,8 @@ async def transcription_request(
                             stream=stream, mode=mode, num_draft_tokens=num_draft_tokens, beam_size=beam_size,
                             patience=patience, length_penalty=length_penalty, best_of=best_of,
                             hallucination_silence_threshold=hallucination_silence_threshold,
-                            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size)
+                            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size,
+                            chunk_length=chunk_length)
 
 
 async def translation_request(
@@ -100,11 +104,13 @@ async def translation_request(
     best_of: Annotated[int | None, Form()] = None,
     repetition_penalty: Annotated[float | None, Form()] = None,
     no_repeat_ngram_size: Annotated[int | None, Form()] = None,
+    chunk_length: Annotated[int | None, Form()] = None,
 ) -> AudioRequest:
     return await _validated(file, model=model, task="translate", prompt=prompt, response_format=response_format,
                             temperature=temperature, stream=stream, mode=mode, num_draft_tokens=num_draft_tokens,
                             beam_size=beam_size, patience=patience, length_penalty=length_penalty, best_of=best_of,
-                            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size)
+                            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size,
+                            chunk_length=chunk_length)
 
 
 TranscriptionForm = Annotated[AudioRequest, Depends(transcription_request)]
@@ -147,10 +153,11 @@ def _check_decoding(fields: dict) -> None:
         "best_of": fields.get("best_of") is not None and not 1 <= fields["best_of"] <= 16,
         "repetition_penalty": fields.get("repetition_penalty") is not None and not fields["repetition_penalty"] > 0,
         "no_repeat_ngram_size": fields.get("no_repeat_ngram_size") is not None and fields["no_repeat_ngram_size"] < 0,
+        "chunk_length": fields.get("chunk_length") is not None and not 1 <= fields["chunk_length"] <= 30,
     }
     rules = {"beam_size": "an integer from 1 to 16", "patience": "positive", "length_penalty": "between 0 and 1",
              "best_of": "an integer from 1 to 16", "repetition_penalty": "positive",
-             "no_repeat_ngram_size": "an integer >= 0"}
+             "no_repeat_ngram_size": "an integer >= 0", "chunk_length": "whole seconds from 1 to 30"}
     for name, bad in problems.items():
         if bad:
             raise ApiError(400, f"{name} must be {rules[name]}", param=name, code="invalid_value")

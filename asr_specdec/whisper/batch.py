@@ -37,19 +37,21 @@ from .runtime.pipeline import Window, WindowPipeline
 def transcribe_batch(pipeline: WindowPipeline, audios: list, sample_rate: int | None = None,
                      language: str | None = None, batch_size: int = 8, generator=None,
                      labels: dict | None = None, recipe: Recipe | None = None,
-                     repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0) -> list[TranscriptionResult]:
-    """Transcribe every audio (path, bytes or array), `batch_size` windows at a time. Audio over 30 s is cut at
-    quiet points into windows, which are decoded as rows of the batch like short utterances (the chunked
-    long-form mode). Returns one TranscriptionResult per audio, in order, carrying `labels` (mode, main_model,
-    assistant_model); each result's times are its share of the batched passes, so they add up to the whole run.
-    With a `recipe` (fallback.py), windows judged silent give no text and failing windows are retried; every window
-    decodes under the repetition rules given (core/logits.py)."""
+                     repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0,
+                     chunk_length: int | None = None) -> list[TranscriptionResult]:
+    """Transcribe every audio (path, bytes or array), `batch_size` windows at a time. Audio over 30 s (over
+    `chunk_length` seconds when given) is cut at quiet points into windows, which are decoded as rows of the batch
+    like short utterances (the chunked long-form mode). Returns one TranscriptionResult per audio, in order,
+    carrying `labels` (mode, main_model, assistant_model); each result's times are its share of the batched
+    passes, so they add up to the whole run. With a `recipe` (fallback.py), windows judged silent give no text and
+    failing windows are retried; every window decodes under the repetition rules given (core/logits.py)."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
     language_id = pipeline.tokens.language_token(language) if language and pipeline.tokens.multilingual else None
     windows = [(index, offset, window) for index, audio in enumerate(samples)
-               for offset, window in audio_io.split_long_audio(audio)]
+               for offset, window in audio_io.split_long_audio(
+                   audio, max_seconds=pipeline.chunk_samples(chunk_length) / audio_io.SAMPLE_RATE)]
     decoded, silent = [], []
     for begin in range(0, len(windows), batch_size):
         group = [Window(pipeline.features(window), language_id, repetition_penalty=repetition_penalty,

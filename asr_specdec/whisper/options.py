@@ -22,6 +22,7 @@ class PromptTruncated(UserWarning):
 
 
 LONG_FORM_MODES = ("sequential", "chunked")
+MAX_CHUNK_SECONDS = 30  # Whisper's window: 3000 feature frames, 1500 encoder positions
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class TranscribeOptions:
     max_new_tokens: int | None = None  # tokens a window may generate; None: as many as the model's context holds
     # seconds: with words, a hallucinated segment standing in silence is dropped and skipped (hallucination.py)
     hallucination_silence_threshold: float | None = None
+    # seconds of audio per window (faster-whisper's chunk_length): windows, seeking and VAD windows are this long,
+    # each still zero-padded to the encoder's 30 s; None: the model's (30 s)
+    chunk_length: int | None = None
 
     def __post_init__(self):
         if self.long_form not in LONG_FORM_MODES:
@@ -66,6 +70,7 @@ class TranscribeOptions:
         threshold = self.hallucination_silence_threshold
         if threshold is not None and not threshold >= 0:
             raise SpecdecError(f"hallucination_silence_threshold must be a number of seconds >= 0, not {threshold}")
+        check_chunk_length(self.chunk_length)
 
     def with_overrides(self, **overrides) -> TranscribeOptions:
         """A copy with the given options (recipe fields may be given by name; None switches a threshold off)."""
@@ -87,6 +92,16 @@ def check_repetition(repetition_penalty: float, no_repeat_ngram_size: int) -> No
     if isinstance(no_repeat_ngram_size, bool) or not isinstance(no_repeat_ngram_size, numbers.Integral) \
             or no_repeat_ngram_size < 0:
         raise SpecdecError(f"no_repeat_ngram_size must be an integer >= 0, not {no_repeat_ngram_size!r}")
+
+
+def check_chunk_length(chunk_length) -> None:
+    """A one-line error for a window length Whisper cannot take: whole seconds from 1 to 30 (its 1500 positions)."""
+    if chunk_length is None:
+        return
+    if isinstance(chunk_length, bool) or not isinstance(chunk_length, numbers.Integral) \
+            or not 0 < chunk_length <= MAX_CHUNK_SECONDS:
+        raise SpecdecError(f"chunk_length must be a whole number of seconds from 1 to {MAX_CHUNK_SECONDS}, not "
+                           f"{chunk_length!r} (a longer window exceeds Whisper's 1500 encoder positions)")
 
 
 def vad_options(values: dict | VadOptions | None) -> VadOptions:

@@ -133,7 +133,8 @@ class SpeculativeWhisper:
     unlikely; `compression_ratio_threshold`, `logprob_threshold`), `no_speech_threshold` (windows judged
     silent give no text; on by default, None turns it off), `hallucination_silence_threshold` (with words:
     a hallucinated segment in silence is dropped and skipped, hallucination.py), `initial_prompt`, `prefix`,
-    `hotwords`, and `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`).
+    `hotwords`, `vad_filter=True` (Silero VAD; speech windows decoded as rows of one batch, `vad_options`), and
+    `chunk_length` (faster-whisper's: windows of 1 to 30 s of audio, each zero-padded to 30 s; docs/longform.md).
 
     Inside, these keyword arguments become two frozen values, once (arguments.py): what the model is
     (`model_options`, model_options.ModelOptions) and how to transcribe (`options`, options.TranscribeOptions, which
@@ -257,7 +258,7 @@ class SpeculativeWhisper:
         if timestamps is None and options.word_timestamps:
             timestamps = True
         long_form, condition = options.long_form, options.condition_on_previous_text
-        is_long = len(samples) > self.pipeline.window_samples
+        is_long = len(samples) > self.pipeline.chunk_samples(options.chunk_length)
         run = _Run(language_id, self._generator(options), DecodeStats(), progress, options, prompts,
                    task=options.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
         if options.hallucination_silence_threshold is not None:
@@ -301,7 +302,7 @@ class SpeculativeWhisper:
         options = self.options
         return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
                                 self._generator(options), self._labels(), options.recipe, options.repetition_penalty,
-                                options.no_repeat_ngram_size)
+                                options.no_repeat_ngram_size, options.chunk_length)
 
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see
@@ -327,7 +328,9 @@ class SpeculativeWhisper:
                       suppression=options.suppression, max_new_tokens=options.max_new_tokens,
                       repetition_penalty=options.repetition_penalty,
                       no_repeat_ngram_size=options.no_repeat_ngram_size,
-                      sampling=None if options.sampling == self.sampling else options.sampling)
+                      sampling=None if options.sampling == self.sampling else options.sampling,
+                      window_frames=None if options.chunk_length is None
+                      else self.pipeline.chunk_frames(options.chunk_length).window)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
         """Windows of a transcribe call as rows of one decode (with fallback retries); the first window's detected
@@ -346,7 +349,8 @@ class SpeculativeWhisper:
 
     def _transcribe_chunked(self, samples: np.ndarray, run: _Run, timestamps: bool) -> list[_TextSegment]:
         """Windows cut at quiet points, each decoded on its own (one window for audio up to 30 s)."""
-        windows = audio_io.split_long_audio(samples)
+        windows = audio_io.split_long_audio(samples, max_seconds=self.pipeline.chunk_samples(run.options.chunk_length)
+                                            / audio_io.SAMPLE_RATE)
         segments, last_speech = [], 0.0
         previous = run.prompts.initial or None
         for index, (offset, window) in enumerate(windows):
@@ -368,7 +372,8 @@ class SpeculativeWhisper:
                      run: _Run, last_speech: float):
         words = result.decoded.extras.words if result.decoded.extras else None
         return independent_segments(result.decoded.tokens, number, offset, duration, timestamps,
-                                    self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
+                                    self.tokens.timestamp_begin, self.tokens.end_of_text,
+                                    self.pipeline.chunk_frames(run.options.chunk_length),
                                     words, self._place_words(run.options), last_speech)
 
     def _place_words(self, options: TranscribeOptions):
@@ -380,7 +385,8 @@ class SpeculativeWhisper:
         file's timeline."""
         options = run.options
         vad = options.vad_options
-        windows = speech_windows(samples, speech_regions(samples, vad), self.pipeline.window_samples,
+        windows = speech_windows(samples, speech_regions(samples, vad),
+                                 self.pipeline.chunk_samples(options.chunk_length),
                                  vad.speech_pad_ms * audio_io.SAMPLE_RATE // 1000)
         segments, hop = [], self.processor.feature_extractor.hop_length
         for begin in range(0, len(windows), options.vad_batch_size):
@@ -412,7 +418,8 @@ class SpeculativeWhisper:
 
     def _transcribe_sequential(self, samples: np.ndarray, run: _Run, is_long: bool, condition: bool,
                                timestamps: bool = True) -> list[_TextSegment]:
-        """Whisper's own long-form algorithm (see longform.py); audio up to 30 s keeps the usual 30-s features."""
+        """Whisper's own long-form algorithm (see longform.py); audio up to a window keeps the usual 30-s features
+        (their first window's worth with a shorter chunk_length)."""
         sampling = run.options.sampling
         if condition and sampling.do_sample and sampling.temperature >= CONDITIONING_TEMPERATURE_LIMIT:
             condition = False
@@ -430,8 +437,10 @@ class SpeculativeWhisper:
         def emit(pieces: list[TimedTokens]) -> None:
             run.emit([self._segment(piece, run, timestamps) for piece in pieces], self.tokens.timestamp_begin)
 
-        output = transcribe_sequential(self.pipeline.features(samples, whole=is_long), decode,
-                                       self.tokens.timestamp_begin, self.tokens.end_of_text, self.pipeline.frames,
+        frames = self.pipeline.chunk_frames(run.options.chunk_length)
+        features = self.pipeline.features(samples, whole=is_long)
+        output = transcribe_sequential(features if is_long else features[..., :frames.window], decode,
+                                       self.tokens.timestamp_begin, self.tokens.end_of_text, frames,
                                        condition, run.progress, initial_prompt=run.prompts.initial,
                                        place_words=self._place_words(run.options), with_frames=True,
                                        on_segments=emit if run.on_segment is not None else None,

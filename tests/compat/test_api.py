@@ -16,7 +16,6 @@ from asr_specdec.compat.plan import (
     UnsupportedOption,
     clip_ranges,
     hallucination_option,
-    refuse_unsupported,
     search_options,
     suppressed_tokens,
 )
@@ -127,10 +126,6 @@ def test_what_cannot_be_honoured_is_refused_by_name():
         search_options(5, 1.0, 0.5)
     with pytest.raises(SpecdecError, match="beam_size"):
         search_options(0, 1.0, 1.0)
-    refuse_unsupported(None)
-    refuse_unsupported(30)
-    with pytest.raises(UnsupportedOption, match="chunk_length"):
-        refuse_unsupported(20)
     assert hallucination_option(None, False, True, True) == {}
     assert hallucination_option(2.0, True, False, False) == {"hallucination_silence_threshold": 2.0}
     for arguments, why in (((2.0, False, False, False), "word_timestamps"), ((2.0, True, True, False), "vad_filter"),

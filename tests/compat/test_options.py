@@ -164,10 +164,13 @@ def test_language_is_checked_at_once_and_english_only_models_say_so(model, pack_
 
 
 def test_unsupported_options_are_refused_not_ignored(model, jfk):
-    for option, value in (("chunk_length", 10),
-                          ("hallucination_silence_threshold", 2.0)):  # the last without word timestamps
-        with pytest.raises(NotImplementedError, match=option.split("_")[0]):
-            model.transcribe(jfk, **{"beam_size": 1, option: value})
+    # without word timestamps, where faster-whisper ignores it
+    with pytest.raises(NotImplementedError, match="hallucination"):
+        model.transcribe(jfk, beam_size=1, hallucination_silence_threshold=2.0)
+    for bad in (0, 31, "x"):  # whole seconds up to Whisper's window, said in one line before anything is decoded
+        with pytest.raises(SpecdecError, match="chunk_length must be a whole number of seconds from 1 to 30") as error:
+            model.transcribe(jfk, beam_size=1, chunk_length=bad)
+        assert "\n" not in str(error.value)
     with pytest.raises(NotImplementedError, match="length_penalty"):
         model.transcribe(jfk, beam_size=2, length_penalty=0.5)
 
@@ -200,3 +203,45 @@ def test_language_detection_and_the_first_window_share_one_encoding(model, jfk):
         assert fields(model.transcribe(jfk, beam_size=1)[0]) == first and len(calls) == 2
     finally:
         pipeline.encoder = encoder
+
+
+GREEDY = {"language": "en", "temperature": 0, "condition_on_previous_text": False}  # and beam_size=1
+
+
+@pytest.fixture(scope="module")
+def libri(shared_audio):
+    return decode_audio(str(shared_audio / "libri-1088-134315-0000.wav"))  # 16 s of read speech
+
+
+def test_chunk_length_windows_on_real_speech(model, plain_model, libri):
+    ours, _ = decoded(model, libri, chunk_length=10, **GREEDY)
+    plain, _ = decoded(plain_model, libri, chunk_length=10, **GREEDY)
+    assert fields(ours) == fields(plain)
+    begin = model.speculative.tokens.timestamp_begin
+    # a segment's timestamps count from its window's start: none past the window's 10 s
+    assert max(token for segment in plain for token in segment.tokens) <= begin + 10 * 50
+    assert all(segment.end - segment.start <= 10 for segment in plain) and plain[-1].end > 15
+    starts = [segment.start for segment in plain]
+    assert starts == sorted(starts)
+    # the 10-s windows cut the speech elsewhere than 30-s ones: the option is not ignored
+    whole, _ = decoded(plain_model, libri, **GREEDY)
+    assert fields(whole) != fields(plain)
+
+
+def test_chunk_length_equals_faster_whispers_on_the_same_weights(libri, tmp_path):
+    """faster-whisper 1.2 on the same CTranslate2 weights, float32 greedy: the same tokens with 15-s windows. With
+    10-s windows on this clip the same segments and text; a segment that closes a window on a timestamp pair keeps
+    the pair's second timestamp here (transformers' _retrieve_segment, docs/longform.md), not there."""
+    faster_whisper = pytest.importorskip("faster_whisper")
+    from asr_specdec.weights.packs import assemble_pack
+
+    ours = WhisperModel("base", mode="off", compute_type="float32")
+    reference = faster_whisper.WhisperModel(str(assemble_pack("base", tmp_path)), device="cpu",
+                                            compute_type="float32", cpu_threads=2)
+    for chunk_length in (15, 10):
+        theirs = list(reference.transcribe(libri, beam_size=1, chunk_length=chunk_length, vad_filter=False,
+                                                 **GREEDY)[0])
+        mine, _ = decoded(ours, libri, chunk_length=chunk_length, **GREEDY)
+        assert [(s.start, s.end, s.text) for s in mine] == [(s.start, s.end, s.text) for s in theirs]
+        if chunk_length == 15:
+            assert [s.tokens for s in mine] == [s.tokens for s in theirs]

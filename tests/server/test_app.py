@@ -248,6 +248,7 @@ BAD_INPUTS = [
     ("repetition penalty not positive", {"repetition_penalty": "0"}, "clip", 400, "repetition_penalty",
      "invalid_value"),
     ("negative n-gram size", {"no_repeat_ngram_size": "-1"}, "clip", 400, "no_repeat_ngram_size", "invalid_value"),
+    ("chunk length over 30 s", {"chunk_length": "31"}, "clip", 400, "chunk_length", "invalid_value"),
     ("hallucination_silence_threshold without word timestamps", {"hallucination_silence_threshold": "2"}, "clip",
      400, "hallucination_silence_threshold", "invalid_value"),
     ("oversized upload", {}, "oversized", 413, "file", "file_too_large"),

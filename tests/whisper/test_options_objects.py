@@ -46,6 +46,11 @@ def test_the_options_are_frozen_and_checked():
             TranscribeOptions().with_overrides(**bad)
     repeats = TranscribeOptions().with_overrides(repetition_penalty=1.1, no_repeat_ngram_size=3)
     assert (repeats.repetition_penalty, repeats.no_repeat_ngram_size) == (1.1, 3)
+    for bad in (0, 31, -5, 10.5, "10", True):  # whole seconds up to Whisper's 30-s window
+        with pytest.raises(SpecdecError, match="chunk_length must be a whole number of seconds from 1 to 30") as error:
+            TranscribeOptions().with_overrides(chunk_length=bad)
+        assert "\n" not in str(error.value)
+    assert TranscribeOptions().with_overrides(chunk_length=10).chunk_length == 10
 
 
 def test_transformers_and_openai_names_map_into_the_options():
@@ -101,3 +106,4 @@ def test_the_command_line_maps_into_the_same_options():
     assert model == ModelOptions(main="base", mode="early-exit", draft_schedule="heuristic", early_exit_layer=1,
                                  device="cpu", compute_type="float32")  # no assistant for a mode that needs none
     assert transcribe_options(SimpleNamespace(**{**vars(args), "format": "text"})).timestamps is None
+    assert transcribe_options(build_parser().parse_args(["a.wav", "--chunk-length", "15"])).chunk_length == 15

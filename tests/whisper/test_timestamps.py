@@ -247,3 +247,21 @@ def test_the_pairing_mask_of_a_whole_block_is_each_rows_rule(max_initial):
                         else torch.zeros(VOCAB, dtype=torch.bool))
             assert torch.equal(mask[row], expected), (generated, first, row)
     assert ruled.greedy_mask(len(PROMPT) + 3, 0, VOCAB, "cpu", PROMPT + [1, 2, 3]).shape == (0, VOCAB)  # no rows
+
+
+@pytest.mark.parametrize("max_initial", [None, 3])
+def test_a_short_window_caps_its_timestamps_and_changes_nothing_else(max_initial):
+    """chunk_length: no timestamp after the window's last (here <|0.10|>); every other rule as without the cap, and
+    a row is never all forbidden."""
+    chooser, last = random.Random(11), 5
+    capped, free = rules(max_initial=max_initial, max_timestamp_index=last), rules(max_initial=max_initial)
+    beyond = torch.arange(VOCAB) > FIRST_TIMESTAMP + last
+    for _ in range(200):
+        generated = [chooser.choice([chooser.randrange(EOT), chooser.randrange(FIRST_TIMESTAMP, VOCAB)])
+                     for _ in range(chooser.randrange(8))]
+        index = len(PROMPT) + len(generated)
+        mask = capped.pairing_mask(index, 1, VOCAB, "cpu", PROMPT + generated)[0]
+        assert torch.equal(mask, free.pairing_mask(index, 1, VOCAB, "cpu", PROMPT + generated)[0] | beyond), generated
+        logits = torch.randn(1, VOCAB, generator=torch.Generator().manual_seed(len(generated))) * 3
+        scores = capped.apply(logits, index, PROMPT + generated)[0]
+        assert not torch.isfinite(scores[beyond]).any() and torch.isfinite(scores).any()

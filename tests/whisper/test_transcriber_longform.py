@@ -202,3 +202,68 @@ def test_repetition_rules_in_batches_and_in_the_universal_drafters_own_vocabular
     assert [result.tokens for result in results] == expected
     drafted = sum(r.stats.drafted_tokens for r in results)
     assert drafted > 0 and sum(r.stats.accepted_tokens for r in results) > drafted * 2 // 3
+
+
+CHUNK = 10  # seconds: faster-whisper's chunk_length
+
+
+@pytest.fixture(scope="module")
+def chunk_audio(long_audio):
+    return long_audio[: 16000 * 25]  # three 10-s windows or so: the random model fills each to its last timestamp
+
+
+@pytest.fixture(scope="module")
+def plain_chunked(main_pair, chunk_audio):
+    return SpeculativeWhisper(main_pair, mode="off").transcribe(chunk_audio, chunk_length=CHUNK)
+
+
+def test_chunk_length_windows_hold_their_timestamps_and_seek_by_them(main_pair, chunk_audio, plain_chunked):
+    whisper = SpeculativeWhisper(main_pair, mode="off")
+    begin = whisper.tokens.timestamp_begin
+    last = begin + CHUNK * 50  # <|10.00|>
+    stamps = [token for tokens in plain_chunked.window_tokens for token in tokens if token >= begin]
+    assert stamps and max(stamps) <= last
+    # without the window's cap this random model writes timestamps up to 30 s into the padding
+    whole = whisper.transcribe(chunk_audio, timestamps=True)
+    assert max(token for tokens in whole.window_tokens for token in tokens if token >= begin) > last
+    # segments follow each other inside 10-s windows, and the windows cover the audio
+    assert len(plain_chunked.window_tokens) >= 3
+    assert all(segment.end - segment.start <= CHUNK for segment in plain_chunked.segments)
+    assert plain_chunked.segments[-1].end > 20
+    assert plain_chunked.tokens != whole.tokens
+
+
+@pytest.mark.parametrize("mode, options", [
+    ("quantized-self", {}),
+    ("early-exit", {"assistant_early_exit": 1}),
+    ("prompt-lookup", {}),
+    ("assistant", {"assistant_is_other": True}),
+    ("universal", {"assistant_is_other": True}),
+])
+def test_every_drafter_gives_plain_segments_with_chunk_length(main_pair, other_pair, chunk_audio, plain_chunked,
+                                                              mode, options):
+    options = dict(options)
+    if options.pop("assistant_is_other", False):
+        options["assistant_model"] = other_pair
+    result = SpeculativeWhisper(main_pair, mode=mode, num_draft_tokens=4, **options).transcribe(
+        chunk_audio, chunk_length=CHUNK)
+    assert result.window_tokens == plain_chunked.window_tokens
+    assert result.segments == plain_chunked.segments and result.text == plain_chunked.text
+    assert result.stats.drafted_tokens > 0
+
+
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_chunk_length_cuts_the_chunked_modes_windows(main_pair, chunk_audio, timestamps):
+    whisper = SpeculativeWhisper(main_pair, mode="off")
+    result = whisper.transcribe(chunk_audio, chunk_length=CHUNK, long_form="chunked", timestamps=timestamps)
+    windows = split_long_audio(chunk_audio, max_seconds=CHUNK)
+    assert len(windows) >= 3 and len(result.window_tokens) == len(windows)
+    if not timestamps:  # 25 s is one 30-s window (with timestamps, short audio is decoded by seeking)
+        assert len(whisper.transcribe(chunk_audio, long_form="chunked", timestamps=False).window_tokens) == 1
+
+
+def test_a_batch_cuts_its_files_at_the_chunk_length_too(main_pair, chunk_audio):
+    whisper = SpeculativeWhisper(main_pair, mode="off", chunk_length=CHUNK)  # a transcriber's default
+    alone = whisper.transcribe(chunk_audio, long_form="chunked", timestamps=False)
+    batched = whisper.transcribe_batch([chunk_audio], batch_size=4)[0]
+    assert len(alone.window_tokens) >= 3 and batched.window_tokens == alone.window_tokens

@@ -81,9 +81,10 @@ class UniversalDrafter(ModelDrafter):
             previous = self._to_assistant(main_prompt[1:end])
         prompt = self.tokens.prompt(self.language_id, self.task, self.timestamps, previous or None)
         # the main rows' repetition rules, over what the assistant generates in its own vocabulary
-        return len(main_prompt), prompt, self.tokens.rules(len(prompt), self.timestamps,
-                                                           repetition_penalty=main_rules.repetition_penalty,
-                                                           no_repeat_ngram_size=main_rules.no_repeat_ngram_size)
+        return len(main_prompt), prompt, self.tokens.rules(
+            len(prompt), self.timestamps, repetition_penalty=main_rules.repetition_penalty,
+            no_repeat_ngram_size=main_rules.no_repeat_ngram_size,
+            max_timestamp_index=getattr(main_rules, "max_timestamp_index", None))
 
     def _to_assistant(self, main_tokens: list[int]) -> list[int] | None:
         """The main tokens in the assistant's vocabulary, or None when something cannot cross."""

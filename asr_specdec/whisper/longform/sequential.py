@@ -29,11 +29,17 @@ from .hallucination import judge_window
 
 @dataclass(frozen=True)
 class Frames:
-    """The time grid: feature frames per window, frames per timestamp step, seconds per frame."""
+    """The time grid: feature frames per window, frames per timestamp step, seconds per frame, and the frames the
+    encoder takes (a window shorter than that, faster-whisper's chunk_length, is zero-padded to it)."""
 
     window: int = 3000
     per_timestamp: int = 2  # the encoder's total convolution stride
     seconds: float = 0.01  # hop length / sample rate
+    encoder_input: int | None = None  # None: the window
+
+    @property
+    def padded(self) -> int:
+        return self.encoder_input or self.window
 
     @property
     def timestamp_seconds(self) -> float:
@@ -140,11 +146,11 @@ def previous_tokens(segments: list[TimedTokens], timestamp_begin: int) -> list[i
 
 
 def window_features(features: torch.Tensor, seek: int, frames: Frames) -> tuple[torch.Tensor, int]:
-    """(features of the window starting at frame `seek`, zero-padded to frames.window; real frames in it)."""
+    """(features of the window starting at frame `seek`, zero-padded to the encoder's input; real frames in it)."""
     window = features[..., seek: seek + frames.window]
     real = window.shape[-1]
-    if real < frames.window:
-        window = F.pad(window, (0, frames.window - real))
+    if real < frames.padded:
+        window = F.pad(window, (0, frames.padded - real))
     return window, real
 
 

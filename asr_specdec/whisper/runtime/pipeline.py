@@ -53,6 +53,9 @@ class Window:
     beam: BeamSearch | None = None  # beam search (core/beam.py) instead of greedy decoding; every row or none
     repetition_penalty: float = 1.0  # CTranslate2's, over what the row generates (core/logits.py); 1: off
     no_repeat_ngram_size: int = 0  # no n-gram of this size twice in what the row generates; 0: off
+    # feature frames the window spans when shorter than the encoder's input (chunk_length; the rest is padding):
+    # its timestamps end there. None: the whole input
+    window_frames: int | None = None
 
 
 @dataclass
@@ -106,14 +109,25 @@ class WindowPipeline:
 
     @property
     def frames(self) -> Frames:
+        return self.chunk_frames(None)
+
+    def chunk_frames(self, chunk_length: int | None) -> Frames:
+        """The time grid of windows `chunk_length` seconds long (None: the model's 30 s), each zero-padded to the
+        encoder's input, as faster-whisper pads its chunk_length windows."""
         extractor = self.processor.feature_extractor
         encoder = self.model.model.encoder
-        return Frames(window=extractor.nb_max_frames, per_timestamp=encoder.conv1.stride[0] * encoder.conv2.stride[0],
-                      seconds=extractor.hop_length / extractor.sampling_rate)
+        window = extractor.nb_max_frames if chunk_length is None else min(
+            extractor.nb_max_frames, chunk_length * extractor.sampling_rate // extractor.hop_length)
+        return Frames(window=window, per_timestamp=encoder.conv1.stride[0] * encoder.conv2.stride[0],
+                      seconds=extractor.hop_length / extractor.sampling_rate, encoder_input=extractor.nb_max_frames)
 
     @property
     def window_samples(self) -> int:
         return self.processor.feature_extractor.n_samples
+
+    def chunk_samples(self, chunk_length: int | None) -> int:
+        """Samples in a window `chunk_length` seconds long (None: the model's)."""
+        return self.chunk_frames(chunk_length).window * self.processor.feature_extractor.hop_length
 
     def text(self, tokens: list[int]) -> str:
         """The text of `tokens` without its surrounding spaces (live hypotheses, fallback scores)."""
@@ -141,7 +155,7 @@ class WindowPipeline:
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
                 rules=self.tokens.rules(len(prompt), window.timestamps, window.suppression, window.repetition_penalty,
-                                        window.no_repeat_ngram_size),
+                                        window.no_repeat_ngram_size, self._last_timestamp(window)),
                 sampling=window.sampling or sampling,
                 draft_length=self.draft_length, beam=window.beam) for window, prompt in zip(windows, prompts)]
             beams = any(window.beam is not None for window in windows)
@@ -174,6 +188,10 @@ class WindowPipeline:
             decoded.append(DecodedWindow(extra + tokens, language_id, detected, stats, window_extra, probability,
                                          outcomes[row] if outcomes else None))
         return decoded
+
+    def _last_timestamp(self, window: Window) -> int | None:
+        """The index of the last timestamp a window may hold: where its span ends (None: the vocabulary's last)."""
+        return None if window.window_frames is None else window.window_frames // self.frames.per_timestamp
 
     def _encode(self, features: list[torch.Tensor], keep: bool = False):
         """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as rows

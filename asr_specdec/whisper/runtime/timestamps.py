@@ -34,6 +34,8 @@ class TimestampRules(LogitRules):
     no_timestamps: int = -1
     end_of_text: int = -1  # ids below it are text
     max_initial_timestamp_index: int | None = None
+    # the last timestamp a window may hold, its length (a chunk_length window's <|10.00|>); None: the vocabulary's
+    max_timestamp_index: int | None = None
     greedy_by_mask: ClassVar[bool] = True  # greedy_mask + the group rule on timestamps are the whole rule
 
     def __post_init__(self):
@@ -137,12 +139,14 @@ class TimestampRules(LogitRules):
         """What one row may not choose, given the tokens generated before it, as (ids below this, timestamps
         from timestamp_begin below this, ids from this up, this id): <|notimestamps|> never; at the start only a
         timestamp (up to max_initial_timestamp_index); after a lone timestamp no text, after a pair no
-        timestamp; timestamps never decrease and a segment never has zero length."""
+        timestamp; timestamps never decrease and a segment never has zero length; none after max_timestamp_index."""
         begin = self.timestamp_begin
-        text_end, timestamps_low, timestamps_high = 0, begin, vocab_size
+        text_end, timestamps_low = 0, begin
+        timestamps_high = vocab_size if self.max_timestamp_index is None else min(
+            vocab_size, begin + self.max_timestamp_index + 1)
         if not generated:
             if self.max_initial_timestamp_index is not None:
-                timestamps_high = begin + self.max_initial_timestamp_index + 1
+                timestamps_high = min(timestamps_high, begin + self.max_initial_timestamp_index + 1)
             return begin, timestamps_low, timestamps_high, self.no_timestamps
         last_was_timestamp = generated[-1] >= begin
         penultimate_was_timestamp = len(generated) < 2 or generated[-2] >= begin

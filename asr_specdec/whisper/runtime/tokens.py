@@ -123,9 +123,11 @@ class WhisperTokens:
         return tokens if timestamps else tokens + [self.no_timestamps]
 
     def rules(self, prompt_length: int, timestamps: bool = False, suppression: Suppression | None = None,
-              repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0) -> LogitRules:
+              repetition_penalty: float = 1.0, no_repeat_ngram_size: int = 0,
+              max_timestamp_index: int | None = None) -> LogitRules:
         """The logit rules of a row whose prompt is `prompt_length` long: the model's, or `suppression`'s, and the
-        repetition rules (core/logits.py) over what the row generates."""
+        repetition rules (core/logits.py) over what the row generates; with timestamps, none after
+        `max_timestamp_index` (a window shorter than 30 s; None: every timestamp token)."""
         suppress, begin_suppress = self.suppress_tokens, self.begin_suppress_tokens
         max_initial = self.max_initial_timestamp_index
         if suppression is not None:
@@ -138,7 +140,8 @@ class WhisperTokens:
             return LogitRules(suppress, begin_suppress, begin_index=prompt_length, **repetition)
         return TimestampRules(suppress, begin_suppress, begin_index=prompt_length, **repetition,
                               timestamp_begin=self.timestamp_begin, no_timestamps=self.no_timestamps,
-                              end_of_text=self.end_of_text, max_initial_timestamp_index=max_initial)
+                              end_of_text=self.end_of_text, max_initial_timestamp_index=max_initial,
+                              max_timestamp_index=max_timestamp_index)
 
     def special_ids(self) -> tuple[int, ...]:
         """The tokens faster-whisper always suppresses with a `suppress_tokens` list: the tasks, start of
