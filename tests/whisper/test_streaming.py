@@ -279,11 +279,9 @@ class SkippingDecoder:
         return [DecodedWindow(tokens + [eot], None, None, DecodeStats(), WindowExtras(words=aligned))]
 
 
-def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, shared_audio):
-    """Three utterances, the second skipped by every decode of a buffer that also holds the first (silero-vad
-    hears it inside the first one's "."). Two decodes agree on the first and the third: only the first is
-    committed, the buffer is cut before the second, which the next decode hears; nothing is lost. The same at
-    the end of a stream."""
+@pytest.fixture(scope="module")
+def three_utterances(shared_audio):
+    """(three shared clips joined with 0.5 s after each, each clip's (start, end, text), the whole text)."""
     from eval.bench.nonspeech import clips
 
     texts = {"goforward.wav": "Go forward ten meters.", "librivox-0880.wav": "He was not an ill disposed young man.",
@@ -293,7 +291,15 @@ def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, 
         layout.append((at, at + len(samples) / RATE, texts[name]))
         parts += [samples, np.zeros(RATE // 2, dtype=np.float32)]
         at = layout[-1][1] + 0.5
-    audio = np.concatenate(parts)
+    return np.concatenate(parts), layout, " ".join(texts.values())
+
+
+def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, three_utterances):
+    """Three utterances, the second skipped by every decode of a buffer that also holds the first (silero-vad
+    hears it inside the first one's "."). Two decodes agree on the first and the third: only the first is
+    committed, the buffer is cut before the second, which the next decode hears; nothing is lost. The same at
+    the end of a stream."""
+    audio, layout, whole = three_utterances
     stream = StreamingTranscriber(asr, trim_seconds=10.8, max_buffer_seconds=12.0)
     decoder = SkippingDecoder(stream, layout, words)
     stream.append(audio[:8 * RATE])
@@ -306,14 +312,14 @@ def test_speech_a_decode_skipped_is_not_committed_past_nor_cut_away(asr, words, 
     assert third.committed == "Go forward ten meters."
     assert layout[0][1] - 0.3 < stream.received_seconds - stream.buffer_seconds <= layout[1][0] + 0.05
     final = stream.finish()
-    assert final.committed == " ".join(texts.values())
+    assert final.committed == whole
     assert len(decoder.buffers) == 4
     # the whole recording at once: finish() commits up to the skipped speech, cuts there and decodes the rest
     stream = StreamingTranscriber(asr, min_agreed_seconds=0)
     decoder = SkippingDecoder(stream, layout, words)
     stream.append(audio)
     final = stream.finish()
-    assert final.committed == final.new_committed == " ".join(texts.values()) and len(decoder.buffers) == 2
+    assert final.committed == final.new_committed == whole and len(decoder.buffers) == 2
     assert layout[0][1] - 0.3 < decoder.buffers[1][0] <= layout[1][0] + 0.05
 
 
@@ -330,20 +336,12 @@ class StartSkippingDecoder(SkippingDecoder):
 
 
 @pytest.mark.parametrize("first_at_clip", [False, True], ids=["first word from the buffer's start", "first word late"])
-def test_speech_a_decode_skipped_at_the_start_of_its_buffer_is_not_lost(asr, words, shared_audio, first_at_clip):
+def test_speech_a_decode_skipped_at_the_start_of_its_buffer_is_not_lost(asr, words, three_utterances,
+                                                                        first_at_clip):
     """Three utterances; decodes leave out the one at the very start of a buffer that also holds the next (the
     first buffer's, then the first after a cut). Two such decodes agree on the rest: nothing after the skipped
     speech is committed, no cut falls past it, and finish() decodes it again: nothing is lost."""
-    from eval.bench.nonspeech import clips
-
-    texts = {"goforward.wav": "Go forward ten meters.", "librivox-0880.wav": "He was not an ill disposed young man.",
-             "forever.wav": "Feels like these days go on forever."}
-    parts, layout, at = [], [], 0.0
-    for name, samples in clips(shared_audio, list(texts)):
-        layout.append((at, at + len(samples) / RATE, texts[name]))
-        parts += [samples, np.zeros(RATE // 2, dtype=np.float32)]
-        at = layout[-1][1] + 0.5
-    audio, whole = np.concatenate(parts), " ".join(texts.values())
+    audio, layout, whole = three_utterances
     # the first buffer: "Go forward ten meters." alone, then left out of every buffer that holds it and the next
     stream = StreamingTranscriber(asr, trim_seconds=10.8, max_buffer_seconds=12.0)
     decoder = StartSkippingDecoder(stream, layout, words, skip=0, first_at_clip=first_at_clip)

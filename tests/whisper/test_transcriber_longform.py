@@ -62,13 +62,16 @@ def test_plain_equals_transformers_long_form_generate(main_pair, long_audio, pla
     assert plain.segments[-1].end > 60
 
 
-@pytest.mark.parametrize("mode, options", [
+DRAFTERS = [  # (mode, options): every drafter, the assistants another random model
     ("quantized-self", {}),
     ("early-exit", {"assistant_early_exit": 1}),
     ("prompt-lookup", {}),
     ("assistant", {"assistant_is_other": True}),
     ("universal", {"assistant_is_other": True}),
-])
+]
+
+
+@pytest.mark.parametrize("mode, options", DRAFTERS)
 def test_every_drafter_gives_plain_segments(main_pair, other_pair, long_audio, plain, mode, options):
     options = dict(options)
     if options.pop("assistant_is_other", False):
@@ -233,13 +236,7 @@ def test_chunk_length_windows_hold_their_timestamps_and_seek_by_them(main_pair, 
     assert plain_chunked.tokens != whole.tokens
 
 
-@pytest.mark.parametrize("mode, options", [
-    ("quantized-self", {}),
-    ("early-exit", {"assistant_early_exit": 1}),
-    ("prompt-lookup", {}),
-    ("assistant", {"assistant_is_other": True}),
-    ("universal", {"assistant_is_other": True}),
-])
+@pytest.mark.parametrize("mode, options", DRAFTERS)
 def test_every_drafter_gives_plain_segments_with_chunk_length(main_pair, other_pair, chunk_audio, plain_chunked,
                                                               mode, options):
     options = dict(options)

@@ -76,24 +76,24 @@ class SpeechFrames:
     def first(self, begin: int, end: int, speech: bool = True) -> int | None:
         """The stream sample where the first computed speech frame (`speech=False`: non-speech frame) in stream
         samples [begin, end) starts, or None."""
-        first = max(self._first, -(-begin // FRAME_SAMPLES))
-        last = min(self._next, end // FRAME_SAMPLES)
-        if last <= first:
-            return None
-        flags = self._probabilities[first - self._first:last - self._first] > SPEECH_PROBABILITY
-        found = np.flatnonzero(flags == speech)
-        return (first + int(found[0])) * FRAME_SAMPLES if len(found) else None
+        found = self._frames(begin, end, speech)
+        return None if found is None else int(found[0]) * FRAME_SAMPLES
 
     def last(self, begin: int, end: int, speech: bool = True) -> int | None:
         """The stream sample where the last computed speech frame (`speech=False`: non-speech frame) in stream
         samples [begin, end) ends, or None."""
+        found = self._frames(begin, end, speech)
+        return None if found is None else (int(found[-1]) + 1) * FRAME_SAMPLES
+
+    def _frames(self, begin: int, end: int, speech: bool) -> np.ndarray | None:
+        """Stream frame numbers of the computed speech (or non-speech) frames wholly in samples [begin, end)."""
         first = max(self._first, -(-begin // FRAME_SAMPLES))
         last = min(self._next, end // FRAME_SAMPLES)
         if last <= first:
             return None
         flags = self._probabilities[first - self._first:last - self._first] > SPEECH_PROBABILITY
         found = np.flatnonzero(flags == speech)
-        return (first + int(found[-1]) + 1) * FRAME_SAMPLES if len(found) else None
+        return first + found if len(found) else None
 
 
 def skipped_at(words: list, speech_seconds, from_start: bool = True) -> int | None:
