@@ -76,3 +76,48 @@ def test_no_command_imports_another():
     offending = {f"{name}.py imports asr_specdec.{imported}" for name in COMMANDS
                  for imported in imported_rooms(PACKAGE / f"{name}.py") & (set(COMMANDS) - {name})}
     assert not offending, sorted(offending)
+
+
+# the Whisper adapter's rooms, lowest first: a room imports only rooms below it (data flows one way: a window's
+# runtime knows nothing of the recipe that judges it, the recipe nothing of the long-form loops that call it)
+WHISPER_ROOMS = {"io": 0, "runtime": 1, "drafters": 2, "recipe": 2, "longform": 3, "live": 4}
+
+
+def imported_whisper_rooms(path: Path) -> set[str]:
+    """The sub-folders of asr_specdec/whisper/ that the file at `path` imports (relative imports resolved)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = parts[:-1]
+    rooms = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package[: len(package) - node.level + 1]
+            target = [*base, *(node.module.split(".") if node.module else [])]
+            names = [target] if node.module else [[*target, alias.name] for alias in node.names]
+        else:
+            names = [(node.module or "").split(".")]
+        rooms |= {name[2] for name in names if len(name) > 2 and name[:2] == ["asr_specdec", "whisper"]}
+    return rooms & set(WHISPER_ROOMS)
+
+
+def whisper_room_violations(package: Path) -> set[str]:
+    return {f"{path.relative_to(package.parent)} imports whisper.{imported}"
+            for room, rank in WHISPER_ROOMS.items()
+            for path in (package / "whisper" / room).rglob("*.py")
+            for imported in imported_whisper_rooms(path)
+            if imported != room and WHISPER_ROOMS[imported] >= rank}
+
+
+def test_whisper_rooms_import_downward_only():
+    offending = whisper_room_violations(PACKAGE)
+    assert not offending, sorted(offending)
+
+
+def test_the_room_checker_sees_an_upward_import(tmp_path, monkeypatch):
+    runtime = tmp_path / "asr_specdec" / "whisper" / "runtime"
+    runtime.mkdir(parents=True)
+    (runtime / "pipeline.py").write_text("from ..recipe.window_extras import window_extras\nfrom ..io import audio\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "asr_specdec")
+    assert whisper_room_violations(tmp_path / "asr_specdec") == {
+        "asr_specdec/whisper/runtime/pipeline.py imports whisper.recipe"}

@@ -22,15 +22,17 @@ from .io import audio as audio_io
 from .io.formats import Segment
 from .longform.chunks import independent_segments, window_text_tokens
 from .longform.hallucination import check_applies
-from .longform.sequential import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
+from .longform.sequential import TimedTokens, WindowOutcome, transcribe_sequential
 from .longform.vad import on_file_timeline, speech_regions, speech_windows
 from .model_options import ModelOptions
-from .options import PromptTokens, TranscribeOptions, prompt_tokens, window_context
+from .options import PromptTokens, TranscribeOptions, prompt_tokens
 from .recipe.fallback import WindowResult, decode_with_fallback
+from .recipe.window_extras import window_extras
 from .recipe.words import place_words
 from .result import TranscriptionResult
 from .runtime.compute import model_dtype, parse_compute_type
 from .runtime.pipeline import Window, WindowDecoder, WindowPipeline
+from .windows import CallWindows
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
@@ -165,7 +167,8 @@ class SpeculativeWhisper:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
         self.pipeline = WindowPipeline(model.eval(), processor, None, task=options.task, sampling=options.sampling,
                                        draft_length=model_options.draft_length(),
-                                       max_new_tokens=options.max_new_tokens, compute=self.compute_type)
+                                       max_new_tokens=options.max_new_tokens, compute=self.compute_type,
+                                       analysis=window_extras)
         self.mode = model_options.resolved_mode(device)
         self.assistant_name = None
         self.pipeline.drafter = model_options.drafter or self._make_drafter(model_options, device, dtype)
@@ -250,17 +253,13 @@ class SpeculativeWhisper:
         options = call_options(options or self.options, language=language, task=task, timestamps=timestamps,
                                return_timestamps=return_timestamps, long_form=long_form,
                                condition_on_previous_text=condition_on_previous_text, **recipe_options)
-        prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
-        language = options.language
-        language_id = self.tokens.language_token(language) if (language and self.tokens.multilingual) else None
         timestamps = options.timestamps
         if timestamps is None and options.word_timestamps:
             timestamps = True
         long_form, condition = options.long_form, options.condition_on_previous_text
         is_long = len(samples) > self.pipeline.chunk_samples(options.chunk_length)
-        run = _Run(language_id, self._generator(options), DecodeStats(), progress, options, prompts,
-                   task=options.task, decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
+        run = self._run(options, self._generator(options), progress, window_decoder, on_segment)
         if options.hallucination_silence_threshold is not None:
             check_applies(options.word_timestamps, not options.vad_filter and (
                 long_form == "sequential" if is_long else timestamps is not False))
@@ -276,6 +275,21 @@ class SpeculativeWhisper:
         run.stats.total_seconds = time.perf_counter() - started
         if progress is not None:
             progress(1.0, "done")
+        return self._result(run, segments, samples)
+
+    def _run(self, options: TranscribeOptions, generator: torch.Generator | None, progress: Progress | None = None,
+             window_decoder: WindowDecoder | None = None, on_segment: SegmentListener | None = None) -> _Run:
+        """What one audio's transcription accumulates, its windows built by the call's options."""
+        prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
+        language_id = (self.tokens.language_token(options.language) if options.language and self.tokens.multilingual
+                       else None)
+        return _Run(language_id, generator, DecodeStats(), progress, options, prompts,
+                    CallWindows(self.pipeline, options, prompts), task=options.task,
+                    decode=window_decoder or self.pipeline.decode, on_segment=on_segment)
+
+    def _result(self, run: _Run, segments: list[_TextSegment], samples: np.ndarray) -> TranscriptionResult:
+        """One audio's result from its segments (the spoken ones kept) and what its run accumulated."""
+        language = run.options.language
         detected = language if language else ("en" if not self.tokens.multilingual else run.language)
         spoken = [segment for segment in segments if segment.text.strip()]
         return TranscriptionResult(
@@ -292,17 +306,54 @@ class SpeculativeWhisper:
         return Sampling(do_sample=True).generator(options.seed)
 
     def transcribe_batch(self, audios: list, sample_rate: int | None = None, language: str | None = None,
-                         batch_size: int = 8) -> list[TranscriptionResult]:
-        """Transcribe several audios (paths, bytes or arrays) together, `batch_size` rows at a time: each row
-        drafts and accepts at its own pace (see batch.py). Decodes without timestamps; audio over 30 s is cut
-        at quiet points into windows that join the batch as rows, so each result has the tokens of
-        transcribe(audio, long_form="chunked", timestamps=False)."""
-        from .batch import transcribe_batch
-
-        options = self.options
-        return transcribe_batch(self.pipeline, audios, sample_rate, language or self.language, batch_size,
-                                self._generator(options), self._labels(), options.recipe, options.repetition_penalty,
-                                options.no_repeat_ngram_size, options.chunk_length)
+                         batch_size: int = 8, *, options: TranscribeOptions | None = None,
+                         **overrides) -> list[TranscriptionResult]:
+        """Transcribe several audios (paths, bytes or arrays) together, their windows decoded as the rows of one
+        batch `batch_size` at a time: each row drafts and accepts at its own pace (docs/longform.md). Each audio is
+        transcribed as `transcribe(audio, long_form="chunked", ...)` transcribes it (audio over a window cut at
+        quiet points into independent windows; every option, the call's keyword overrides as in transcribe, is
+        honoured the same way: prompts, hotwords, suppression, timestamps and word timestamps, the recipe). Without
+        a language, each audio's first window decodes first and its language is kept for the rest (unless
+        `multilingual`). Options that need an audio's windows decoded one after another are refused by name:
+        vad_filter, condition_on_previous_text, hallucination_silence_threshold."""
+        if batch_size < 1:
+            raise SpecdecError(f"batch_size must be at least 1, not {batch_size}")
+        options = call_options(options or self.options, language=language, **overrides)
+        for name in ("vad_filter", "condition_on_previous_text"):
+            if getattr(options, name):
+                raise SpecdecError(f"transcribe_batch cannot apply {name}=True (it decodes an audio's windows "
+                                   f"together); use transcribe() for it")
+        if options.hallucination_silence_threshold is not None:
+            check_applies(options.word_timestamps, False)
+        samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
+        generator = self._generator(options)
+        runs = [self._run(options, generator) for _ in samples]
+        timestamps = bool(options.timestamps if options.timestamps is not None else options.word_timestamps)
+        plans = [self._chunk_plan(audio, run, timestamps) for audio, run in zip(samples, runs)]
+        # the first windows first where the rest keep their language (as a transcribe call's windows do)
+        first_alone = self.tokens.multilingual and not options.language and not options.multilingual
+        rounds = ([[(run, plan[:1]) for run, plan in zip(runs, plans)],
+                   [(run, plan[1:]) for run, plan in zip(runs, plans)]] if first_alone else [list(zip(runs, plans))])
+        for windows in rounds:
+            rows = [(run, number, window) for run, plan in windows for number, window in plan]
+            for begin in range(0, len(rows), batch_size):
+                group = rows[begin:begin + batch_size]
+                built = [run.windows.window(self.pipeline.features(window.samples), run.language_id, timestamps,
+                                            audio_frames=window.frames, first=number == 0,
+                                            previous=(run.prompts.initial or None) if number == 0 else None)
+                         for run, number, window in group]
+                results = decode_with_fallback(self.pipeline, built, options.recipe, generator, DecodeStats())
+                for (run, number, _), result in zip(group, results):
+                    run.stats.add(result.decoded.stats)
+                    self._record(run, result, number)
+        results = []
+        for audio, run, plan in zip(samples, runs, plans):
+            segments, last_speech = [], 0.0
+            for number, window in plan:
+                pieces, last_speech = self._chunk_segments(run, number, window, timestamps, last_speech)
+                segments += pieces
+            results.append(self._result(run, segments, audio))
+        return results
 
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see
@@ -313,60 +364,64 @@ class SpeculativeWhisper:
 
     def _window(self, features: torch.Tensor, run: _Run, timestamps: bool, previous: list[int] | None = None,
                 audio_frames: int | None = None, complete_segments: bool = False) -> Window:
-        """A window of a transcribe call: the recipe's prompt pieces (the prefix on the first window only), and word
-        alignment of its text (`complete_segments`: only the segments a sequential window keeps)."""
-        options, prompts, tokens = run.options, run.prompts, self.tokens
-        word_tokens = None
-        if options.word_timestamps:
-            word_tokens = (partial(complete_text_tokens, timestamp_begin=tokens.timestamp_begin,
-                                   end_of_text=tokens.end_of_text) if complete_segments and timestamps
-                           else window_text_tokens(tokens.end_of_text))
-        prefix = tuple(prompts.prefix) if prompts.prefix and not run.window_tokens else None
-        return Window(features, run.language_id, timestamps, window_context(prompts.hotwords, previous,
-                                                                            tokens.prompt_limit),
-                      prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=run.task,
-                      suppression=options.suppression, max_new_tokens=options.max_new_tokens,
-                      repetition_penalty=options.repetition_penalty,
-                      no_repeat_ngram_size=options.no_repeat_ngram_size,
-                      sampling=None if options.sampling == self.sampling else options.sampling,
-                      window_frames=None if options.chunk_length is None
-                      else self.pipeline.chunk_frames(options.chunk_length).window)
+        """The next window of a transcribe call (the prefix on its first only): windows.py."""
+        return run.windows.window(features, run.language_id, timestamps, previous=previous, audio_frames=audio_frames,
+                                  first=not run.window_tokens, complete_segments=complete_segments)
 
     def _decode_windows(self, windows: list[Window], run: _Run) -> list[WindowResult]:
-        """Windows of a transcribe call as rows of one decode (with fallback retries); the first window's detected
-        language is kept for the rest."""
+        """Windows of a transcribe call as rows of one decode (with fallback retries)."""
         results = decode_with_fallback(self.pipeline, windows, run.options.recipe, run.generator, run.stats,
                                        run.decode)
         for result in results:
-            decoded = result.decoded
-            if not run.options.multilingual:  # else every window detects its own
-                run.language_id = run.language_id if run.language_id is not None else decoded.language_id
-            if run.language is None and decoded.detected_language is not None:
-                run.language, run.language_probability = decoded.detected_language, decoded.language_probability
-            run.window_tokens.append(decoded.tokens)
-            run.results.append(result)
+            self._record(run, result, len(run.results))
         return results
+
+    @staticmethod
+    def _record(run: _Run, result: WindowResult, number: int) -> None:
+        """Window `number` of a run decoded: its tokens kept, and the first window's detected language kept for the
+        rest (unless multilingual: every window detects its own)."""
+        decoded = result.decoded
+        if not run.options.multilingual:
+            run.language_id = run.language_id if run.language_id is not None else decoded.language_id
+        if run.language is None and decoded.detected_language is not None:
+            run.language, run.language_probability = decoded.detected_language, decoded.language_probability
+        while len(run.results) <= number:
+            run.results.append(None)
+            run.window_tokens.append([])
+        run.results[number], run.window_tokens[number] = result, decoded.tokens
 
     def _transcribe_chunked(self, samples: np.ndarray, run: _Run, timestamps: bool) -> list[_TextSegment]:
         """Windows cut at quiet points, each decoded on its own (one window for audio up to 30 s)."""
-        windows = audio_io.split_long_audio(samples, max_seconds=self.pipeline.chunk_samples(run.options.chunk_length)
-                                            / audio_io.SAMPLE_RATE)
+        plan = self._chunk_plan(samples, run, timestamps)
         segments, last_speech = [], 0.0
-        previous = run.prompts.initial or None
-        for index, (offset, window) in enumerate(windows):
+        for number, window in plan:
             if run.progress is not None:
-                run.progress(index / len(windows), f"transcribing window {index + 1} of {len(windows)}")
-            frames = len(window) // self.processor.feature_extractor.hop_length
-            result = self._decode_windows([self._window(self.pipeline.features(window), run, timestamps,
-                                                        previous if index == 0 else None, frames)], run)[0]
-            if result.silent:
-                continue
-            timed, last_speech = self._independent(result, len(run.results) - 1, offset,
-                                                   audio_io.duration_seconds(window), timestamps, run, last_speech)
-            pieces = [self._segment(piece, run, timestamps) for piece in timed]
+                run.progress(number / len(plan), f"transcribing window {number + 1} of {len(plan)}")
+            self._decode_windows([self._window(self.pipeline.features(window.samples), run, timestamps,
+                                               (run.prompts.initial or None) if number == 0 else None, window.frames)],
+                                 run)
+            pieces, last_speech = self._chunk_segments(run, number, window, timestamps, last_speech)
             run.emit(pieces, self.tokens.timestamp_begin)
             segments += pieces
         return segments
+
+    def _chunk_plan(self, samples: np.ndarray, run: _Run, timestamps: bool) -> list[tuple[int, _Chunk]]:
+        """(number, window) of the quiet-point windows of one audio (one window for audio up to a window)."""
+        windows = audio_io.split_long_audio(samples, max_seconds=self.pipeline.chunk_samples(run.options.chunk_length)
+                                            / audio_io.SAMPLE_RATE)
+        hop = self.processor.feature_extractor.hop_length
+        return [(number, _Chunk(offset, audio_io.duration_seconds(window), window, len(window) // hop))
+                for number, (offset, window) in enumerate(windows)]
+
+    def _chunk_segments(self, run: _Run, number: int, window: _Chunk, timestamps: bool, last_speech: float
+                        ) -> tuple[list[_TextSegment], float]:
+        """The segments of decoded quiet-point window `number` (none when it was judged silent)."""
+        result = run.results[number]
+        if result.silent:
+            return [], last_speech
+        timed, last_speech = self._independent(result, number, window.offset, window.duration, timestamps, run,
+                                               last_speech)
+        return [self._segment(piece, run, timestamps) for piece in timed], last_speech
 
     def _independent(self, result: WindowResult, number: int, offset: float, duration: float, timestamps: bool,
                      run: _Run, last_speech: float):
@@ -469,6 +524,7 @@ class _Run:
     progress: Progress | None
     options: TranscribeOptions
     prompts: PromptTokens
+    windows: CallWindows
     task: str = "transcribe"
     decode: WindowDecoder | None = None
     on_segment: SegmentListener | None = None
@@ -482,6 +538,16 @@ class _Run:
             for segment in segments:
                 if segment.text.strip():
                     self.on_segment(segment.output(timestamp_begin))
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """A quiet-point window of one audio: where it starts and how long it is (s), its samples, its feature frames."""
+
+    offset: float
+    duration: float
+    samples: np.ndarray
+    frames: int
 
 
 @dataclass(frozen=True)

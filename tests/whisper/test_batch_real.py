@@ -46,3 +46,26 @@ def test_language_is_detected_per_row(base, clips):
     assert [result.language for result in results] == ["en"] * 3
     single = SpeculativeWhisper(base, mode="off")
     assert [result.tokens for result in results] == [single.transcribe(samples).tokens for samples in clips[:3]]
+
+
+@pytest.fixture(scope="module")
+def multilingual(shared_audio):
+    from asr_specdec.whisper.io.audio import load_audio
+
+    return load_audio(shared_audio / "peer" / "multilingual.mp3")  # English, then German: two windows
+
+
+def test_language_and_task_in_a_batch(base, clips, multilingual):
+    """transcribe_batch takes the language, the task and `multilingual` as transcribe does (each file as
+    `transcribe(file, long_form="chunked")`): the first window's language kept for the rest, or every window's own."""
+    whisper = SpeculativeWhisper(base, mode="quantized-self")
+    files = [multilingual, clips[0]]
+
+    def outcomes(results):
+        return [(result.language, result.tokens, [segment.text for segment in result.segments]) for result in results]
+
+    default = outcomes(whisper.transcribe_batch(files, batch_size=4))
+    for options in ({"multilingual": True}, {"language": "de"}, {"task": "translate", "multilingual": True}):
+        batched = outcomes(whisper.transcribe_batch(files, batch_size=4, **options))
+        assert batched == outcomes([whisper.transcribe(file, long_form="chunked", **options) for file in files])
+        assert batched != default, options

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from .sequential import Frames, TimedTokens, chunk_segments, text_token_count
+from ..runtime.frames import Frames
+from .sequential import TimedTokens, chunk_segments, text_token_count
 
 
 def independent_segments(tokens: list[int], window: int, offset: float, duration: float, timestamps: bool,

@@ -14,7 +14,7 @@ draft position exactly the logits of a one-token step. Elsewhere (no kernel buil
 (torch_decoder.py) does the same layer by layer, in the model's own dtype. Each keeps the cache's keys in its
 own layout (kv_cache.py).
 
-Batches of rows (see batch.py): every row has its own start position. A pass feeds each row its own tokens;
+Batches of rows (docs/longform.md, Batches): every row has its own start position. A pass feeds each row its own tokens;
 keys and values are written at each row's own positions, and token i of row b sees positions <= start_b + i
 only. Slots past a row's valid length may hold anything (rejected drafts, padding): they are never attended,
 because the next pass that reaches them writes them first. Padding positions past the model's limit (the

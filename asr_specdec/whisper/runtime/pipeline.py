@@ -6,7 +6,9 @@ become the rows of one engine batch. Each window carries what may differ between
 whether it is decoded with timestamps, the previous text it is conditioned on); what is the same for every row
 (the models, the drafter, sampling and draft length) belongs to the pipeline, sampling overridable per call.
 A caller that routes window decodes elsewhere (the server's batcher) takes a `WindowDecoder`, which
-`WindowPipeline.decode` is.
+`WindowPipeline.decode` is. What a window asks for besides its tokens (scores, aligned words) is the recipe's
+business: the pipeline calls the `WindowAnalysis` it was given (recipe/window_extras.py) while the window's encoder
+output and hidden states are at hand, and imports nothing of the recipe.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,11 +28,10 @@ from ...core.engine import GenerationSettings, generate_batch, generate_beams
 from ...core.logits import LogitRules, Sampling
 from ...core.stats import DecodeStats
 from ..io import audio as audio_io
-from ..longform.sequential import Frames
-from ..recipe.window_extras import WindowExtras, window_extras
 from .compute import ComputeType
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
 from .encoder import EncoderRunner
+from .frames import Frames
 from .tokens import Suppression, WhisperTokens
 
 
@@ -58,13 +60,18 @@ class Window:
     window_frames: int | None = None
 
 
+# (pipeline, window, row, encoder output, cross states, prompt, forced prefix, generated, rules, language, hidden
+# states) -> what the window asked for besides its tokens (recipe/window_extras.py window_extras)
+WindowAnalysis = Callable[..., Any]
+
+
 @dataclass
 class DecodedWindow:
     tokens: list[int]  # generated ids, ending with end-of-text when the model produced it
     language_id: int | None
     detected_language: str | None  # the language code found in the audio; None when it was given
     stats: DecodeStats
-    extras: WindowExtras | None = None  # scores and aligned words, when the window asked for them
+    extras: Any = None  # the WindowAnalysis's scores and aligned words, when the window asked for them
     language_probability: float | None = None  # of the detected language, among the languages; None when given
     beam: BeamOutcome | None = None  # beam search's candidates and sums, when the window was decoded with beams
 
@@ -83,8 +90,10 @@ class WindowPipeline:
     in the precisions of `compute`."""
 
     def __init__(self, model, processor, drafter: Drafter | None, *, task: str, sampling: Sampling,
-                 draft_length: DraftLength, max_new_tokens: int | None = None, compute: ComputeType | None = None):
+                 draft_length: DraftLength, max_new_tokens: int | None = None, compute: ComputeType | None = None,
+                 analysis: WindowAnalysis | None = None):
         self.model, self.processor, self.drafter = model, processor, drafter
+        self.analysis = analysis  # scores and words of windows that ask for them; None: no window may ask
         self.tokens = WhisperTokens.from_model(model)
         self.compute = compute or ComputeType()
         self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder, getattr(model, "weights_key", None))
@@ -172,7 +181,10 @@ class WindowPipeline:
             outcomes = generate_beams(target, fed, settings, self.drafter) if beams else None
             rows = ([(outcome.tokens, outcome.stats) for outcome in outcomes] if beams
                     else generate_batch(target, fed, settings, self.drafter, generator))
-            extras = [window_extras(self, window, row, encoder_output[row:row + 1],
+            asking = any(window.score or window.word_tokens for window in windows)
+            if asking and self.analysis is None:
+                raise ValueError("a window asks for scores or words, and this pipeline was given no analysis")
+            extras = [self.analysis(self, window, row, encoder_output[row:row + 1],
                                     tuple([layer[row:row + 1] for layer in side] for side in cross_states),
                                     prompt, extra, tokens, rules.rules, language_id,
                                     target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1))
