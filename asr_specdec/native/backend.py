@@ -144,9 +144,9 @@ def backend() -> Backend:
 
 
 def int8_float32_activations() -> bool:
-    """Whether the int8 encoder keeps its activations between products in float32 (where PyTorch's bfloat16 would
-    be emulated: no AVX512-BF16 or AMX) rather than bfloat16."""
-    return not native_bfloat16()
+    """Whether the int8 encoder keeps its activations between products in float32 rather than bfloat16: on every
+    build but avx512 (the one that needs AVX512-BF16), where PyTorch's bfloat16 would run emulated."""
+    return backend().isa != "avx512"
 
 
 def native_bfloat16() -> bool:

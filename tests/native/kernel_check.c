@@ -165,6 +165,43 @@ static void check_decoder(int format, int kv_format) {
     }
 }
 
+/* the int8 encoder's products (linear_int8_f32, linear_int8_bf16): within the float64 bound of linear_forward's
+   int8 activations, the bfloat16 form the float32 form's bits rounded to bfloat16 (the same integers), a row's bits
+   the same alone as among 50 */
+static void check_encoder_int8(int gelu) {
+    const int n = 150, k = 128, rows = 50;
+    float *w = randoms((size_t)n * k, 0.3f);
+    float *bias = randoms(n, 1.0f);
+    float *x = randoms((size_t)rows * k, 1.0f);
+    x[7 * k + 3] = 80.0f; /* an outlier */
+    uint16_t *x16 = malloc((size_t)rows * k * 2), *y16 = malloc((size_t)rows * n * 2);
+    for (size_t i = 0; i < (size_t)rows * k; i++) x[i] = load1(&(uint16_t){x16[i] = to_bf16(x[i])}, 0, FMT_BF16);
+    Linear lin = pack(n, k, w, bias, FMT_I8_VNNI);
+    float *y = malloc((size_t)rows * n * sizeof(float)), *alone = malloc(n * sizeof(float));
+    check(linear_int8_f32(&lin, rows, x, k, y, n, gelu, 2) == 0, "linear_int8_f32 runs");
+    check(linear_int8_bf16(&lin, rows, x16, k, y16, n, gelu, 2) == 0, "linear_int8_bf16 runs");
+    absorb(y, (size_t)rows * n * sizeof(float));
+    int same = 1;
+    for (size_t i = 0; i < (size_t)rows * n; i++) same &= to_bf16(y[i]) == y16[i];
+    check(same, "linear_int8_bf16 = linear_int8_f32 rounded to bfloat16");
+    for (int r = 0; r < rows; r++) {
+        linear_int8_f32(&lin, 1, x + (size_t)r * k, k, alone, n, gelu, 1);
+        check(memcmp(alone, y + (size_t)r * n, n * sizeof(float)) == 0, "linear_int8_f32: a row alone = among 50");
+        double largest = 0.0;
+        for (int i = 0; i < k; i++) largest = fmax(largest, i == 3 && r == 7 ? 0.0 : fabs(x[(size_t)r * k + i]));
+        for (int v = 0; v < n && !gelu; v++) {
+            double exact = bias[v], magnitude = fabs(bias[v]), norm = 0.0;
+            for (int i = 0; i < k; i++) {
+                exact += weight(&lin, v, i) * x[(size_t)r * k + i];
+                magnitude += fabs(weight(&lin, v, i) * x[(size_t)r * k + i]);
+                norm += weight(&lin, v, i) * weight(&lin, v, i);
+            }
+            const double bound = (k + 4) * 0x1p-24 * magnitude * 1.01 + sqrt((double)k) * largest / 254.0 * sqrt(norm) * 1.01;
+            check(fabs(y[(size_t)r * n + v] - exact) <= bound, "linear_int8_f32: within the float64 bound");
+        }
+    }
+}
+
 /* certified_argmax (an int8 screen, float32 exact scores) = the argmax of the full product, near-ties included */
 static void check_certified_argmax(int screen_format) {
     const int n = 300, k = 64, rows = 6;
@@ -235,6 +272,8 @@ int main(void) {
     check_certified_argmax(FMT_I8);
     check_certified_argmax(FMT_I8_VNNI);
     check_encoder_attention();
+    check_encoder_int8(0);
+    check_encoder_int8(1);
     if (failures) return 1;
     printf("ok %s %016llx\n", SIMD_ISA, (unsigned long long)digest);
     return 0;
