@@ -71,6 +71,23 @@ static double weight(const Linear *lin, int v, int i) { /* what the kernels mult
     return lin->scale[v] * ((int)cell[i % 4] - 128);
 }
 
+/* each output of one row within float32's (k + 4) 2^-24 sum |w x| of float64, plus, for int8 activations (`largest`,
+   the row's largest non-outlier |x|, >= 0), the quantization's ||x - x~|| ||W~_v|| */
+static void check_bound(const Linear *lin, const float *bias, const float *x, const float *y, double largest,
+                        const char *what) {
+    for (int v = 0; v < lin->n; v++) {
+        double exact = bias[v], magnitude = fabs(bias[v]), norm = 0.0;
+        for (int i = 0; i < lin->k; i++) {
+            exact += weight(lin, v, i) * x[i];
+            magnitude += fabs(weight(lin, v, i) * x[i]);
+            norm += weight(lin, v, i) * weight(lin, v, i);
+        }
+        double bound = (lin->k + 4) * 0x1p-24 * magnitude * 1.01;
+        if (largest >= 0.0) bound += sqrt((double)lin->k) * largest / 254.0 * sqrt(norm) * 1.01;
+        check(fabs(y[v] - exact) <= bound, what);
+    }
+}
+
 /* linear_forward: rows together give each row's bits alone; float32 sums within (k + 2) 2^-24 sum |w x| of float64,
    int8 activations within the quantization's ||x - x~|| ||W~_v|| */
 static void check_linear(int format) {
@@ -88,17 +105,8 @@ static void check_linear(int format) {
         check(memcmp(alone, together + (size_t)r * n, n * sizeof(float)) == 0, "linear_forward: a row alone = among 9");
         double largest = 0.0;
         for (int i = 0; i < k; i++) largest = fmax(largest, i == 5 && r == 2 ? 0.0 : fabs(x[(size_t)r * k + i]));
-        for (int v = 0; v < n; v++) {
-            double exact = bias[v], magnitude = fabs(bias[v]), norm = 0.0;
-            for (int i = 0; i < k; i++) {
-                exact += weight(&lin, v, i) * x[(size_t)r * k + i];
-                magnitude += fabs(weight(&lin, v, i) * x[(size_t)r * k + i]);
-                norm += weight(&lin, v, i) * weight(&lin, v, i);
-            }
-            double bound = (k + 4) * 0x1p-24 * magnitude * 1.01;
-            if (format == FMT_I8_VNNI) bound += sqrt((double)k) * largest / 254.0 * sqrt(norm) * 1.01;
-            check(fabs(together[(size_t)r * n + v] - exact) <= bound, "linear_forward: within the float64 bound");
-        }
+        check_bound(&lin, bias, x + (size_t)r * k, together + (size_t)r * n, format == FMT_I8_VNNI ? largest : -1.0,
+                    "linear_forward: within the float64 bound");
     }
 }
 
@@ -189,16 +197,8 @@ static void check_encoder_int8(int gelu) {
         check(memcmp(alone, y + (size_t)r * n, n * sizeof(float)) == 0, "linear_int8_f32: a row alone = among 50");
         double largest = 0.0;
         for (int i = 0; i < k; i++) largest = fmax(largest, i == 3 && r == 7 ? 0.0 : fabs(x[(size_t)r * k + i]));
-        for (int v = 0; v < n && !gelu; v++) {
-            double exact = bias[v], magnitude = fabs(bias[v]), norm = 0.0;
-            for (int i = 0; i < k; i++) {
-                exact += weight(&lin, v, i) * x[(size_t)r * k + i];
-                magnitude += fabs(weight(&lin, v, i) * x[(size_t)r * k + i]);
-                norm += weight(&lin, v, i) * weight(&lin, v, i);
-            }
-            const double bound = (k + 4) * 0x1p-24 * magnitude * 1.01 + sqrt((double)k) * largest / 254.0 * sqrt(norm) * 1.01;
-            check(fabs(y[(size_t)r * n + v] - exact) <= bound, "linear_int8_f32: within the float64 bound");
-        }
+        if (!gelu)
+            check_bound(&lin, bias, x + (size_t)r * k, y + (size_t)r * n, largest, "linear_int8_f32: within the float64 bound");
     }
 }
 
