@@ -2,11 +2,12 @@
 
 float32 runs the model's own encoder (transformers' arithmetic, bit for bit). bfloat16 and float16 run a copy
 through `fused_forward`: one product for q, k and v, fc1 and its GELU fused, and on a CPU with AVX512-BF16 the
-attention by a native kernel. int8 runs the same bfloat16 forward with every linear layer as int8 products of
-int8 activations on the native kernels (AVX512-VNNI: weights with a scale per output column, each row of
-activations quantized with its own scale, its outlier dimensions multiplied in float32), and projects the
-decoder's cross-attention keys/values the same way (`cross_projection`); without those kernels, torch's
-dynamic int8 quantization of a float32 copy.
+attention by a native kernel. int8 runs the same forward with every linear layer as int8 products of int8
+activations on the native kernels (VNNI where the CPU has it: weights with a scale per output column, each row of
+activations quantized with its own scale, its outlier dimensions multiplied in float32), in bfloat16 between the
+products on the AVX-512 build and in float32 (the model's own modules) on the others, where PyTorch's bfloat16 is
+emulated, and projects the decoder's cross-attention keys/values the same way (`cross_projection`); without those
+kernels, torch's dynamic int8 quantization of a float32 copy.
 
 The encoder runs once per window, identically for plain and speculative decoding: its precision changes the
 text as any model change may (measured in the README), never the equality of speculative and plain output.
@@ -83,10 +84,11 @@ class EncoderRunner:
 
             # float32 between the products where PyTorch's bfloat16 would run emulated: the model's own encoder
             # supplies the convolutions and norms (its linear weights are never read, so never paged in)
-            self.input_dtype = torch.float32 if int8_float32_activations() else torch.bfloat16
+            frame = "float32" if int8_float32_activations() else "bfloat16"
+            self.input_dtype = DTYPES[frame]
             self.products = Int8Products(encoder, weights_key, self.input_dtype)
             if self.input_dtype != own:
-                encoder = _encoder_copy(encoder, "bfloat16-frame", weights_key)
+                encoder = _encoder_copy(encoder, f"{frame}-frame", weights_key)
         else:
             if precision == "int8" or DTYPES.get(precision) != own:
                 encoder = _encoder_copy(encoder, precision, weights_key)
