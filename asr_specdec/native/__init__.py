@@ -118,6 +118,8 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     library.quantize_int8_vectors.restype = None
     library.linear_int8_bf16.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, i32, i32, i32]
     library.linear_int8_bf16.restype = i32
+    library.linear_int8_f32.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, i32, i32, i32]
+    library.linear_int8_f32.restype = i32
     library.encoder_attention_bf16.argtypes = [pointer, i32, i32, i32, ctypes.c_float, pointer, pointer, i32]
     library.encoder_attention_bf16.restype = i32
     return library

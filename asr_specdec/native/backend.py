@@ -29,14 +29,23 @@ FLAGS = {
 }
 WITH_FEATURE = {  # a build's flags where the CPU has the feature: faster int8 sums, the same integers
     ("avx2", "avx_vnni"): (*FLAGS["avx2"], "-mavxvnni"),
+    # ASR_SPECDEC_EVEX_VNNI=1 (a measuring device, see EVEX_VNNI): AVX-VNNI's vpdpbusd on ymm in its AVX512-VNNI form
+    ("avx2", "avx_vnni_evex"): (*FLAGS["avx2"], "-DASR_SPECDEC_EVEX_VNNI"),
     ("neon", "asimddp"): ("-march=armv8.2-a+dotprod",),
 }
+# To measure an AVX-VNNI CPU (Alder Lake and later: vpdpbusd on 256-bit registers, no AVX-512) on an AVX-512 CPU
+# without AVX-VNNI (Zen 4): with ASR_SPECDEC_EVEX_VNNI=1 under ../shared/tools/avxvnni-sim.sh the avx2 build writes
+# vpdpbusd in its EVEX form on ymm0-15 (the same instruction and integers; it faults where AVX512-VNNI is missing)
+EVEX_VNNI = "avx_vnni_evex"
 # the fastest compute type measured to keep float32's WER on the shared clips, per build (docs/compute.md): on
 # AVX2 int8:float32 measured 2.6x slower than float32 (int8 sums without VNNI are no faster than float32 FMAs,
 # and PyTorch's bfloat16 runs emulated); NEON is unmeasured and follows AVX2 (no native bfloat16 either)
 # measured per build (docs/compute.md, "auto per build"): the AVX-512 build needs AVX512-BF16, where the bfloat16
 # encoder measures faster than the int8 products with the same WER (README's speed table)
 AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("float32", "float32"), "neon": ("float32", "float32")}
+# where the build multiplies int8 with a dot-product instruction (vpdpbusd on ymm): the int8 encoder with float32
+# activations measured faster than float32 at float32's WER (docs/compute.md, "auto per build")
+AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VNNI): ("int8", "float32")}
 _MACOS_X86 = {"AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512F": "avx512f", "AVX512BW": "avx512bw",
               "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni", "AVX512BF16": "avx512_bf16"}
 
@@ -83,7 +92,8 @@ def _macos_features() -> frozenset[str]:
 def cpu_features() -> frozenset[str]:
     """This CPU's features by their Linux names (empty where they cannot be read)."""
     if sys.platform.startswith("linux"):
-        return _linux_features()
+        measuring = os.environ.get("ASR_SPECDEC_EVEX_VNNI", "") == "1"
+        return _linux_features() | ({EVEX_VNNI} if measuring else set())
     if sys.platform == "darwin":
         return _macos_features()
     return frozenset()
@@ -133,6 +143,12 @@ def backend() -> Backend:
     return choose(cpu_features(), platform.machine(), os.environ.get("ASR_SPECDEC_ISA") or None)
 
 
+def int8_float32_activations() -> bool:
+    """Whether the int8 encoder keeps its activations between products in float32 rather than bfloat16: on every
+    build but avx512 (the one that needs AVX512-BF16), where PyTorch's bfloat16 would run emulated."""
+    return backend().isa != "avx512"
+
+
 def native_bfloat16() -> bool:
     """Whether the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): PyTorch's bfloat16 is fast there."""
     return bool({"avx512_bf16", "amx_bf16"} & cpu_features())
@@ -143,5 +159,7 @@ def auto_compute(kernels_loaded: bool) -> tuple[str, str]:
     loaded; without them a bfloat16 encoder where PyTorch has native bfloat16, else float32."""
     chosen = backend()
     if kernels_loaded and chosen.isa in AUTO_COMPUTE:
-        return AUTO_COMPUTE[chosen.isa]
+        with_feature = [AUTO_COMPUTE_WITH[build, feature] for build, feature in AUTO_COMPUTE_WITH
+                        if build == chosen.isa and WITH_FEATURE[build, feature] == chosen.flags]
+        return with_feature[0] if with_feature else AUTO_COMPUTE[chosen.isa]
     return ("bfloat16", "float32") if native_bfloat16() else ("float32", "float32")

@@ -162,8 +162,15 @@ int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_
 #define ENC_PANEL 48 /* rows quantized and multiplied together: their int8 values stay in L1/L2 across the tiles */
 #define ENC_ROWS 4   /* rows per product block: 16 accumulators, 4 weight vectors, no spills */
 
-static inline __attribute__((always_inline)) void int8_tile_bf16(const Linear *lin, int tile, QuantizedRows x,
-                                                                 uint16_t *y, int ldy, int gelu, int R) {
+/* Rows of activations in bfloat16 or float32 (the int8 encoder's two forms: bfloat16 where the CPU multiplies it
+   natively, float32 elsewhere); the products are the same integers either way. */
+typedef struct {
+    void *base;
+    int bf16; /* else float32 */
+} Rows;
+
+static inline __attribute__((always_inline)) void int8_tile(const Linear *lin, int tile, QuantizedRows x, Rows y,
+                                                            int ldy, int gelu, int R) {
     for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
         if (tile * TILE + c0 * 16 >= lin->n) break;
         vf acc[ROW_BLOCK][TILE_PASS];
@@ -176,25 +183,23 @@ static inline __attribute__((always_inline)) void int8_tile_bf16(const Linear *l
             for (int r = 0; r < R; r++) {
                 vf value = vf_fma(acc[r][c], scale, bias);
                 if (gelu) value = gelu16(value);
-                vf_store_bf16_tail(y + (size_t)r * ldy + column, valid, value);
+                const size_t at = (size_t)r * ldy + column;
+                if (y.bf16)
+                    vf_store_bf16_tail((uint16_t *)y.base + at, valid, value);
+                else
+                    vf_store_tail((float *)y.base + at, valid, value);
             }
         }
     }
 }
 
-static void int8_tile_rows_bf16(const Linear *lin, int tile, QuantizedRows x, int rows, uint16_t *y, int ldy,
-                                     int gelu) {
-#define BLOCK(R) int8_tile_bf16(lin, tile, x, y, ldy, gelu, R)
+static void int8_tile_rows(const Linear *lin, int tile, QuantizedRows x, int rows, Rows y, int ldy, int gelu) {
+#define BLOCK(R) int8_tile(lin, tile, x, y, ldy, gelu, R)
     WITH_CONSTANT_ROWS(rows, BLOCK)
 #undef BLOCK
 }
 
-/* y = x @ W^T + bias (then GELU when `gelu`), bfloat16 x [rows][ldx] and y [rows][ldy], W an FMT_I8_VNNI pack
-   (a scale per output column): each row of x quantized to int8 with its own scale, its outliers (above 6x its
-   rms) multiplied in float32, as in the decoder's int8-vnni products. Returns 0, -1 when the weights are not
-   FMT_I8_VNNI, -2 when out of memory. */
-int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
-                     int threads) {
+static int linear_int8(const Linear *lin, int rows, Rows x, int ldx, Rows y, int ldy, int gelu, int threads) {
     if (lin->format != FMT_I8_VNNI) return -1;
     const int k = lin->k, panels = (rows + ENC_PANEL - 1) / ENC_PANEL;
     int failed = 0;
@@ -212,15 +217,20 @@ int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, ui
             if (row == NULL || values == NULL || quantized == NULL) continue;
             const int first = panel * ENC_PANEL, count = rows - first < ENC_PANEL ? rows - first : ENC_PANEL;
             for (int r = 0; r < count; r++) {
-                const uint16_t *source = x + (size_t)(first + r) * ldx;
-                for (int i = 0; i < k; i += 16) vf_store(row + i, vf_load_bf16(source + i));
-                quantize_row(k, row, values + (size_t)r * k, quantized + r);
+                const size_t at = (size_t)(first + r) * ldx;
+                const float *source = (const float *)x.base + at;
+                if (x.bf16) {
+                    for (int i = 0; i < k; i += 16) vf_store(row + i, vf_load_bf16((const uint16_t *)x.base + at + i));
+                    source = row;
+                }
+                quantize_row(k, source, values + (size_t)r * k, quantized + r);
             }
             for (int tile = 0; tile < lin->n_tiles; tile++)
                 for (int r0 = 0; r0 < count; r0 += ENC_ROWS) {
                     QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
-                    int8_tile_rows_bf16(lin, tile, part, count - r0 < ENC_ROWS ? count - r0 : ENC_ROWS,
-                                        y + (size_t)(first + r0) * ldy, ldy, gelu);
+                    const size_t at = (size_t)(first + r0) * ldy;
+                    Rows out = {y.bf16 ? (void *)((uint16_t *)y.base + at) : (void *)((float *)y.base + at), y.bf16};
+                    int8_tile_rows(lin, tile, part, count - r0 < ENC_ROWS ? count - r0 : ENC_ROWS, out, ldy, gelu);
                 }
         }
         free(row);
@@ -228,4 +238,17 @@ int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, ui
         free(quantized);
     }
     return failed ? -2 : 0;
+}
+
+/* y = x @ W^T + bias (then GELU when `gelu`), x [rows][ldx] and y [rows][ldy] in bfloat16 (linear_int8_bf16) or
+   float32 (linear_int8_f32), W an FMT_I8_VNNI pack (a scale per output column): each row of x quantized to int8
+   with its own scale, its outliers (above 6x its rms) multiplied in float32, as in the decoder's int8-vnni
+   products. Returns 0, -1 when the weights are not FMT_I8_VNNI, -2 when out of memory. */
+int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
+                     int threads) {
+    return linear_int8(lin, rows, (Rows){(void *)x, 1}, ldx, (Rows){y, 1}, ldy, gelu, threads);
+}
+
+int linear_int8_f32(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int gelu, int threads) {
+    return linear_int8(lin, rows, (Rows){(void *)x, 0}, ldx, (Rows){y, 0}, ldy, gelu, threads);
 }

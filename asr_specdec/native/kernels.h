@@ -337,6 +337,7 @@ int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_
                            uint16_t *scratch, int threads);
 int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
                      int threads);
+int linear_int8_f32(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int gelu, int threads);
 
 /* ---------------------------------------------------------------- shared between the kernel files */
 

@@ -10,7 +10,7 @@
 #define TILE_PASS 1     /* 16 registers: 6 rows x 1 column vector (2 registers each) + the weights */
 #define SCORE_CHUNKS 1
 #define WEIGH_VECTORS 2
-#ifdef __AVXVNNI__
+#if defined(__AVXVNNI__) || defined(ASR_SPECDEC_EVEX_VNNI)
 #define INT8_DOT_BIAS 128 /* vpdpbusd multiplies the stored w + 128 */
 #else
 #define INT8_DOT_BIAS 0 /* the sign trick multiplies w itself */
@@ -210,15 +210,27 @@ SIMD_INLINE vb vb_high_nibbles(vb v) {
     EACH2(vb, _mm256_and_si256(_mm256_srli_epi16(v.v[i], 4), _mm256_set1_epi8(0x0f)));
     return result;
 }
+#if defined(__AVXVNNI__) || defined(ASR_SPECDEC_EVEX_VNNI)
+/* acc + per lane sum of 4 products u8 x s8 (vpdpbusd on ymm). ASR_SPECDEC_EVEX_VNNI (backend.py: only to measure an
+   AVX-VNNI CPU on an AVX-512 one, whose CPU may lack AVX-VNNI's VEX form) writes the same instruction in its
+   AVX512-VNNI (EVEX) encoding on ymm0-15: the same operation and throughput class, the one AVX-512 instruction in
+   such a build. */
+SIMD_INLINE __m256i dpbusd256(__m256i acc, __m256i u, __m256i s) {
 #ifdef __AVXVNNI__
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    __asm__("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+    return acc;
+#endif
+}
 SIMD_INLINE vi vi_dot_weights(vi acc, vb biased, vb x) {
     vi result;
-    EACH2(vi, _mm256_dpbusd_avx_epi32(acc.v[i], biased.v[i], x.v[i]));
+    EACH2(vi, dpbusd256(acc.v[i], biased.v[i], x.v[i]));
     return result;
 }
 SIMD_INLINE vi vi_dot_nibbles(vi acc, vb u, vb x) {
     vi result;
-    EACH2(vi, _mm256_dpbusd_avx_epi32(acc.v[i], u.v[i], x.v[i]));
+    EACH2(vi, dpbusd256(acc.v[i], u.v[i], x.v[i]));
     return result;
 }
 #else

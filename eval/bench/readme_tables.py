@@ -38,6 +38,8 @@ BENCHMARKS = {
     "speed": ["eval.bench.speed", "--repeats", "2"],
     "avx2": ["eval.bench.speed", "--isa", "avx2", "--skip", "steps,batch,cold", "--repeats", "2",
              "--compute-types", "float32,int8:float32"],
+    "avxvnni": ["eval.bench.speed", "--isa", "avxvnni", "--skip", "steps,batch,cold", "--repeats", "2",
+                "--compute-types", "float32,int8:float32"],
     "beams": ["eval.bench.speed", "--beam-size", "5", "--skip", "steps,batch,cold", "--repeats", "2",
               "--compute-types", "bfloat16:float32"],
     "longform": ["eval.bench.longform", "--main", "base", "--repeats", "2"],

@@ -3,10 +3,12 @@ and int8) and transformers' generate(), interleaved in one run on the shared cli
 batches of 8; the decoder's per-pass costs; and the cold-start wall time of each command line.
 
     python -m eval.bench.speed [--main base] [--threads 2] [--repeats 3] [--compute-types ...] [--skip cold,long]
-                               [--isa avx2] [--beam-size 5]
+                               [--isa avx2|avxvnni] [--beam-size 5]
 
 `--isa avx2` runs ours on the AVX2 kernel build and caps faster-whisper (CTranslate2), torch and oneDNN at AVX2,
-as on a CPU without AVX-512 (the process restarts itself with those settings before anything loads).
+as on a CPU without AVX-512 (the process restarts itself with those settings before anything loads). `--isa
+avxvnni` is an AVX-VNNI CPU (Alder Lake and later): our AVX2 build with vpdpbusd on 256-bit registers, oneDNN at
+AVX2_VNNI, CTranslate2 at AVX2 (it has no AVX-VNNI level); it needs a CPU with AVX-VNNI or AVX512-VNNI.
 `--beam-size N`: every system decodes with N beams (faster-whisper too).
 
 Every system gets the same 16-kHz samples in memory and is timed from samples to tokens (features included),
@@ -38,7 +40,11 @@ from .longform import joined_clips
 LANGUAGE = "en"
 DEFAULT_COMPUTE_TYPES = "float32,int8:float32,bfloat16:float32,bfloat16,int8"
 CAPS = {"avx2": {"CT2_FORCE_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                 "DNNL_MAX_CPU_ISA": "AVX2"}}
+                 "DNNL_MAX_CPU_ISA": "AVX2", "ASR_SPECDEC_ISA": "avx2"},
+        # an AVX-VNNI CPU (Alder Lake and later): AVX2 with vpdpbusd on 256-bit registers (in its EVEX form where
+        # this CPU has AVX512-VNNI but not AVX-VNNI: native/backend.py, EVEX_VNNI)
+        "avxvnni": {"CT2_FORCE_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2_VNNI",
+                    "DNNL_MAX_CPU_ISA": "AVX2_VNNI", "ASR_SPECDEC_ISA": "avx2", "ASR_SPECDEC_EVEX_VNNI": "1"}}
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
 
 
@@ -420,12 +426,12 @@ def main(argv=None) -> int:
     parser.add_argument("--compute-types", default=DEFAULT_COMPUTE_TYPES)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: steps, short, long, batch, cold")
-    parser.add_argument("--isa", choices=("avx2",), help="ours on this kernel build, the others capped to it")
+    parser.add_argument("--isa", choices=tuple(CAPS), help="ours on this kernel build, the others capped to it")
     parser.add_argument("--beam-size", type=int, default=None,
                         help="every system decodes with this many beams (faster-whisper too); default: greedy")
     args = parser.parse_args(argv)
-    if args.isa and os.environ.get("ASR_SPECDEC_ISA") != args.isa:  # the caps must be set before torch loads
-        environment = {**os.environ, **CAPS[args.isa], "ASR_SPECDEC_ISA": args.isa}
+    if args.isa and any(os.environ.get(name) != value for name, value in CAPS[args.isa].items()):
+        environment = {**os.environ, **CAPS[args.isa]}  # the caps must be set before torch loads
         arguments = sys.argv[1:] if argv is None else list(argv)
         return subprocess.run([sys.executable, "-m", "eval.bench.speed", *arguments], env=environment).returncode
     torch.set_num_threads(args.threads)

@@ -71,6 +71,23 @@ static double weight(const Linear *lin, int v, int i) { /* what the kernels mult
     return lin->scale[v] * ((int)cell[i % 4] - 128);
 }
 
+/* each output of one row within float32's (k + 4) 2^-24 sum |w x| of float64, plus, for int8 activations (`largest`,
+   the row's largest non-outlier |x|, >= 0), the quantization's ||x - x~|| ||W~_v|| */
+static void check_bound(const Linear *lin, const float *bias, const float *x, const float *y, double largest,
+                        const char *what) {
+    for (int v = 0; v < lin->n; v++) {
+        double exact = bias[v], magnitude = fabs(bias[v]), norm = 0.0;
+        for (int i = 0; i < lin->k; i++) {
+            exact += weight(lin, v, i) * x[i];
+            magnitude += fabs(weight(lin, v, i) * x[i]);
+            norm += weight(lin, v, i) * weight(lin, v, i);
+        }
+        double bound = (lin->k + 4) * 0x1p-24 * magnitude * 1.01;
+        if (largest >= 0.0) bound += sqrt((double)lin->k) * largest / 254.0 * sqrt(norm) * 1.01;
+        check(fabs(y[v] - exact) <= bound, what);
+    }
+}
+
 /* linear_forward: rows together give each row's bits alone; float32 sums within (k + 2) 2^-24 sum |w x| of float64,
    int8 activations within the quantization's ||x - x~|| ||W~_v|| */
 static void check_linear(int format) {
@@ -88,17 +105,8 @@ static void check_linear(int format) {
         check(memcmp(alone, together + (size_t)r * n, n * sizeof(float)) == 0, "linear_forward: a row alone = among 9");
         double largest = 0.0;
         for (int i = 0; i < k; i++) largest = fmax(largest, i == 5 && r == 2 ? 0.0 : fabs(x[(size_t)r * k + i]));
-        for (int v = 0; v < n; v++) {
-            double exact = bias[v], magnitude = fabs(bias[v]), norm = 0.0;
-            for (int i = 0; i < k; i++) {
-                exact += weight(&lin, v, i) * x[(size_t)r * k + i];
-                magnitude += fabs(weight(&lin, v, i) * x[(size_t)r * k + i]);
-                norm += weight(&lin, v, i) * weight(&lin, v, i);
-            }
-            double bound = (k + 4) * 0x1p-24 * magnitude * 1.01;
-            if (format == FMT_I8_VNNI) bound += sqrt((double)k) * largest / 254.0 * sqrt(norm) * 1.01;
-            check(fabs(together[(size_t)r * n + v] - exact) <= bound, "linear_forward: within the float64 bound");
-        }
+        check_bound(&lin, bias, x + (size_t)r * k, together + (size_t)r * n, format == FMT_I8_VNNI ? largest : -1.0,
+                    "linear_forward: within the float64 bound");
     }
 }
 
@@ -162,6 +170,35 @@ static void check_decoder(int format, int kv_format) {
     for (int t = 0; t < tokens; t++) {
         decoder_pass(&model, &cache, 1, ids + t, rows, positions + t, positions + t, limits + t, alone, scratch, 1);
         check(memcmp(alone, together + (size_t)t * d, d * sizeof(float)) == 0, "decoder_pass: a token alone = among 9");
+    }
+}
+
+/* the int8 encoder's products (linear_int8_f32, linear_int8_bf16): within the float64 bound of linear_forward's
+   int8 activations, the bfloat16 form the float32 form's bits rounded to bfloat16 (the same integers), a row's bits
+   the same alone as among 50 */
+static void check_encoder_int8(int gelu) {
+    const int n = 150, k = 128, rows = 50;
+    float *w = randoms((size_t)n * k, 0.3f);
+    float *bias = randoms(n, 1.0f);
+    float *x = randoms((size_t)rows * k, 1.0f);
+    x[7 * k + 3] = 80.0f; /* an outlier */
+    uint16_t *x16 = malloc((size_t)rows * k * 2), *y16 = malloc((size_t)rows * n * 2);
+    for (size_t i = 0; i < (size_t)rows * k; i++) x[i] = load1(&(uint16_t){x16[i] = to_bf16(x[i])}, 0, FMT_BF16);
+    Linear lin = pack(n, k, w, bias, FMT_I8_VNNI);
+    float *y = malloc((size_t)rows * n * sizeof(float)), *alone = malloc(n * sizeof(float));
+    check(linear_int8_f32(&lin, rows, x, k, y, n, gelu, 2) == 0, "linear_int8_f32 runs");
+    check(linear_int8_bf16(&lin, rows, x16, k, y16, n, gelu, 2) == 0, "linear_int8_bf16 runs");
+    absorb(y, (size_t)rows * n * sizeof(float));
+    int same = 1;
+    for (size_t i = 0; i < (size_t)rows * n; i++) same &= to_bf16(y[i]) == y16[i];
+    check(same, "linear_int8_bf16 = linear_int8_f32 rounded to bfloat16");
+    for (int r = 0; r < rows; r++) {
+        linear_int8_f32(&lin, 1, x + (size_t)r * k, k, alone, n, gelu, 1);
+        check(memcmp(alone, y + (size_t)r * n, n * sizeof(float)) == 0, "linear_int8_f32: a row alone = among 50");
+        double largest = 0.0;
+        for (int i = 0; i < k; i++) largest = fmax(largest, i == 3 && r == 7 ? 0.0 : fabs(x[(size_t)r * k + i]));
+        if (!gelu)
+            check_bound(&lin, bias, x + (size_t)r * k, y + (size_t)r * n, largest, "linear_int8_f32: within the float64 bound");
     }
 }
 
@@ -235,6 +272,8 @@ int main(void) {
     check_certified_argmax(FMT_I8);
     check_certified_argmax(FMT_I8_VNNI);
     check_encoder_attention();
+    check_encoder_int8(0);
+    check_encoder_int8(1);
     if (failures) return 1;
     printf("ok %s %016llx\n", SIMD_ISA, (unsigned long long)digest);
     return 0;

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from asr_specdec.native import BASE_FLAGS, SOURCES
-from asr_specdec.native.backend import FLAGS, backend
+from asr_specdec.native.backend import EVEX_VNNI, FLAGS, WITH_FEATURE, backend, cpu_features
 
 DRIVER = Path(__file__).with_name("kernel_check.c")
 CROSS, QEMU = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
@@ -57,3 +57,11 @@ def test_the_neon_build_passes_the_kernel_checks_under_qemu(build, tmp_path):
                     reason="no native kernel build or no C compiler here")
 def test_this_cpus_build_passes_the_kernel_checks():
     assert len(_native_digest()) == 16
+
+
+@pytest.mark.skipif(not backend().native or "avx512_vnni" not in cpu_features() or not shutil.which("gcc"),
+                    reason="needs an x86 CPU with AVX512-VNNI and gcc")
+def test_the_avx2_build_with_vpdpbusd_gives_the_same_bits(tmp_path):
+    """The avx2 build's vpdpbusd path (as on an AVX-VNNI CPU; here in its EVEX form, ASR_SPECDEC_EVEX_VNNI)."""
+    digest = _run(shutil.which("gcc"), WITH_FEATURE["avx2", EVEX_VNNI], [], tmp_path)
+    assert digest == _native_digest()

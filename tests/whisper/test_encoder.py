@@ -1,5 +1,6 @@
 """The encoder in each precision: bfloat16's fused forward is the model's forward in bfloat16, int8's native
-products (bfloat16 in and out, a scale per output column, per-row int8 activations) stay close to float32, and
+products (bfloat16 or float32 in and out, a scale per output column, per-row int8 activations) stay close to
+float32, float32 between them where the CPU lacks native bfloat16, and
 the decoder's cross-attention keys/values projected by them in one product match the per-layer projections."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def test_reduced_encoders_stay_close_to_float32(precision, tolerance):
 
 @needs_int8
 @pytest.mark.parametrize("gelu", [False, True])
-def test_int8_products_take_and_give_bfloat16(gelu):
+def test_int8_products_take_and_give_bfloat16_or_float32_from_the_same_integers(gelu):
     from asr_specdec.native import kernels
 
     generator = torch.Generator().manual_seed(int(gelu))
@@ -46,11 +47,36 @@ def test_int8_products_take_and_give_bfloat16(gelu):
     out = torch.empty(100, 150, dtype=torch.bfloat16)
     status = kernels().linear_int8_bf16(ctypes.byref(packed.struct), 100, x.data_ptr(), 128, out.data_ptr(), 150,
                                         int(gelu), 2)
+    wide, x_wide = torch.empty(100, 150), x.float()
+    wide_status = kernels().linear_int8_f32(ctypes.byref(packed.struct), 100, x_wide.data_ptr(), 128,
+                                            wide.data_ptr(), 150, int(gelu), 2)
     expected = x.float() @ weight.T + bias
     expected = torch.nn.functional.gelu(expected) if gelu else expected
-    assert status == 0
+    assert status == 0 and wide_status == 0
     assert relative(out, expected) < 0.02
     assert relative(out[7], expected[7]) < 0.02
+    assert torch.equal(wide.bfloat16(), out)  # one kernel: the float32 form rounded is the bfloat16 form
+    assert not torch.equal(wide, out.float())
+
+
+def _float32_activations(monkeypatch) -> None:
+    """As on a CPU without native bfloat16 (AVX2, NEON): the int8 encoder keeps float32 between its products."""
+    from asr_specdec.native import backend
+
+    monkeypatch.setattr(backend, "int8_float32_activations", lambda: True)
+
+
+@needs_int8
+def test_without_native_bfloat16_the_int8_encoder_runs_float32_between_its_products(monkeypatch):
+    features = features_for(MODEL, 2)
+    with torch.inference_mode():
+        expected = EncoderRunner(MODEL.model.encoder, "float32")(features)
+        bfloat16_between = EncoderRunner(MODEL.model.encoder, "int8")(features)
+        _float32_activations(monkeypatch)
+        runner = EncoderRunner(MODEL.model.encoder, "int8")
+        float32_between = runner(features)
+    assert runner.products.dtype == torch.float32 and runner.encoder is MODEL.model.encoder  # no bfloat16 copy
+    assert 0 < relative(float32_between, expected) < relative(bfloat16_between, expected)
 
 
 @needs_int8
@@ -67,7 +93,8 @@ def test_cross_attention_states_from_one_int8_product_match_each_projection():
             assert relative(layer_actual, layer_expected) < 0.03
 
 
-@pytest.mark.parametrize("precision", ["bfloat16", pytest.param("int8", marks=needs_int8)])
+@pytest.mark.parametrize("precision", ["bfloat16", pytest.param("int8", marks=needs_int8),
+                                       pytest.param("int8 with float32 between", marks=needs_int8)])
 def test_a_warm_start_reads_the_disk_copy_not_the_float32_weights(precision, tmp_path, monkeypatch):
     """Once a precision's copy of the encoder is on disk, a new process builds its encoder from that copy: the
     float32 weights of the layers are never read (so they are never paged in). Shown by poisoning them."""
@@ -75,6 +102,9 @@ def test_a_warm_start_reads_the_disk_copy_not_the_float32_weights(precision, tmp
 
     from asr_specdec.whisper.runtime import encoder as encoder_module
 
+    if precision.endswith("float32 between"):
+        _float32_activations(monkeypatch)
+        precision = "int8"
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
     features = features_for(MODEL, 1)
     model = copy.deepcopy(MODEL)

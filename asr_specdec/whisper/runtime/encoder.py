@@ -2,11 +2,12 @@
 
 float32 runs the model's own encoder (transformers' arithmetic, bit for bit). bfloat16 and float16 run a copy
 through `fused_forward`: one product for q, k and v, fc1 and its GELU fused, and on a CPU with AVX512-BF16 the
-attention by a native kernel. int8 runs the same bfloat16 forward with every linear layer as int8 products of
-int8 activations on the native kernels (AVX512-VNNI: weights with a scale per output column, each row of
-activations quantized with its own scale, its outlier dimensions multiplied in float32), and projects the
-decoder's cross-attention keys/values the same way (`cross_projection`); without those kernels, torch's
-dynamic int8 quantization of a float32 copy.
+attention by a native kernel. int8 runs the same forward with every linear layer as int8 products of int8
+activations on the native kernels (VNNI where the CPU has it: weights with a scale per output column, each row of
+activations quantized with its own scale, its outlier dimensions multiplied in float32), in bfloat16 between the
+products on the AVX-512 build and in float32 (the model's own modules) on the others, where PyTorch's bfloat16 is
+emulated, and projects the decoder's cross-attention keys/values the same way (`cross_projection`); without those
+kernels, torch's dynamic int8 quantization of a float32 copy.
 
 The encoder runs once per window, identically for plain and speculative decoding: its precision changes the
 text as any model change may (measured in the README), never the equality of speculative and plain output.
@@ -79,9 +80,15 @@ class EncoderRunner:
         self.products = None
         own = next(encoder.parameters()).dtype
         if precision == "int8" and native_int8_products(encoder):
-            self.products = Int8Products(encoder, weights_key)
-            encoder = _encoder_copy(encoder, "bfloat16-frame", weights_key)
-            self.input_dtype = torch.bfloat16
+            from ...native.backend import int8_float32_activations
+
+            # float32 between the products where PyTorch's bfloat16 would run emulated: the model's own encoder
+            # supplies the convolutions and norms (its linear weights are never read, so never paged in)
+            frame = "float32" if int8_float32_activations() else "bfloat16"
+            self.input_dtype = DTYPES[frame]
+            self.products = Int8Products(encoder, weights_key, self.input_dtype)
+            if self.input_dtype != own:
+                encoder = _encoder_copy(encoder, f"{frame}-frame", weights_key)
         else:
             if precision == "int8" or DTYPES.get(precision) != own:
                 encoder = _encoder_copy(encoder, precision, weights_key)
@@ -190,15 +197,18 @@ def native_int8_products(encoder: nn.Module | None = None) -> bool:
 
 class Int8Products:
     """The encoder's linear layers (and the decoder's cross-attention key/value projections) as native int8
-    products: bfloat16 in, bfloat16 out, float32 sums. Packed once per model, kept on disk under `weights_key`."""
+    products: `dtype` (bfloat16 or float32) in and out, exact int32 sums. Packed once per model, kept on disk
+    under `weights_key`."""
 
-    def __init__(self, encoder: nn.Module, weights_key: str | None):
+    def __init__(self, encoder: nn.Module, weights_key: str | None, dtype: torch.dtype = torch.bfloat16):
         """Packs `encoder`'s linear layers from their bfloat16 values, reading the weights only when the pack is
         not on disk yet (so a warm start never pages the float32 weights in)."""
         from ...native import kernels
         from ...native.packing import PackStore, pack_linear
 
         self.library = kernels()
+        self.dtype = dtype
+        self._product = self.library.linear_int8_bf16 if dtype == torch.bfloat16 else self.library.linear_int8_f32
         self._store = PackStore(weights_key, "encoder-int8-vnni")
         self._pack = lambda name, build: self._store.linear(name, lambda: pack_linear(*build(), "int8-vnni"))
         self.layers = []
@@ -219,19 +229,18 @@ class Int8Products:
 
     def product(self, packed, inputs: torch.Tensor, gelu: bool = False) -> torch.Tensor:
         flat = inputs.reshape(-1, inputs.shape[-1])
-        if flat.dtype != torch.bfloat16 or not flat.is_contiguous():
-            flat = flat.to(torch.bfloat16).contiguous()
-        output = torch.empty(flat.shape[0], packed.n, dtype=torch.bfloat16)
-        status = self.library.linear_int8_bf16(ctypes.byref(packed.struct), flat.shape[0], flat.data_ptr(),
-                                               flat.shape[1], output.data_ptr(), packed.n, int(gelu),
-                                               torch.get_num_threads())
+        if flat.dtype != self.dtype or not flat.is_contiguous():
+            flat = flat.to(self.dtype).contiguous()
+        output = torch.empty(flat.shape[0], packed.n, dtype=self.dtype)
+        status = self._product(ctypes.byref(packed.struct), flat.shape[0], flat.data_ptr(), flat.shape[1],
+                               output.data_ptr(), packed.n, int(gelu), torch.get_num_threads())
         if status != 0:
             raise RuntimeError(f"native int8 product failed ({status})")
         return output.view(*inputs.shape[:-1], packed.n)
 
     def cross(self, linears: list[nn.Linear], inputs: torch.Tensor) -> list[torch.Tensor]:
         """`linears` (the decoder's cross-attention key and value projections) of the encoder states `inputs`, in
-        bfloat16, as one product: the states are quantized once for all of them."""
+        the products' dtype, as one product: the states are quantized once for all of them."""
         key = tuple(id(linear.weight) for linear in linears)
         if key not in self._cross:
             def build():
