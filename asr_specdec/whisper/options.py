@@ -15,6 +15,7 @@ from .longform.vad import VadOptions
 from .recipe.fallback import DEFAULT_TEMPERATURES, Recipe
 from .recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from .runtime.tokens import Suppression
+from .speakers.options import SpeakerOptions, speaker_options
 
 
 class PromptTruncated(UserWarning):
@@ -56,6 +57,7 @@ class TranscribeOptions:
     # seconds of audio per window (faster-whisper's chunk_length): windows, seeking and VAD windows are this long,
     # each still zero-padded to the encoder's 30 s; None: the model's (30 s)
     chunk_length: int | None = None
+    diarize: SpeakerOptions | None = None  # who spoke when: each word and segment given a speaker (speakers/)
 
     def __post_init__(self):
         if self.long_form not in LONG_FORM_MODES:
@@ -78,6 +80,8 @@ class TranscribeOptions:
         recipe = {key: overrides.pop(key) for key in list(overrides) if key in recipe_names}
         if "vad_options" in overrides and isinstance(overrides["vad_options"], dict):
             overrides["vad_options"] = vad_options(overrides["vad_options"])
+        if "diarize" in overrides:
+            overrides["diarize"] = speaker_options(overrides["diarize"])
         unknown = set(overrides) - {item.name for item in fields(TranscribeOptions)}
         if unknown:
             raise SpecdecError(f"unknown transcription option(s): {', '.join(sorted(unknown))}")

@@ -250,6 +250,8 @@ class SpeculativeWhisper:
         options = call_options(options or self.options, language=language, task=task, timestamps=timestamps,
                                return_timestamps=return_timestamps, long_form=long_form,
                                condition_on_previous_text=condition_on_previous_text, **recipe_options)
+        if options.diarize is not None:
+            return self._diarized(audio, sample_rate, options, progress, window_decoder, on_segment)
         prompts = prompt_tokens(self.processor.tokenizer, options, self.tokens.prompt_limit)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
         language = options.language
@@ -283,6 +285,19 @@ class SpeculativeWhisper:
             window_tokens=run.window_tokens, stats=run.stats, language=detected,
             language_probability=run.language_probability if detected == run.language else 1.0,
             duration=audio_io.duration_seconds(samples), **self._labels())
+
+    def _diarized(self, audio, sample_rate, options: TranscribeOptions, progress: Progress | None,
+                  window_decoder: WindowDecoder | None, on_segment: SegmentListener | None) -> TranscriptionResult:
+        """Transcribed with words, then each word and segment given its speaker (speakers/transcript.py);
+        `on_segment` gets the segments once they have their speakers."""
+        from .speakers.transcript import diarized
+
+        worded = replace(options, diarize=None, word_timestamps=True)
+        result = diarized(partial(self.transcribe, progress=progress, window_decoder=window_decoder, options=worded),
+                          audio, sample_rate, options.diarize, keep_words=options.word_timestamps)
+        for segment in result.segments if on_segment is not None else ():
+            on_segment(segment)
+        return result
 
     @staticmethod
     def _generator(options: TranscribeOptions) -> torch.Generator | None:

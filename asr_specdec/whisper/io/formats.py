@@ -24,6 +24,7 @@ class Segment:
     compression_ratio: float | None = None
     no_speech_prob: float | None = None
     temperature: float | None = None
+    speaker: str | None = None  # who spoke it, when diarized (speakers/)
 
 
 def to_srt(segments: Iterable[Segment], word_cues: str = "segment") -> str:
