@@ -43,7 +43,8 @@ def find_turns(samples: np.ndarray, options: SpeakerOptions, encoder: SpeakerEnc
     starts = window_starts(len(mel), max(1, round(options.step_seconds * SAMPLE_RATE / FRAME_STEP)))
     windows = np.stack([_padded(mel[start:start + WINDOW_FRAMES]) for start in starts])
     embeddings = (encoder or shared_encoder()).embed(windows)
-    voices = cluster(embeddings, options.speakers, options.same_speaker_distance, options.max_speakers)
+    voices = cluster(embeddings, options.speakers, options.same_speaker_distance, options.max_speakers,
+                     options.distinct_voice_distance)
     frame_voices = _frame_voices(embeddings @ centres(embeddings, voices).T, starts, len(mel))
     frame_voices = _smoothed(frame_voices, round(options.min_turn_seconds * SAMPLE_RATE / FRAME_STEP))
     frame_voices = _snapped(frame_voices, mel.sum(axis=1), round(SNAP_SECONDS * SAMPLE_RATE / FRAME_STEP))
