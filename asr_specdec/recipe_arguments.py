@@ -120,7 +120,8 @@ def check_recipe_arguments(args) -> None:
         raise SpecdecError("--vad-batch-size must be at least 1")
     speakers = getattr(args, "speakers", None)
     if speakers is not None and (not isinstance(speakers, int) or speakers < 1) and speakers != 0:
-        raise SpecdecError(f"--speakers takes a whole number of speakers >= 1 (or nothing: estimated), not '{speakers}'")
+        raise SpecdecError(f"--speakers takes a whole number of speakers >= 1 (or nothing: estimated), "
+                           f"not '{speakers}'")
     if args.beam_size is not None and args.beam_size < 1:
         raise SpecdecError("--beam-size must be at least 1")
     if args.beam_size is None and (args.patience is not None or args.length_penalty is not None):

@@ -38,7 +38,8 @@ def to_srt(segments: Iterable[Segment], word_cues: str = "segment") -> str:
 
 def to_vtt(segments: Iterable[Segment], word_cues: str = "segment") -> str:
     """WebVTT: a `WEBVTT` header, then `HH:MM:SS.mmm --> HH:MM:SS.mmm` cues; segments without text are left out."""
-    cues = [f"{_cue_timing(segment, '.')}\n{_voiced(segment, text, '<v {}>')}\n" for segment, text in _cues(segments, word_cues)]
+    cues = [f"{_cue_timing(segment, '.')}\n{_voiced(segment, text, '<v {}>')}\n"
+            for segment, text in _cues(segments, word_cues)]
     return "\n".join(["WEBVTT\n", *cues])
 
 
