@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from html import escape
 
-
 SPEAKER_COLOURS = 8  # style.py colours speaker-0 .. speaker-7
 
 
@@ -35,14 +34,12 @@ def _row(segment) -> str:
     words = getattr(segment, "words", None)
     text = _words(words) if words else escape(segment.text.strip())
     speaker = getattr(segment, "speaker", None)
-    if speaker is None:
-        return (f'<tr class="segment" data-start="{segment.start:.3f}" tabindex="0" '
-                f'title="play from {clock(segment.start)}"><td class="time">{span}</td><td class="text">{text}</td></tr>')
-    colour = f"speaker-{_speaker_number(speaker) % SPEAKER_COLOURS}"
-    return (f'<tr class="segment {colour}" data-start="{segment.start:.3f}" data-speaker="{escape(speaker)}" '
-            f'tabindex="0" title="play from {clock(segment.start)}"><td class="time">{span}</td>'
-            f'<td class="text"><span class="speaker">{escape(speaker)}</span> {text}</td></tr>')
-
+    voice = ""
+    if speaker is not None:  # coloured by speaker (style.py), the label before the text
+        voice = f' speaker-{_speaker_number(speaker) % SPEAKER_COLOURS}" data-speaker="{escape(speaker)}'
+        text = f'<span class="speaker">{escape(speaker)}</span> {text}'
+    return (f'<tr class="segment{voice}" data-start="{segment.start:.3f}" tabindex="0" '
+            f'title="play from {clock(segment.start)}"><td class="time">{span}</td><td class="text">{text}</td></tr>')
 
 def _speaker_number(label: str) -> int:
     digits = "".join(character for character in label if character.isdigit())
