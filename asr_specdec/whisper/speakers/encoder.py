@@ -1,8 +1,8 @@
 """The speaker encoder: Resemblyzer's d-vector model (a 3-layer LSTM over 40 mel bands, its last hidden state
 projected to 256 values, ReLU, unit length), built here as a small torch module that reads the weights file
-shipped inside the `resemblyzer` wheel. Resemblyzer's own package is not imported: its `__init__` needs webrtcvad
-(which imports pkg_resources, gone from current setuptools) and scipy.ndimage.morphology (removed from scipy), and
-only its silence trimming uses either. The embeddings equal Resemblyzer's (tests/whisper/speakers/test_encoder.py).
+shipped inside the `resemblyzer` wheel. Resemblyzer's own package is not imported: its `__init__` imports webrtcvad
+(which imports pkg_resources, gone from current setuptools) and scipy.ndimage.morphology (deprecated), for its
+silence trimming only. The embeddings equal Resemblyzer's (tests/whisper/speakers/test_encoder.py).
 The model is loaded once per process and shared (`shared_encoder`)."""
 
 from __future__ import annotations
