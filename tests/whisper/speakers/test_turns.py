@@ -19,7 +19,8 @@ TOLERANCE = 0.5  # seconds
 
 def changes(turns) -> list[float]:
     """Where the speaker changes: midway between one speaker's turn and the next speaker's."""
-    return [(before.end + after.start) / 2 for before, after in zip(turns, turns[1:]) if before.speaker != after.speaker]
+    return [(before.end + after.start) / 2 for before, after in zip(turns, turns[1:])
+            if before.speaker != after.speaker]
 
 
 @pytest.mark.parametrize("gap", [0.5, 0.0])
