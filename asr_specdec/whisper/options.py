@@ -73,6 +73,8 @@ class TranscribeOptions:
         if threshold is not None and not threshold >= 0:
             raise SpecdecError(f"hallucination_silence_threshold must be a number of seconds >= 0, not {threshold}")
         check_chunk_length(self.chunk_length)
+        if not isinstance(self.diarize, (SpeakerOptions, type(None))):  # True or a count given directly
+            object.__setattr__(self, "diarize", speaker_options(self.diarize))
 
     def with_overrides(self, **overrides) -> TranscribeOptions:
         """A copy with the given options (recipe fields may be given by name; None switches a threshold off)."""
@@ -80,8 +82,6 @@ class TranscribeOptions:
         recipe = {key: overrides.pop(key) for key in list(overrides) if key in recipe_names}
         if "vad_options" in overrides and isinstance(overrides["vad_options"], dict):
             overrides["vad_options"] = vad_options(overrides["vad_options"])
-        if "diarize" in overrides:
-            overrides["diarize"] = speaker_options(overrides["diarize"])
         unknown = set(overrides) - {item.name for item in fields(TranscribeOptions)}
         if unknown:
             raise SpecdecError(f"unknown transcription option(s): {', '.join(sorted(unknown))}")

@@ -82,3 +82,11 @@ def test_bad_diarize_values_are_one_line_errors(value):
     with pytest.raises(SpecdecError) as raised:
         speaker_options(value)
     assert "\n" not in str(raised.value)
+
+
+def test_transcribe_options_take_diarize_as_given_or_overridden():
+    from asr_specdec.whisper.options import TranscribeOptions
+
+    assert TranscribeOptions(diarize=2).diarize == SpeakerOptions(speakers=2)
+    assert TranscribeOptions(diarize=False).diarize is None
+    assert TranscribeOptions().with_overrides(diarize=True).diarize == SpeakerOptions()
