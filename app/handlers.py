@@ -59,15 +59,18 @@ def options_from(main, mode, assistant, language, task, draft_tokens, dynamic, c
 
 
 REPETITION_PENALTY, NO_REPEAT_NGRAM_SIZE = RecipeChoices.repetition_penalty, RecipeChoices.no_repeat_ngram_size
+SPEAKERS = RecipeChoices.speakers
 
 
 def recipe_from(word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="", beam_size=0,
-                repetition_penalty=REPETITION_PENALTY, no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE) -> RecipeChoices:
+                repetition_penalty=REPETITION_PENALTY, no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE,
+                speakers=SPEAKERS) -> RecipeChoices:
     # an emptied number field is the option's default; any number, in range or not, goes on to the library's check
     return RecipeChoices(bool(word_timestamps), bool(vad_filter), initial_prompt or "", hotwords or "",
                          int(beam_size or 0),
                          REPETITION_PENALTY if repetition_penalty is None else float(repetition_penalty),
-                         NO_REPEAT_NGRAM_SIZE if no_repeat_ngram_size is None else no_repeat_ngram_size)
+                         NO_REPEAT_NGRAM_SIZE if no_repeat_ngram_size is None else no_repeat_ngram_size,
+                         str(speakers or SPEAKERS))
 
 
 class Handlers:
@@ -86,20 +89,23 @@ class Handlers:
     # the API's parameter names are these functions' own, in the order of Controls.decoding
     def transcribe(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic, compute_type="auto",
                    word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="", beam_size=0,
-                   repetition_penalty=REPETITION_PENALTY, no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE,
+                   repetition_penalty=REPETITION_PENALTY, no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE, speakers=SPEAKERS,
                    progress=gr.Progress()):  # noqa: B008 (gradio finds its progress bar by this default)
         """A file upload: (transcript, summary, segments, token highlights, telemetry, downloads)."""
         decoding = (main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
-                    vad_filter, initial_prompt, hotwords, beam_size, repetition_penalty, no_repeat_ngram_size)
+                    vad_filter, initial_prompt, hotwords, beam_size, repetition_penalty, no_repeat_ngram_size,
+                    speakers)
         return self._transcribe(audio, decoding, progress, recorded=False, audio_elem_id="file-audio")
 
     def transcribe_recording(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic,
                              compute_type="auto", word_timestamps=False, vad_filter=False, initial_prompt="",
                              hotwords="", beam_size=0, repetition_penalty=REPETITION_PENALTY,
-                             no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE, progress=gr.Progress()):  # noqa: B008
+                             no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE, speakers=SPEAKERS,
+                             progress=gr.Progress()):  # noqa: B008
         """A microphone recording: the same outputs, downloads named by the time of the recording."""
         decoding = (main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
-                    vad_filter, initial_prompt, hotwords, beam_size, repetition_penalty, no_repeat_ngram_size)
+                    vad_filter, initial_prompt, hotwords, beam_size, repetition_penalty, no_repeat_ngram_size,
+                    speakers)
         return self._transcribe(audio, decoding, progress, recorded=True, audio_elem_id="mic-audio")
 
     def _transcribe(self, audio, decoding: tuple, progress, recorded: bool, audio_elem_id: str):
@@ -115,7 +121,7 @@ class Handlers:
 
     def compare(self, audio, main, mode, assistant, language, task, draft_tokens, dynamic, compute_type="auto",
                 word_timestamps=False, vad_filter=False, initial_prompt="", hotwords="", beam_size=0,
-                repetition_penalty=REPETITION_PENALTY, no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE,
+                repetition_penalty=REPETITION_PENALTY, no_repeat_ngram_size=NO_REPEAT_NGRAM_SIZE, speakers=SPEAKERS,
                 progress=gr.Progress()):  # noqa: B008
         """(summary, comparison table, plain transcript, speculative transcript, speculative token highlights,
         downloads)."""
@@ -123,7 +129,7 @@ class Handlers:
             options, recipe, note = self._options((main, mode, assistant, language, task, draft_tokens, dynamic,
                                                    compute_type, word_timestamps, vad_filter, initial_prompt,
                                                    hotwords, beam_size, repetition_penalty,
-                                                   no_repeat_ngram_size))
+                                                   no_repeat_ngram_size, speakers))
             plain, speculative = self.service.compare(audio, options, lambda done, what: progress(done, desc=what),
                                                       timestamps=True, recipe=recipe)
             rows = comparison_rows(plain, speculative)

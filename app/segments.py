@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from html import escape
 
+SPEAKER_COLOURS = 8  # style.py colours speaker-0 .. speaker-7
+
 
 def segments_html(segments, audio_elem_id: str) -> str:
     """A table of `segments` (objects with start, end, text and optionally words); clicking a row or a word
@@ -31,8 +33,17 @@ def _row(segment) -> str:
     span = f'<span class="clock">{clock(segment.start)}</span> – <span class="clock">{clock(segment.end)}</span>'
     words = getattr(segment, "words", None)
     text = _words(words) if words else escape(segment.text.strip())
-    return (f'<tr class="segment" data-start="{segment.start:.3f}" tabindex="0" '
+    speaker = getattr(segment, "speaker", None)
+    voice = ""
+    if speaker is not None:  # coloured by speaker (style.py), the label before the text
+        voice = f' speaker-{_speaker_number(speaker) % SPEAKER_COLOURS}" data-speaker="{escape(speaker)}'
+        text = f'<span class="speaker">{escape(speaker)}</span> {text}'
+    return (f'<tr class="segment{voice}" data-start="{segment.start:.3f}" tabindex="0" '
             f'title="play from {clock(segment.start)}"><td class="time">{span}</td><td class="text">{text}</td></tr>')
+
+def _speaker_number(label: str) -> int:
+    digits = "".join(character for character in label if character.isdigit())
+    return int(digits) if digits else sum(map(ord, label))
 
 
 def _words(words) -> str:

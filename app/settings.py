@@ -69,6 +69,7 @@ class RecipeChoices:
     beam_size: int = 0  # beam search with this many beams; 0: greedy
     repetition_penalty: float = 1.0  # a repeated token's logit divided by it (CTranslate2's); 1: off
     no_repeat_ngram_size: int = 0  # no n-gram of this size twice in a window's text; 0: off
+    speakers: str = "off"  # who spoke when: "off", "estimate", or how many people speak
 
     def as_arguments(self) -> dict:
         """Keyword arguments of SpeculativeWhisper.transcribe; empty texts and the options left off are left out (the
@@ -84,4 +85,15 @@ class RecipeChoices:
             arguments["repetition_penalty"] = self.repetition_penalty
         if self.no_repeat_ngram_size != RecipeChoices.no_repeat_ngram_size:
             arguments["no_repeat_ngram_size"] = self.no_repeat_ngram_size
+        speakers = str(self.speakers).strip().lower()
+        if speakers not in ("off", ""):
+            arguments["diarize"] = True if speakers == "estimate" else _speaker_count(speakers)
         return arguments
+
+
+def _speaker_count(text: str) -> int:
+    from asr_specdec.errors import SpecdecError
+
+    if not text.isdigit() or int(text) < 1:
+        raise SpecdecError(f"Speakers: choose off, estimate or a number of people from 1 up, not '{text}'")
+    return int(text)

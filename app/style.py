@@ -15,6 +15,15 @@ CSS = """
 @media (max-width: 500px) { .segments td.time { white-space: normal; } }
 .segments .word { cursor: pointer; border-radius: 3px; }
 .segments .word:hover { background: var(--background-fill-secondary); }
+.segments .speaker { font-weight: 600; font-size: 0.85em; margin-right: 0.3em; }
+.segments tr.speaker-0 td.text { border-left: 4px solid #1f77b4; } .segments tr.speaker-0 .speaker { color: #1f77b4; }
+.segments tr.speaker-1 td.text { border-left: 4px solid #d62728; } .segments tr.speaker-1 .speaker { color: #d62728; }
+.segments tr.speaker-2 td.text { border-left: 4px solid #2ca02c; } .segments tr.speaker-2 .speaker { color: #2ca02c; }
+.segments tr.speaker-3 td.text { border-left: 4px solid #9467bd; } .segments tr.speaker-3 .speaker { color: #9467bd; }
+.segments tr.speaker-4 td.text { border-left: 4px solid #ff7f0e; } .segments tr.speaker-4 .speaker { color: #ff7f0e; }
+.segments tr.speaker-5 td.text { border-left: 4px solid #17becf; } .segments tr.speaker-5 .speaker { color: #17becf; }
+.segments tr.speaker-6 td.text { border-left: 4px solid #8c564b; } .segments tr.speaker-6 .speaker { color: #8c564b; }
+.segments tr.speaker-7 td.text { border-left: 4px solid #e377c2; } .segments tr.speaker-7 .speaker { color: #e377c2; }
 .downloads td.filename, .downloads td.filename .stem { white-space: normal; overflow: visible; text-overflow: clip;
   overflow-wrap: anywhere; }
 .summary-line, .note, .legend { margin: 0; }

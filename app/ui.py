@@ -42,13 +42,14 @@ class Controls:
     beam_size: gr.Slider
     repetition_penalty: gr.Number
     no_repeat_ngram_size: gr.Number
+    speakers: gr.Dropdown
 
     @property
     def decoding(self) -> list:
         """In the order of the handlers' parameters."""
         return [self.main, self.mode, self.assistant, self.language, self.task, self.draft_tokens, self.dynamic,
                 self.compute_type, self.word_timestamps, self.vad_filter, self.initial_prompt, self.hotwords,
-                self.beam_size, self.repetition_penalty, self.no_repeat_ngram_size]
+                self.beam_size, self.repetition_penalty, self.no_repeat_ngram_size, self.speakers]
 
 
 @dataclass
@@ -149,6 +150,9 @@ def _controls(service: TranscriptionService) -> Controls:
     word_timestamps = gr.Checkbox(False, label="Word timestamps (each word with its time in the segments)",
                                   elem_id="word-timestamps")
     vad_filter = gr.Checkbox(False, label="Skip silence (VAD): decode only where someone speaks", elem_id="vad")
+    speakers = gr.Dropdown(["off", "estimate", *map(str, range(1, 9))], value=RecipeChoices.speakers,
+                           allow_custom_value=True, label="Speakers (who spoke when)", elem_id="speakers",
+                           info="how many people speak, or estimate: each segment labelled and coloured by speaker")
     with gr.Accordion("Decoding options", open=False, elem_id="decoding-options"):
         draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
         dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full acceptance, -1 otherwise)")
@@ -169,7 +173,7 @@ def _controls(service: TranscriptionService) -> Controls:
         gr.Markdown(guide_markdown(settings.device))
     gr.Markdown(f"Uploads up to {settings.max_upload_mb:g} MB and {settings.max_audio_seconds:g} s of audio.")
     return Controls(main, mode, assistant, language, task, draft_tokens, dynamic, compute_type, word_timestamps,
-                    vad_filter, initial_prompt, hotwords, beam_size, repetition_penalty, no_repeat_ngram_size)
+                    vad_filter, initial_prompt, hotwords, beam_size, repetition_penalty, no_repeat_ngram_size, speakers)
 
 
 def _result_panel(prefix: str) -> ResultPanel:

@@ -39,8 +39,13 @@ def _whole_number(text: str) -> int | str:
         return text
 
 
-def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True) -> None:
+def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True, speakers: bool = True) -> None:
     group = parser.add_argument_group("transcription recipe (openai-whisper / faster-whisper)")
+    if speakers:
+        group.add_argument("--speakers", nargs="?", type=_whole_number, const=0, default=None, metavar="N",
+                           help="who spoke when: each segment and word labelled with its speaker (SPEAKER_00, ...) in "
+                                "text, srt/vtt and json; N speakers, or estimated when N is left out; stereo with a "
+                                "voice per channel: a speaker per channel")
     group.add_argument("--word-timestamps", action="store_true",
                        help="time every word (DTW over the alignment heads' cross-attention); segments start and end "
                             "with their words; JSON gets segments[i].words")
@@ -113,6 +118,10 @@ def check_recipe_arguments(args) -> None:
                            "windows exceed Whisper's 1500 encoder positions)")
     if args.vad_batch_size < 1:
         raise SpecdecError("--vad-batch-size must be at least 1")
+    speakers = getattr(args, "speakers", None)
+    if speakers is not None and (not isinstance(speakers, int) or speakers < 1) and speakers != 0:
+        raise SpecdecError(f"--speakers takes a whole number of speakers >= 1 (or nothing: estimated), "
+                           f"not '{speakers}'")
     if args.beam_size is not None and args.beam_size < 1:
         raise SpecdecError("--beam-size must be at least 1")
     if args.beam_size is None and (args.patience is not None or args.length_penalty is not None):
@@ -160,6 +169,9 @@ def recipe_options(args) -> dict:
                         "speech_pad_ms": args.vad_speech_pad_ms},
         "vad_batch_size": args.vad_batch_size,
     }
+    speakers = getattr(args, "speakers", None)
+    if speakers is not None:
+        options["diarize"] = speakers or True  # 0: --speakers without a number, estimated
     if args.hallucination_silence_threshold is not None:
         options["hallucination_silence_threshold"] = args.hallucination_silence_threshold
     if args.temperatures is not None:

@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_compute_type_arguments(models)
     models.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's own, one per core)")
-    add_recipe_arguments(parser, subtitles=False)  # server-wide defaults; requests set temperature, words, prompt
+    # server-wide defaults; requests set temperature, words, prompt, speakers
+    add_recipe_arguments(parser, subtitles=False, speakers=False)
     serving = parser.add_argument_group("serving")
     serving.add_argument("--max-batch-size", type=int, default=8,
                          help="windows decoded together as rows of one batch (default 8; 1: no batching)")

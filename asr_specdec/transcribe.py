@@ -101,6 +101,9 @@ def run(args) -> int:
 
     from .errors import SpecdecError
 
+    if args.speakers is not None and (args.batch_size > 1 or args.live):
+        print("error: --speakers labels whole-file transcriptions: drop --batch-size and --live", file=sys.stderr)
+        return 2
     if args.live:
         from .transcribe_live import check_live_args
 

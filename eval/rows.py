@@ -16,7 +16,13 @@ def _base(utterance_id: str, variant: Variant, reference: str | None) -> dict:
 def ok_row(utterance_id: str, variant: Variant, reference: str | None, result, seconds: float) -> dict:
     return {**_base(utterance_id, variant, reference), "status": OK, "error": None,
             "duration": round(result.duration, 3), "text": result.text, "tokens": result.tokens,
-            "seconds": round(seconds, 4), "stats": result.stats.as_dict()}
+            "seconds": round(seconds, 4), "stats": result.stats.as_dict(), **_speakers(result)}
+
+
+def _speakers(result) -> dict:
+    """With --speakers: who spoke when, as (start, end, speaker) turns."""
+    turns = getattr(result, "turns", None)
+    return {"turns": [[turn.start, turn.end, turn.speaker] for turn in turns]} if turns else {}
 
 
 def failed_row(utterance_id: str, variant: Variant, reference: str | None, error: str) -> dict:

@@ -80,7 +80,7 @@ def test_no_command_imports_another():
 
 # the Whisper adapter's rooms, lowest first: a room imports only rooms below it (data flows one way: a window's
 # runtime knows nothing of the recipe that judges it, the recipe nothing of the long-form loops that call it)
-WHISPER_ROOMS = {"io": 0, "runtime": 1, "drafters": 2, "recipe": 2, "longform": 3, "live": 4}
+WHISPER_ROOMS = {"io": 0, "runtime": 1, "drafters": 2, "recipe": 2, "longform": 3, "live": 4, "speakers": 4}
 
 
 def imported_whisper_rooms(path: Path) -> set[str]:

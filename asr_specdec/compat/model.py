@@ -27,6 +27,7 @@ from .lazy import lazy_segments
 from .plan import (
     UnsupportedOption,
     clip_ranges,
+    diarize_option,
     hallucination_option,
     search_options,
     suppressed_tokens,
@@ -141,9 +142,10 @@ class WhisperModel:
                    max_new_tokens: int | None = None, chunk_length: int | None = None,
                    clip_timestamps: str | list[float] = "0", hallucination_silence_threshold: float | None = None,
                    hotwords: str | None = None, language_detection_threshold: float | None = 0.5,
-                   language_detection_segments: int = 1):
+                   language_detection_segments: int = 1, *, diarize: bool | int | None = None):
         """Transcribe a path, a file-like object or 16-kHz samples: (lazy segments, TranscriptionInfo), with
-        faster-whisper's arguments and defaults (beam search with 5 beams unless beam_size=1)."""
+        faster-whisper's arguments and defaults (beam search with 5 beams unless beam_size=1). This build's extra:
+        `diarize=True` (or a number of speakers) gives each segment and word a `speaker`."""
         arguments = dict(locals())
         del arguments["self"]
         return self._transcribe(batch_size=None, **arguments)
@@ -157,6 +159,7 @@ class WhisperModel:
         hallucination = hallucination_option(options.hallucination_silence_threshold, options.word_timestamps,
                                              options.vad_filter, batch_size is not None)
         search = search_options(options.beam_size, options.patience, options.length_penalty)
+        speakers = diarize_option(options.diarize, batch_size is not None, options.clip_timestamps)
         samples = self._samples(audio)
         duration = audio_io.duration_seconds(samples)
         multilingual = options.multilingual
@@ -217,7 +220,7 @@ class WhisperModel:
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
             max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
             no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
-            chunk_length=options.chunk_length, **search, **hallucination)
+            chunk_length=options.chunk_length, **search, **hallucination, **speakers)
         if vad is not None:
             call = replace(call, vad_options=vad, vad_batch_size=batch_size or 1)
         if batched and clips is None and vad is None:
@@ -339,7 +342,8 @@ class BatchedInferencePipeline:
                    max_new_tokens: int | None = None, chunk_length: int | None = None,
                    clip_timestamps: list[dict] | None = None, hallucination_silence_threshold: float | None = None,
                    batch_size: int = 8, hotwords: str | None = None,
-                   language_detection_threshold: float | None = 0.5, language_detection_segments: int = 1):
+                   language_detection_threshold: float | None = 0.5, language_detection_segments: int = 1, *,
+                   diarize: bool | int | None = None):
         """(lazy segments, TranscriptionInfo), with faster-whisper's batched defaults (VAD on, no timestamps)."""
         arguments = dict(locals())
         del arguments["self"]
@@ -358,12 +362,12 @@ class _Arguments:
 def _segment(number: int, segment, offset: float) -> Segment:
     """One of our segments (formats.Segment) as faster-whisper's, `offset` seconds later."""
     start, end = round(segment.start + offset, 3), round(segment.end + offset, 3)
-    words = [Word(round(word.start + offset, 3), round(word.end + offset, 3), word.word, word.probability)
-             for word in segment.words] if segment.words else None
+    words = [Word(round(word.start + offset, 3), round(word.end + offset, 3), word.word, word.probability,
+                  word.speaker) for word in segment.words] if segment.words else None
     return Segment(id=number, seek=round(start * 100), start=start, end=end, text=segment.text,
                    tokens=list(segment.tokens), avg_logprob=segment.avg_logprob,
                    compression_ratio=segment.compression_ratio, no_speech_prob=segment.no_speech_prob, words=words,
-                   temperature=segment.temperature)
+                   temperature=segment.temperature, speaker=segment.speaker)
 
 
 def _vad_options(parameters, batched: bool, chunk_length: int = WINDOW_SECONDS) -> VadOptions:

@@ -86,3 +86,16 @@ def clip_ranges(clip_timestamps, duration: float) -> list[tuple[float, float]] |
     if clips == [(0.0, duration)]:
         return None
     return [(start, end) for start, end in clips if end > start]
+
+
+def diarize_option(diarize: bool | int | None, batched: bool, clip_timestamps) -> dict:
+    """This build's `diarize` extra for SpeculativeWhisper.transcribe: speakers on the whole file's segments, so
+    refused by name for the batched pipeline (independent clips) and for clip_timestamps."""
+    if diarize is None or diarize is False:
+        return {}
+    if batched:
+        raise UnsupportedOption("diarize is not available in BatchedInferencePipeline (its clips are decoded "
+                                "apart): use WhisperModel.transcribe(..., diarize=...)")
+    if clip_timestamps not in ("0", [0], [0.0], None):
+        raise UnsupportedOption("diarize labels the whole file: it cannot be combined with clip_timestamps")
+    return {"diarize": diarize}

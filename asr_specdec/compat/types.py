@@ -12,6 +12,7 @@ class Word:
     end: float
     word: str  # with its leading space, as Whisper writes it
     probability: float
+    speaker: str | None = None  # this build's extra: with transcribe(diarize=...)
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Segment:
     no_speech_prob: float | None
     words: list[Word] | None  # with word_timestamps=True
     temperature: float | None
+    speaker: str | None = None  # this build's extra: with transcribe(diarize=...)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The multipart forms of /v1/audio/transcriptions and /v1/audio/translations, as OpenAI defines them, validated
 at the edge into one `AudioRequest`. Extra fields (`mode`, `num_draft_tokens`, and the decoding options
 `beam_size`, `patience`, `length_penalty`, `best_of`, `hallucination_silence_threshold`, `repetition_penalty`,
-`no_repeat_ngram_size`, `chunk_length`, as faster-whisper-based servers take them) are this server's own; OpenAI
+`no_repeat_ngram_size`, `chunk_length`, as faster-whisper-based servers take them; `diarize`: speakers on the
+segments, "true" for an estimated count or a number of speakers) are this server's own; OpenAI
 clients send them through `extra_body`. What depends on the loaded model (model name, language, mode) is checked by
 the service."""
 
@@ -40,6 +41,7 @@ class AudioRequest:
     repetition_penalty: float | None = None
     no_repeat_ngram_size: int | None = None
     chunk_length: int | None = None  # seconds of audio per window (faster-whisper's); None: 30
+    diarize: bool | int | None = None  # speakers on the segments: True (estimated) or how many
 
     @property
     def timestamps(self) -> bool | None:
@@ -54,7 +56,7 @@ class AudioRequest:
     def decoding(self) -> dict:
         """The decoding options the request gives (the server's own defaults stand for the others)."""
         names = ("beam_size", "patience", "length_penalty", "best_of", "hallucination_silence_threshold",
-                 "repetition_penalty", "no_repeat_ngram_size", "chunk_length")
+                 "repetition_penalty", "no_repeat_ngram_size", "chunk_length", "diarize")
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -78,8 +80,10 @@ async def transcription_request(
     repetition_penalty: Annotated[float | None, Form()] = None,
     no_repeat_ngram_size: Annotated[int | None, Form()] = None,
     chunk_length: Annotated[int | None, Form()] = None,
+    diarize: Annotated[str | None, Form()] = None,
 ) -> AudioRequest:
-    return await _validated(file, model=model, task="transcribe", language=language, prompt=prompt,
+    return await _validated(file, model=model, task="transcribe", diarize=_speakers(diarize), language=language,
+                            prompt=prompt,
                             response_format=response_format, temperature=temperature,
                             granularities=(*(timestamp_granularities or ()), *(timestamp_granularities_plain or ())),
                             stream=stream, mode=mode, num_draft_tokens=num_draft_tokens, beam_size=beam_size,
@@ -131,6 +135,9 @@ async def _validated(file: UploadFile, **fields) -> AudioRequest:
     if "word" in fields.get("granularities", ()) and response_format != "verbose_json":
         raise ApiError(400, "word timestamps come with response_format verbose_json",
                        param="timestamp_granularities", code="invalid_value")
+    if fields.get("diarize") and response_format not in ("verbose_json", "srt", "vtt"):
+        raise ApiError(400, "speakers are shown on segments: diarize needs response_format verbose_json, srt or vtt",
+                       param="diarize", code="invalid_value")
     _check_decoding(fields)
     for name in ("language", "prompt", "mode"):
         if fields.get(name) is not None and not fields[name].strip():
@@ -142,6 +149,19 @@ async def _validated(file: UploadFile, **fields) -> AudioRequest:
     if not audio:
         raise ApiError(400, "the uploaded file is empty (0 bytes)", param="file", code="empty_file")
     return AudioRequest(audio=audio, filename=file.filename, **fields)
+
+
+def _speakers(diarize: str | None) -> bool | int | None:
+    """The `diarize` field: true/false, or a number of speakers (1 to 32)."""
+    text = (diarize or "").strip().lower()
+    if text in ("", "false", "0", "off", "no"):
+        return None
+    if text in ("true", "on", "yes", "auto"):
+        return True
+    if text.isdigit() and 1 <= int(text) <= 32:
+        return int(text)
+    raise ApiError(400, f"diarize must be true, false or a number of speakers from 1 to 32, not '{diarize}'",
+                   param="diarize", code="invalid_value")
 
 
 def _check_decoding(fields: dict) -> None:

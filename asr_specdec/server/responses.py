@@ -68,8 +68,9 @@ def verbose(result, request: AudioRequest, telemetry: dict) -> dict:
 
 def word_record(word) -> dict:
     """OpenAI's word (word, start, end), plus the probability openai-whisper and faster-whisper give."""
-    return {"word": word.word.strip(), "start": word.start, "end": word.end,
-            "probability": round(word.probability, 4)}
+    record = {"word": word.word.strip(), "start": word.start, "end": word.end,
+              "probability": round(word.probability, 4)}
+    return record | ({"speaker": word.speaker} if getattr(word, "speaker", None) is not None else {})
 
 
 def segment_record(index: int, segment: Segment, temperature: float) -> dict:
@@ -81,7 +82,7 @@ def segment_record(index: int, segment: Segment, temperature: float) -> dict:
         "compression_ratio": (segment.compression_ratio if segment.compression_ratio is not None
                               else round(compression_ratio(segment.text), 4)),
         "no_speech_prob": segment.no_speech_prob,
-    }
+    } | ({"speaker": segment.speaker} if segment.speaker is not None else {})
 
 
 def compression_ratio(text: str) -> float:

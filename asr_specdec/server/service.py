@@ -219,7 +219,8 @@ class TranscriptionService:
         transcriber = self.transcribers.get(request.mode, request.num_draft_tokens)
         decoder = RequestDecoder(self.batcher, transcriber.pipeline, ticket,
                                  self._prompt_tokens(transcriber, request.prompt))
-        return transcriber.transcribe(samples, language=request.language, task=request.task,
+        audio = request.audio if request.diarize else samples  # diarizing: a stereo file's channels may be speakers
+        return transcriber.transcribe(audio, language=request.language, task=request.task,
                                       timestamps=request.timestamps, temperature=request.temperature,
                                       window_decoder=decoder, on_segment=on_segment,
                                       **({"word_timestamps": True} if request.word_timestamps else {}),

@@ -15,6 +15,7 @@ from .longform.vad import VadOptions
 from .recipe.fallback import DEFAULT_TEMPERATURES, Recipe
 from .recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from .runtime.tokens import Suppression
+from .speakers.options import SpeakerOptions, speaker_options
 
 
 class PromptTruncated(UserWarning):
@@ -56,6 +57,7 @@ class TranscribeOptions:
     # seconds of audio per window (faster-whisper's chunk_length): windows, seeking and VAD windows are this long,
     # each still zero-padded to the encoder's 30 s; None: the model's (30 s)
     chunk_length: int | None = None
+    diarize: SpeakerOptions | None = None  # who spoke when: each word and segment given a speaker (speakers/)
 
     def __post_init__(self):
         if self.long_form not in LONG_FORM_MODES:
@@ -71,6 +73,8 @@ class TranscribeOptions:
         if threshold is not None and not threshold >= 0:
             raise SpecdecError(f"hallucination_silence_threshold must be a number of seconds >= 0, not {threshold}")
         check_chunk_length(self.chunk_length)
+        if not isinstance(self.diarize, (SpeakerOptions, type(None))):  # True or a count given directly
+            object.__setattr__(self, "diarize", speaker_options(self.diarize))
 
     def with_overrides(self, **overrides) -> TranscribeOptions:
         """A copy with the given options (recipe fields may be given by name; None switches a threshold off)."""

@@ -23,6 +23,7 @@ class TranscriptionResult:
     backend: str | None = None  # "native avx2", "pytorch (cpu)", ...
     timings: dict = field(default_factory=dict)
     language_probability: float | None = None  # of the detected language (1.0 when given); None: nothing detected
+    turns: list = field(default_factory=list)  # speakers.turns.Turn, when diarized
 
     @property
     def tokens(self) -> list[int]:

@@ -253,6 +253,8 @@ class SpeculativeWhisper:
         options = call_options(options or self.options, language=language, task=task, timestamps=timestamps,
                                return_timestamps=return_timestamps, long_form=long_form,
                                condition_on_previous_text=condition_on_previous_text, **recipe_options)
+        if options.diarize is not None:
+            return self._diarized(audio, sample_rate, options, progress, window_decoder, on_segment)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
         timestamps = options.timestamps
         if timestamps is None and options.word_timestamps:
@@ -298,6 +300,19 @@ class SpeculativeWhisper:
             language_probability=run.language_probability if detected == run.language else 1.0,
             duration=audio_io.duration_seconds(samples), **self._labels())
 
+    def _diarized(self, audio, sample_rate, options: TranscribeOptions, progress: Progress | None,
+                  window_decoder: WindowDecoder | None, on_segment: SegmentListener | None) -> TranscriptionResult:
+        """Transcribed with words, then each word and segment given its speaker (speakers/transcript.py);
+        `on_segment` gets the segments once they have their speakers."""
+        from .speakers.transcript import diarized
+
+        worded = replace(options, diarize=None, word_timestamps=True)
+        result = diarized(partial(self.transcribe, progress=progress, window_decoder=window_decoder, options=worded),
+                          audio, sample_rate, options.diarize, keep_words=options.word_timestamps)
+        for segment in result.segments if on_segment is not None else ():
+            on_segment(segment)
+        return result
+
     @staticmethod
     def _generator(options: TranscribeOptions) -> torch.Generator | None:
         """The run's random source: for sampling, or for fallback retries (seeded by `seed`: reproducible)."""
@@ -314,15 +329,16 @@ class SpeculativeWhisper:
         quiet points into independent windows; every option, the call's keyword overrides as in transcribe, is
         honoured the same way: prompts, hotwords, suppression, timestamps and word timestamps, the recipe). Without
         a language, each audio's first window decodes first and its language is kept for the rest (unless
-        `multilingual`). Options that need an audio's windows decoded one after another are refused by name:
-        vad_filter, condition_on_previous_text, hallucination_silence_threshold."""
+        `multilingual`). Options that need an audio's windows decoded one after another, or the whole audio at
+        once, are refused by name: vad_filter, condition_on_previous_text, hallucination_silence_threshold,
+        diarize."""
         if batch_size < 1:
             raise SpecdecError(f"batch_size must be at least 1, not {batch_size}")
         options = call_options(options or self.options, language=language, **overrides)
-        for name in ("vad_filter", "condition_on_previous_text"):
-            if getattr(options, name):
-                raise SpecdecError(f"transcribe_batch cannot apply {name}=True (it decodes an audio's windows "
-                                   f"together); use transcribe() for it")
+        for name in ("vad_filter", "condition_on_previous_text", "diarize"):
+            if getattr(options, name) not in (None, False):
+                raise SpecdecError(f"transcribe_batch cannot apply {name} (it decodes an audio's windows together); "
+                                   f"use transcribe() for it")
         if options.hallucination_silence_threshold is not None:
             check_applies(options.word_timestamps, False)
         samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]

@@ -22,7 +22,9 @@ from asr_specdec.compat.plan import (
 from asr_specdec.errors import SpecdecError
 
 faster_whisper = pytest.importorskip("faster_whisper")
-OURS_ONLY = {"mode", "assistant_model", "num_draft_tokens", "draft_schedule", "speculative_options", "model_kwargs"}
+OURS_ONLY = {"mode", "assistant_model", "num_draft_tokens", "draft_schedule", "speculative_options", "model_kwargs",
+             "diarize"}
+OUR_FIELDS = ("speaker",)  # the result types' extras, after faster-whisper's fields
 
 
 def parameters(function) -> list[tuple[str, object]]:
@@ -53,6 +55,8 @@ def test_our_extras_are_keyword_only():
     signature = inspect.signature(asr_specdec.WhisperModel.__init__).parameters
     assert all(signature[name].kind is inspect.Parameter.KEYWORD_ONLY
                for name in ("mode", "assistant_model", "num_draft_tokens", "draft_schedule"))
+    for transcribe in (asr_specdec.WhisperModel.transcribe, asr_specdec.BatchedInferencePipeline.transcribe):
+        assert inspect.signature(transcribe).parameters["diarize"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def test_transcribe_arguments_match_between_model_and_pipeline():  # faster-whisper's own test
@@ -67,7 +71,7 @@ def test_result_types_have_faster_whispers_fields(name):
     from asr_specdec import compat
 
     theirs = getattr(faster_whisper.transcribe, name)
-    assert [field.name for field in dataclasses.fields(getattr(compat, name))] == \
+    assert [field.name for field in dataclasses.fields(getattr(compat, name)) if field.name not in OUR_FIELDS] == \
         [field.name for field in dataclasses.fields(theirs)]
 
 

@@ -35,7 +35,8 @@ HONOURED = {
     "sampling": {"do_sample": True, "temperature": 0.9},  # with a seed: test_sampled_batches_are_seeded
 }
 # refused by name: they need an audio's windows decoded one after another
-REFUSED = {"vad_filter": True, "condition_on_previous_text": True, "hallucination_silence_threshold": 1.0}
+REFUSED = {"vad_filter": True, "condition_on_previous_text": True, "hallucination_silence_threshold": 1.0,
+           "diarize": 2}
 # options whose effect is tested elsewhere in this file, or that only shape others
 COVERED_OTHERWISE = {
     "language": "the tiny model is English-only: test_batch_real.py::test_language_and_task_in_a_batch (base)",

@@ -2,6 +2,8 @@
 
 With word timestamps, subtitles may have one cue per word (`word_cues="each"`) or, as openai's
 `--highlight_words`, one cue per word showing its whole segment with that word underlined ("highlight").
+Diarized segments carry their speaker: SRT cues begin `[SPEAKER_00] `, WebVTT cues are voice spans
+(`<v SPEAKER_00>`), and plain text starts a new `[SPEAKER_00]` line at each change of speaker.
 """
 
 from __future__ import annotations
@@ -24,18 +26,20 @@ class Segment:
     compression_ratio: float | None = None
     no_speech_prob: float | None = None
     temperature: float | None = None
+    speaker: str | None = None  # who spoke it, when diarized (speakers/)
 
 
 def to_srt(segments: Iterable[Segment], word_cues: str = "segment") -> str:
     """SubRip: cues numbered from 1, `HH:MM:SS,mmm --> HH:MM:SS,mmm`; segments without text are left out."""
-    cues = [f"{number}\n{_cue_timing(segment, ',')}\n{text}\n"
+    cues = [f"{number}\n{_cue_timing(segment, ',')}\n{_voiced(segment, text, '[{}] ')}\n"
             for number, (segment, text) in enumerate(_cues(segments, word_cues), start=1)]
     return "\n".join(cues)
 
 
 def to_vtt(segments: Iterable[Segment], word_cues: str = "segment") -> str:
     """WebVTT: a `WEBVTT` header, then `HH:MM:SS.mmm --> HH:MM:SS.mmm` cues; segments without text are left out."""
-    cues = [f"{_cue_timing(segment, '.')}\n{text}\n" for segment, text in _cues(segments, word_cues)]
+    cues = [f"{_cue_timing(segment, '.')}\n{_voiced(segment, text, '<v {}>')}\n"
+            for segment, text in _cues(segments, word_cues)]
     return "\n".join(["WEBVTT\n", *cues])
 
 
@@ -54,7 +58,7 @@ def _cues(segments: Iterable[Segment], word_cues: str) -> list[tuple[Segment, st
             continue
         for index, word in enumerate(words):
             cue = word.word.strip() if word_cues == "each" else _highlighted(words, index)
-            cues.append((Segment(word.start, word.end, cue), cue))
+            cues.append((Segment(word.start, word.end, cue, speaker=getattr(word, "speaker", None)), cue))
     return cues
 
 
@@ -69,7 +73,20 @@ def _highlighted(words: list, index: int) -> str:
 
 
 def to_text(segments: Iterable[Segment]) -> str:
-    return " ".join(text.replace("\n", " ") for _, text in _spoken(segments))
+    spoken = _spoken(segments)
+    if all(segment.speaker is None for segment, _ in spoken):
+        return " ".join(text.replace("\n", " ") for _, text in spoken)
+    lines: list[tuple[str | None, list[str]]] = []
+    for segment, text in spoken:
+        if not lines or lines[-1][0] != segment.speaker:
+            lines.append((segment.speaker, []))
+        lines[-1][1].append(text.replace("\n", " "))
+    return "\n".join(_voiced(Segment(0, 0, "", speaker=speaker), " ".join(texts), "[{}] ") for speaker, texts in lines)
+
+
+def _voiced(segment: Segment, text: str, mark: str) -> str:
+    """A cue's text preceded by its speaker's mark (`mark` with the label in it), when it has a speaker."""
+    return text if segment.speaker is None else mark.format(segment.speaker) + text
 
 
 def _spoken(segments: Iterable[Segment]) -> list[tuple[Segment, str]]:

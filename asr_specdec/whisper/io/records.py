@@ -20,6 +20,8 @@ def result_record(result, file: str, comparison: dict | None = None) -> dict:
         "tokens": result.tokens,
         "stats": result.stats.as_dict(),
     }
+    if getattr(result, "turns", None):
+        record["turns"] = [{"start": turn.start, "end": turn.end, "speaker": turn.speaker} for turn in result.turns]
     if comparison is not None:
         record["comparison"] = comparison
     return record
@@ -31,6 +33,8 @@ def segment_record(segment) -> dict:
     for name in ("avg_logprob", "compression_ratio", "no_speech_prob", "temperature"):
         if getattr(segment, name, None) is not None:
             record[name] = getattr(segment, name)
+    if getattr(segment, "speaker", None) is not None:
+        record["speaker"] = segment.speaker
     if getattr(segment, "words", None):
         record["words"] = [word.as_dict() for word in segment.words]
     return record

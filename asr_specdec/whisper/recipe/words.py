@@ -27,9 +27,11 @@ class Word:
     end: float
     probability: float
     tokens: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    speaker: str | None = None  # who spoke it, when diarized (speakers/)
 
     def as_dict(self) -> dict:
-        return {"word": self.word, "start": self.start, "end": self.end, "probability": round(self.probability, 4)}
+        record = {"word": self.word, "start": self.start, "end": self.end, "probability": round(self.probability, 4)}
+        return record | ({"speaker": self.speaker} if self.speaker is not None else {})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,49 @@
+"""How to find speakers, in one frozen value; `diarize=` values (True, a count, or these options) mapped onto it."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from ...errors import SpecdecError
+
+CHANNEL_MODES = ("auto", "mix")
+
+
+@dataclass(frozen=True)
+class SpeakerOptions:
+    speakers: int | None = None  # how many people speak; None: estimated (the rule: `same_speaker_distance`)
+    max_speakers: int = 8  # an estimate never goes above this
+    # clusters of windows whose mean cosine distance is under this are one voice (average linkage); tuned on the
+    # shared clips' conversations (eval/bench/speakers.py)
+    same_speaker_distance: float = 0.35
+    # voices whose centres are closer than this are one, even when more speakers were asked for (clustering.py)
+    distinct_voice_distance: float = 0.2
+    step_seconds: float = 0.8  # between embedding windows (each 1.6 s, the model's)
+    min_turn_seconds: float = 1.0  # a shorter run of one speaker between two runs of another is theirs
+    # stereo: "auto" labels by channel when the two channels carry different voices (a speaker each, as
+    # faster-whisper's split_stereo users transcribe them); "mix" diarizes the mixed-down audio
+    channels: str = "auto"
+
+    def __post_init__(self):
+        if self.speakers is not None and (isinstance(self.speakers, bool) or
+                                          not isinstance(self.speakers, numbers.Integral) or self.speakers < 1):
+            raise SpecdecError(f"the number of speakers must be a whole number >= 1, not {self.speakers!r}")
+        if self.channels not in CHANNEL_MODES:
+            raise SpecdecError(f"unknown channels mode '{self.channels}': choose one of {', '.join(CHANNEL_MODES)}")
+        if not 0.1 <= self.step_seconds <= 1.6:
+            raise SpecdecError(f"step_seconds must be between 0.1 and 1.6, not {self.step_seconds}")
+
+
+def speaker_options(value) -> SpeakerOptions | None:
+    """`diarize=`: False/None off, True estimated, N speakers, or SpeakerOptions."""
+    if value is None or value is False:
+        return None
+    if isinstance(value, SpeakerOptions):
+        return value
+    if value is True:
+        return SpeakerOptions()
+    if isinstance(value, numbers.Integral):
+        return SpeakerOptions(speakers=int(value))
+    raise SpecdecError(f"diarize takes True (estimate the speakers), a number of speakers, or SpeakerOptions, "
+                       f"not {value!r}")
