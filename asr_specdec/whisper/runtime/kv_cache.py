@@ -106,9 +106,9 @@ class KVCache:
         if self.shares_cross:
             wanted = rows.cpu() if self.cross_rows is None else self.cross_rows[rows.cpu()]
             cross_index, remapped = torch.unique(wanted, return_inverse=True)
-            identity = torch.equal(remapped, torch.arange(len(remapped)))
+            identity = torch.equal(remapped, torch.arange(len(remapped), device="cpu"))
             self.cross_rows = None if identity else remapped.to(torch.int32)
-            if torch.equal(cross_index, torch.arange(self.cross_values[0].shape[0])):
+            if torch.equal(cross_index, torch.arange(self.cross_values[0].shape[0], device="cpu")):
                 cross_index = None  # every cross row is still read: nothing to compact
         for states, index_rows in ((self.self_keys, rows), (self.self_values, rows), (self.cross_keys, cross_index),
                                    (self.cross_values, cross_index), (self.cross_key_scales or [], cross_index),
