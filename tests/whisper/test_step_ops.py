@@ -9,36 +9,26 @@ from __future__ import annotations
 from collections import Counter
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 from asr_specdec.whisper.runtime.torch_decoder import TorchBackend
 from eval.bench.gpu import LARGE_V3, random_whisper
+from eval.bench.ops import count_operations
 
 STEP_LIMIT = 700
 NARROW = {**LARGE_V3, "d_model": 160, "decoder_ffn_dim": 320, "encoder_layers": 1, "encoder_ffn_dim": 16}
 PREFIX = 30
 
 
-class _Operations(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.counts: Counter = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.counts[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
-
-
 def step_operations(runner: WhisperDecoderRunner, cache, fed: int) -> Counter:
     """The operations of feeding `fed` tokens after the prefix and choosing the greedy tokens (before reading
     them back), as the decoding loop runs it (inference mode)."""
+    def step():
+        hidden = runner.feed_rows(cache, [list(range(5, 5 + fed))], [PREFIX])[0]
+        runner.backend.greedy(hidden, None, None, certified=False)
+
     with torch.inference_mode():
-        operations = _Operations()
-        with operations:
-            hidden = runner.feed_rows(cache, [list(range(5, 5 + fed))], [PREFIX])[0]
-            runner.backend.greedy(hidden, None, None, certified=False)
-    return operations.counts
+        return count_operations(step)
 
 
 def test_a_large_v3_shaped_step_dispatches_at_most_700_operations(monkeypatch):

@@ -21,7 +21,6 @@ from ...core.projection import project_rows, row_blocked
 from .decoder_backend import full_argmax
 from .kv_cache import KVCache, is_blocked, key_columns, write_keys
 
-
 ATTENDED_MULTIPLE = 64  # a step attends over the cache's first slots rounded up to this: few distinct shapes
 
 
@@ -45,10 +44,13 @@ class Context:
 _FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # self-attention module -> (key, weight, bias)
 
 
-def fused_projection(attention: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+def fused_projection(attention: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(weight [3 * width, width], bias) of the queries, keys and values of a self-attention module, made once
-    per module and shared by every runner over it (a drafter's early exit reads the main model's)."""
+    per module and shared by every runner over it (a drafter's early exit reads the main model's); None when
+    they are not three plain linear layers (a quantized copy's)."""
     parts = (attention.q_proj, attention.k_proj, attention.v_proj)
+    if not all(type(part) is nn.Linear for part in parts):
+        return None
     key = tuple((part.weight.data_ptr(), part.weight.dtype, part.weight.device) for part in parts)
     held = _FUSED.get(attention)
     if held is None or held[0] != key:
@@ -152,8 +154,9 @@ class TorchBackend:
         fixed = self.fixed_step(cache, dtype)
         for index, layer in enumerate(self.layers):
             yield index, layer, hidden, context
-            if fixed:
-                hidden = self.step_layer(cache, index, layer, hidden, context)
+            fused = fused_projection(layer.self_attn) if fixed else None
+            if fused is not None:
+                hidden = self.step_layer(cache, index, layer, hidden, context, *fused)
                 continue
             hidden = self.self_attention(cache, index, layer, hidden, context)
             hidden = self.cross_attention(cache, index, layer, hidden)[0]
@@ -167,13 +170,13 @@ class TorchBackend:
         return (cache.self_pairs is not None and cache.self_pairs[0].dtype == dtype
                 and cache.cross_values[0].dtype == dtype and not is_blocked(cache.cross_keys[0]))
 
-    def step_layer(self, cache: KVCache, index: int, layer, hidden: torch.Tensor, context: Context):
+    def step_layer(self, cache: KVCache, index: int, layer, hidden: torch.Tensor, context: Context,
+                   weight: torch.Tensor, bias: torch.Tensor):
         """One decoder layer of a step (see the module's docstring): the same arithmetic as `self_attention`,
         `cross_attention` and `feed_forward` in fewer operations."""
         batch, length, width = hidden.shape
         heads, head_dim = self.num_heads, self.head_dim
         attention = layer.self_attn
-        weight, bias = fused_projection(attention)
         projected = F.linear(layer.self_attn_layer_norm(hidden), weight, bias)  # [batch, n, 3 * width]
         cache.self_pairs[index].index_put_((context.rows, context.slots), projected[..., width:])
         query = projected.as_strided((batch, heads, length, head_dim), (length * 3 * width, head_dim, 3 * width, 1))
@@ -182,7 +185,7 @@ class TorchBackend:
                                                   scale=self.scaling)
         hidden = hidden + attention.out_proj(merge_heads(attended))
         cross = layer.encoder_attn
-        query = cross.q_proj(layer.encoder_attn_layer_norm(hidden))
+        query = cross.q_proj(layer.encoder_attn_layer_norm(hidden)).contiguous()  # a no-op: a linear's output
         query = query.as_strided((batch, heads, length, head_dim), (length * width, head_dim, width, 1))
         attended = F.scaled_dot_product_attention(query, cache.cross_keys[index], cache.cross_values[index],
                                                   scale=self.scaling)
