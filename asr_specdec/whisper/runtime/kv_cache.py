@@ -102,6 +102,7 @@ class KVCache:
 
     def __post_init__(self):
         self.attention_views: dict = {}  # (layer, slots) -> keys and values over the first slots (views)
+        self.graphs: dict = {}  # a pass's bucket -> its captured graph (step_graphs.py), over these tensors
 
     @property
     def batch_size(self) -> int:
@@ -124,7 +125,7 @@ class KVCache:
             return
         memo[id(self)] = self
         self._native_view = None
-        self.attention_views = {}
+        self.attention_views, self.graphs = {}, {}
         cross_index = rows
         if self.shares_cross:
             wanted = rows.cpu() if self.cross_rows is None else self.cross_rows[rows.cpu()]

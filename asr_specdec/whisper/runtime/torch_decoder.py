@@ -20,6 +20,7 @@ from ...core.argmax import CertifiedArgmax
 from ...core.projection import project_rows, row_blocked
 from .decoder_backend import full_argmax
 from .kv_cache import KVCache, is_blocked, key_columns, write_keys
+from .step_graphs import Passes, choose_passes
 
 ATTENDED_MULTIPLE = 64  # a step attends over the cache's first slots rounded up to this: few distinct shapes
 
@@ -61,6 +62,13 @@ def fused_projection(attention: nn.Module) -> tuple[torch.Tensor, torch.Tensor] 
     return held[1], held[2]
 
 
+def attended_slots(cache: KVCache, starts: list[int], length: int) -> int:
+    """The slots a pass attends over: slots.max() + 1 (from the host's starts: no wait for the device) rounded up
+    to ATTENDED_MULTIPLE, at most every slot."""
+    used = min(max(starts) + length - 1, cache.max_positions) + 1
+    return min(-(-used // ATTENDED_MULTIPLE) * ATTENDED_MULTIPLE, cache.slots)
+
+
 def merge_heads(attended: torch.Tensor) -> torch.Tensor:
     """[batch, heads, n, head_dim] as [batch, n, heads * head_dim]: a view when each position's heads lie side by
     side in memory (the fused attention kernels lay their output out like the queries), else a copy."""
@@ -90,6 +98,7 @@ class TorchBackend:
         self.dtype = self.cross_dtype = self.cross_compute = weight.dtype
         self.kv_dtype = kv_dtype or weight.dtype
         self._certified: CertifiedArgmax | None = None
+        self.passes: Passes = choose_passes(self.device)
 
     # ------------------------------------------------------------------ the protocol
 
@@ -103,8 +112,11 @@ class TorchBackend:
         # ids and starts in one upload: [batch, n + 1]
         table = torch.tensor([(feed + [padding] * (length - len(feed))) + [start]
                               for feed, start in zip(feeds, row_starts)], device=self.device)
-        steps = self.layer_steps(cache, table[:, :length], row_starts, table[:, length])
-        hidden = self.final_hidden(steps)
+
+        def run(table: torch.Tensor) -> torch.Tensor:
+            return self.final_hidden(self.layer_steps(cache, table[:, :length], row_starts, table[:, length]))
+
+        hidden = self.passes.hidden(run, cache, table, (attended_slots(cache, row_starts, length),))
         return [hidden[row, :len(feed)] for row, feed in enumerate(feeds)]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -143,8 +155,7 @@ class TorchBackend:
             row_starts = torch.tensor(starts, device=device)
         position_ids = row_starts[:, None] + torch.arange(length, device=device)
         slots = position_ids.clamp_max(cache.max_positions)
-        used = min(max(starts) + length - 1, cache.max_positions) + 1  # slots.max() + 1, without waiting for the device
-        end = min(-(-used // ATTENDED_MULTIPLE) * ATTENDED_MULTIPLE, cache.slots)
+        end = attended_slots(cache, starts, length)
         unseen = (torch.arange(end, device=device) > position_ids[..., None])[:, None]
         dtype = self.decoder.embed_tokens.weight.dtype
         additive = torch.zeros(unseen.shape, dtype=dtype, device=device).masked_fill_(unseen, -float("inf"))
@@ -154,9 +165,8 @@ class TorchBackend:
         fixed = self.fixed_step(cache, dtype)
         for index, layer in enumerate(self.layers):
             yield index, layer, hidden, context
-            fused = fused_projection(layer.self_attn) if fixed else None
-            if fused is not None:
-                hidden = self.step_layer(cache, index, layer, hidden, context, *fused)
+            if fixed:
+                hidden = self.step_layer(cache, index, layer, hidden, context)
                 continue
             hidden = self.self_attention(cache, index, layer, hidden, context)
             hidden = self.cross_attention(cache, index, layer, hidden)[0]
@@ -170,14 +180,17 @@ class TorchBackend:
         return (cache.self_pairs is not None and cache.self_pairs[0].dtype == dtype
                 and cache.cross_values[0].dtype == dtype and not is_blocked(cache.cross_keys[0]))
 
-    def step_layer(self, cache: KVCache, index: int, layer, hidden: torch.Tensor, context: Context,
-                   weight: torch.Tensor, bias: torch.Tensor):
+    def step_layer(self, cache: KVCache, index: int, layer, hidden: torch.Tensor, context: Context):
         """One decoder layer of a step (see the module's docstring): the same arithmetic as `self_attention`,
         `cross_attention` and `feed_forward` in fewer operations."""
         batch, length, width = hidden.shape
         heads, head_dim = self.num_heads, self.head_dim
         attention = layer.self_attn
-        projected = F.linear(layer.self_attn_layer_norm(hidden), weight, bias)  # [batch, n, 3 * width]
+        normed, fused = layer.self_attn_layer_norm(hidden), fused_projection(attention)
+        if fused is not None:
+            projected = F.linear(normed, *fused)  # [batch, n, 3 * width]
+        else:  # a quantized copy's three layers
+            projected = torch.cat([part(normed) for part in (attention.q_proj, attention.k_proj, attention.v_proj)], -1)
         cache.self_pairs[index].index_put_((context.rows, context.slots), projected[..., width:])
         query = projected.as_strided((batch, heads, length, head_dim), (length * 3 * width, head_dim, 3 * width, 1))
         keys, values = cache.attention(index, context.end)
