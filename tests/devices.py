@@ -4,12 +4,14 @@ On a CPU every tensor is on the same device, so a tensor created without the dev
 index built with `torch.tensor(rows)`, a random draw without `device=`) works here and fails on a GPU. Within
 `explicit_devices()`, every tensor factory that package code calls without a `device` argument is recorded with
 its file and line, and so is every random draw made outside `core/logits.py` (the one place that takes
-probabilities to the generator's device); tests assert there are none on the paths a GPU runs.
+probabilities to the generator's device); tests assert there are none on the paths a GPU runs. Torch's function
+modes are per thread: threads started within the context (a server's workers) are recorded into the same list.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,5 +62,16 @@ def _package_caller() -> str | None:
 def explicit_devices() -> Iterator[list[str]]:
     """Yields the list that collects, as 'file:line factory', the device-less factory calls of package code."""
     recorder = _Recorder()
-    with recorder:
-        yield recorder.calls
+    run = threading.Thread.run
+
+    def recorded_run(thread):
+        with _Recorder() as own:
+            own.calls = recorder.calls
+            run(thread)
+
+    threading.Thread.run = recorded_run
+    try:
+        with recorder:
+            yield recorder.calls
+    finally:
+        threading.Thread.run = run

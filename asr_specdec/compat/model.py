@@ -309,7 +309,7 @@ class WhisperModel:
                 samples = np.zeros(audio_io.SAMPLE_RATE, dtype=np.float32)  # something to detect on, as there
             return [pipeline.features(samples[begin: begin + window_samples])
                     for begin in range(0, len(samples), window_samples)]
-        features = torch.as_tensor(np.asarray(features), dtype=torch.float32)
+        features = torch.as_tensor(np.asarray(features), dtype=torch.float32, device="cpu")  # each window moves
         features = features if features.dim() == 3 else features.unsqueeze(0)
         features = features[..., : segments * window_frames]
         windows = []

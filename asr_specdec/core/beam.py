@@ -120,7 +120,8 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
     with its own settings (`settings[b].beam`). The target's rows are expanded to beam_size rows per audio; rows
     of finished audio leave. `drafter` None: plain beam search."""
     sizes = [row.beam.beam_size for row in settings]
-    expanded = torch.tensor([audio for audio, size in enumerate(sizes) for _ in range(size)])
+    # slot numbers are host-side bookkeeping: each cache moves them to its own tensors' device
+    expanded = torch.tensor([audio for audio, size in enumerate(sizes) for _ in range(size)], device="cpu")
     if len(expanded) != len(prompts):
         memo: dict = {}
         target.keep(expanded, memo)
@@ -176,9 +177,10 @@ def _leave(audios: list[_Audio], active: list[int], target, drafter) -> list[int
                 rows += range(first, first + size)
             first += size
         memo: dict = {}
-        target.keep(torch.tensor(rows), memo)
+        kept = torch.tensor(rows, device="cpu")
+        target.keep(kept, memo)
         if drafter is not None:
-            drafter.keep(torch.tensor(rows), memo)
+            drafter.keep(kept, memo)
     return still
 
 
@@ -283,7 +285,8 @@ def _step(audio: _Audio) -> None:
     candidates = []  # (score, beam, token) in openai's insertion order: beam by beam, best token first
     _tops(audio, audio.beams)
     values = torch.stack([_top(audio, beam)[0] for beam in audio.beams])
-    sums = (values + torch.tensor([beam.sum_logprob for beam in audio.beams], dtype=torch.float32)[:, None]).tolist()
+    totals = torch.tensor([beam.sum_logprob for beam in audio.beams], dtype=torch.float32, device=values.device)
+    sums = (values + totals[:, None]).tolist()
     for beam, beam_sums in zip(audio.beams, sums):
         candidates += [(score, beam, token) for score, token in zip(beam_sums, _top(audio, beam)[1])]
     beams, finished, parents = [], [], []

@@ -175,8 +175,8 @@ def _row_mask(rows: list, vocab_size: int, device) -> torch.Tensor | None:
     pairs = [(row, token) for row, ids in enumerate(rows) for token in ids if 0 <= token < vocab_size]
     if not pairs:
         return None
-    mask = torch.zeros(len(rows), vocab_size, dtype=torch.bool)
-    index = torch.tensor(pairs, dtype=torch.long)
+    mask = torch.zeros(len(rows), vocab_size, dtype=torch.bool, device="cpu")  # built on the host, moved once
+    index = torch.tensor(pairs, dtype=torch.long, device="cpu")
     mask[index[:, 0], index[:, 1]] = True
     return mask.to(device)
 

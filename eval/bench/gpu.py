@@ -18,6 +18,7 @@ acceptance: the projection is tabled over acceptances, with the acceptance at wh
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import torch
 from ..paths import SHARED_AUDIO
 from .cli import bench_parser
 from .drafters import manifest_clips
+from .ops import count_operations
 
 # openai/whisper-large-v3's config.json; distil-large-v3 keeps its encoder and has 2 decoder layers
 LARGE_V3 = {"d_model": 1280, "encoder_layers": 32, "decoder_layers": 32, "encoder_attention_heads": 20,
@@ -74,9 +76,15 @@ def median_seconds(function, repeats: int, device: str) -> float:
     return statistics.median(times)
 
 
-def pass_costs(shape: dict, device: str, dtype: torch.dtype, repeats: int) -> dict[str, float]:
-    """Seconds of: one encoder window, one main decoder step (+ greedy choice), one verification of 9 tokens, one
-    draft step of the 2-layer decoder-only assistant."""
+ROWS = (1, 4, 16)  # batched passes: rows decoded together (a beam search of 5 is a 5-row step)
+BEAM = 5
+
+
+def pass_costs(shape: dict, device: str, dtype: torch.dtype, repeats: int) -> dict[str, dict]:
+    """Per pass: seconds, the aten operations it dispatches, and its floor: weight bytes over the device's copy
+    bandwidth (measured in the same run), and on CUDA the pass's weight products replayed from one CUDA graph.
+    Passes: one encoder window, one main decoder step (+ greedy choice) and one verification of 9 tokens at
+    1, 4 and 16 rows, a beam-5 step (5 rows), one draft step of the 2-layer decoder-only assistant."""
     from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
     from asr_specdec.whisper.runtime.encoder import EncoderRunner
 
@@ -87,23 +95,76 @@ def pass_costs(shape: dict, device: str, dtype: torch.dtype, repeats: int) -> di
     features = torch.randn(1, shape["num_mel_bins"], 2 * shape["max_source_positions"], generator=generator)
     tokens = torch.randint(0, shape["vocab_size"] - 1600, (PREFIX + VERIFIED,), generator=generator).tolist()
     prefix, following = tokens[:PREFIX], tokens[PREFIX:]
+    bandwidth = copy_bandwidth(device)
+    passes = [("main step", main, 1, 1), ("verification of 9 tokens", main, VERIFIED, 1)]
+    passes += [(f"{name}, {rows} rows", main, fed, rows) for rows in ROWS[1:]
+               for name, fed in (("main step", 1), ("verification of 9 tokens", VERIFIED))]
+    passes += [(f"beam {BEAM} step ({BEAM} rows)", main, 1, BEAM), ("draft step", assistant, 1, 1)]
     costs = {}
     with torch.inference_mode():
         encoder = EncoderRunner(main.model.encoder, precision)
         features = features.to(device)
-        costs["encoder, one 30-s window"] = median_seconds(lambda: encoder(features), repeats, device)
+        progress("encoder, one 30-s window")
+        seconds = median_seconds(lambda: encoder(features), repeats, device)
+        costs["encoder, one 30-s window"] = {"seconds": seconds, "bytes": weight_bytes(main.model.encoder)}
         encoded = encoder(features)
-        for name, model, fed in (("main step", main, 1), ("verification of 9 tokens", main, VERIFIED),
-                                 ("draft step", assistant, 1)):
+        for name, model, fed, rows in passes:
+            progress(name)
             runner = WhisperDecoderRunner(model)
-            cache = runner.new_cache(encoded)
-            runner.feed_rows(cache, [prefix], [0])
+            cache = runner.new_cache(encoded.expand(rows, -1, -1))
+            runner.feed_rows(cache, [prefix] * rows, [0] * rows)
 
-            def step(runner=runner, cache=cache, fed=fed):
-                return runner.greedy_choices(runner.feed_rows(cache, [following[:fed]], [PREFIX])[0], None)
+            def step(runner=runner, cache=cache, fed=fed, rows=rows):
+                hidden = torch.cat(runner.feed_rows(cache, [following[:fed]] * rows, [PREFIX] * rows))
+                return runner.greedy_choices(hidden, None)
 
-            costs[name] = median_seconds(step, repeats * (4 if fed == 1 else 2), device)
+            linears = [part for block in [*runner.layers, runner.proj_out] for part in block.modules()
+                       if isinstance(part, torch.nn.Linear)]
+            costs[name] = {"seconds": median_seconds(step, repeats * (4 if fed == 1 else 2), device),
+                           "operations": sum(count_operations(step).values()),
+                           "bytes": sum(weight_bytes(linear) for linear in linears),
+                           "graph": graph_floor(linears, rows * fed, device, dtype, repeats)}
+    for cost in costs.values():
+        cost["bandwidth"] = cost["bytes"] / bandwidth
     return costs
+
+
+def progress(name: str) -> None:
+    """A line on stderr as each pass starts (on a CPU a large-v3-shaped pass takes a while)."""
+    print(f"timing: {name}", file=sys.stderr, flush=True)
+
+
+def weight_bytes(module: torch.nn.Module) -> int:
+    return sum(parameter.numel() * parameter.element_size() for parameter in module.parameters())
+
+
+def copy_bandwidth(device: str) -> float:
+    """Bytes per second a device-to-device copy moves (read + write), the best of a few."""
+    size = (256 if device.startswith("cuda") else 64) << 20
+    source = torch.empty(size, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    seconds = min(median_seconds(lambda: target.copy_(source), 3, device) for _ in range(2))
+    return 2 * size / seconds
+
+
+def graph_floor(linears: list, rows: int, device: str, dtype: torch.dtype, repeats: int) -> float | None:
+    """Seconds of the pass's weight products alone (one product per linear layer on `rows` rows), replayed from
+    one CUDA graph: what the pass would cost were nothing else launched. None off CUDA."""
+    if not device.startswith("cuda"):
+        return None
+    inputs = {linear.in_features: torch.zeros(rows, linear.in_features, device=device, dtype=dtype)
+              for linear in linears}
+
+    def products():
+        for linear in linears:
+            torch.nn.functional.linear(inputs[linear.in_features], linear.weight)
+
+    products()  # warm the kernels up outside the capture
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        products()
+    return median_seconds(graph.replay, repeats * 4, device)
 
 
 def tokens_per_round(acceptance: float, drafts: int) -> float:
@@ -113,11 +174,17 @@ def tokens_per_round(acceptance: float, drafts: int) -> float:
     return (1.0 - acceptance ** (drafts + 1)) / (1.0 - acceptance)
 
 
+def seconds_of(costs: dict, name: str) -> float:
+    """A pass's seconds from `pass_costs` (or a plain {name: seconds})."""
+    cost = costs[name]
+    return cost["seconds"] if isinstance(cost, dict) else cost
+
+
 def projected_speedup(costs: dict[str, float], acceptance: float, tokens: float) -> tuple[float, int]:
     """(end-to-end speed-up, best draft length 1..8) for a window of `tokens` tokens; a verification of k + 1
     tokens costs the step's plus the measured 9-token extra in proportion."""
-    encoder, step = costs["encoder, one 30-s window"], costs["main step"]
-    extra, draft = costs["verification of 9 tokens"] - step, costs["draft step"]
+    encoder, step = seconds_of(costs, "encoder, one 30-s window"), seconds_of(costs, "main step")
+    extra, draft = seconds_of(costs, "verification of 9 tokens") - step, seconds_of(costs, "draft step")
     plain = encoder + tokens * step
     best = (0.0, 0)
     for drafts in range(1, VERIFIED):
@@ -166,7 +233,7 @@ def clips_plain_and_speculative(main: str, modes: list[str], assistant: str | No
     plain_tokens = 0
     for whisper in systems.values():
         whisper.transcribe(audio[0])  # warm-up
-    for samples in audio:
+    for number, samples in enumerate(audio, 1):
         reference = None
         for mode, whisper in systems.items():
             result = None
@@ -176,6 +243,8 @@ def clips_plain_and_speculative(main: str, modes: list[str], assistant: str | No
                 result = whisper.transcribe(samples)
 
             seconds[mode] += median_seconds(run, repeats, device)
+            print(f"clip {number}/{len(audio)} {mode}: {seconds[mode]:.2f} s so far",
+                  file=sys.stderr, flush=True)
             reference = result.tokens if reference is None else reference
             same[mode] += result.tokens == reference
             drafted[mode] += result.stats.drafted_tokens
@@ -227,7 +296,7 @@ def main(argv=None) -> int:
     skip = set(filter(None, args.skip.split(",")))
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
     print(f"# GPU benchmark on {args.device} ({where}), {dtype_name}, torch {torch.__version__}, "
-          f"median of {args.repeats}\n")
+          f"median of {args.repeats}\n", flush=True)
     tokens = 40.0  # without the clips: about a 10-s utterance
     if "clips" not in skip:
         clips = manifest_clips(Path(args.audio))[: args.clips or None]
@@ -238,8 +307,14 @@ def main(argv=None) -> int:
     if "passes" not in skip:
         label = "tiny shapes" if args.tiny else "large-v3's dimensions"
         costs = pass_costs(shape, args.device, dtype, args.repeats)
-        rows = ["| pass | ms |", "|---|---|"] + [f"| {name} | {seconds * 1e3:.2f} |" for name, seconds in costs.items()]
-        rows.append(f"| draft step / main step | {costs['draft step'] / costs['main step']:.2f} |")
+        rows = ["| pass | ms | aten ops | floor: weights / copy bandwidth, ms | floor: weight products from one "
+                "CUDA graph, ms |", "|---|---|---|---|---|"]
+        for name, cost in costs.items():
+            graph = cost.get("graph")
+            rows.append(f"| {name} | {cost['seconds'] * 1e3:.2f} | {cost.get('operations', '-')} | "
+                        f"{cost['bandwidth'] * 1e3:.3f} | {'-' if graph is None else f'{graph * 1e3:.3f}'} |")
+        ratio = seconds_of(costs, "draft step") / seconds_of(costs, "main step")
+        rows.append(f"| draft step / main step | {ratio:.2f} | | | |")
         print(f"## per-pass costs, random weights, {label}, a {ASSISTANT_LAYERS}-layer decoder-only assistant\n\n"
               + "\n".join(rows) + "\n", flush=True)
         acceptances = sorted({*ACCEPTANCES, *args.acceptance})

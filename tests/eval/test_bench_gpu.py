@@ -30,10 +30,15 @@ def test_projection_bounds_and_the_implied_acceptance():
 def test_the_benchmark_runs_on_a_cpu_with_tiny_shapes(capsys, tiny_en_dir, shared_audio):
     assert main(["--tiny", "--device", "cpu", "--clips", "1", "--repeats", "1", "--threads", "1",
                  "--modes", "off,prompt-lookup", "--audio", str(shared_audio), "--acceptance", "0.75"]) == 0
-    output = capsys.readouterr().out
+    captured = capsys.readouterr()
+    output = captured.out
     assert "| off |" in output and "| prompt-lookup |" in output and "| 1/1 |" in output
-    for name in ("encoder, one 30-s window", "main step", "verification of 9 tokens", "draft step"):
+    for name in ("encoder, one 30-s window", "main step", "verification of 9 tokens", "draft step",
+                 "main step, 16 rows", "verification of 9 tokens, 4 rows", "beam 5 step (5 rows)"):
         assert f"| {name} | " in output
+    step = next(line for line in output.splitlines() if line.startswith("| main step | "))
+    assert int(step.split("|")[3]) > 0 and float(step.split("|")[4]) > 0  # aten ops, the bandwidth floor
+    assert "timing: main step" in captured.err and "clip 1/1 off" in captured.err  # progress as it goes
     assert "| 0.75 |" in output and "projected large-v3 ⟵ distil-large-v3 speed-up" in output
 
 

@@ -16,7 +16,7 @@ from asr_specdec.core.logits import Sampling
 from asr_specdec.whisper.drafters import AssistantDrafter
 from asr_specdec.whisper.runtime import decoder as decoder_module
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner, native_decoder_unavailable
-from asr_specdec.whisper.runtime.kv_cache import blocked_keys, column_keys, is_blocked, key_columns
+from asr_specdec.whisper.runtime.kv_cache import blocked_keys, is_blocked, key_columns, row_keys
 
 from ..tiny_whisper import encoder_output, tiny_whisper
 
@@ -27,15 +27,15 @@ IDS = [[101, 110, 4, 9, 30, 2], [101, 110, 8, 8, 12, 40]]
 
 def test_both_key_layouts_hold_the_same_keys():
     keys = torch.randn(2, 3, 37, 16)
-    blocks, columns = blocked_keys(keys), column_keys(keys)
+    blocks, rows = blocked_keys(keys), row_keys(keys)
     assert is_blocked(blocks) and blocks.shape == (2, 3, 3, 16, 16)
-    assert not is_blocked(columns) and columns.shape == (2, 3, 16, 37)
-    for layout in (blocks, columns):
+    assert not is_blocked(rows) and rows.shape == (2, 3, 37, 16)
+    for layout in (blocks, rows):
         assert torch.equal(key_columns(layout, 37), keys.transpose(2, 3))
         assert torch.equal(key_columns(layout, 20), keys[:, :, :20].transpose(2, 3))
 
 
-def test_the_pytorch_backend_keeps_keys_in_columns_and_reads_views_of_them():
+def test_the_pytorch_backend_keeps_keys_in_rows_and_reads_views_of_them():
     runner = WhisperDecoderRunner(MODEL, native=False)
     assert runner.backend.name == "pytorch" and runner.native is None and not runner.backend.batch_invariant
     _, encoded = encoder_output(MODEL, 1)
@@ -43,6 +43,7 @@ def test_the_pytorch_backend_keeps_keys_in_columns_and_reads_views_of_them():
         cache = runner.new_cache(encoded.expand(2, -1, -1))
         assert not is_blocked(cache.self_keys[0]) and not is_blocked(cache.cross_keys[0])
         assert key_columns(cache.cross_keys[0], cache.encoder_length).data_ptr() == cache.cross_keys[0].data_ptr()
+        assert cache.self_keys[0].data_ptr() == cache.self_pairs[0].data_ptr()  # keys and values: views of a pair
         runner.feed_rows(cache, [IDS[0][:4], IDS[1][:2]], [0, 0])
         stepped = runner.feed_rows(cache, [IDS[0][4:], IDS[1][2:]], [4, 2])
         whole = runner.hidden_states(runner.new_cache(encoded.expand(2, -1, -1)), torch.tensor(IDS), 0)

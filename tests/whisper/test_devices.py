@@ -5,12 +5,14 @@ object's own device is used, and one that disagrees with `device=` is refused.""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from asr_specdec.core.beam import BeamSearch
 from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.logits import Sampling
 from asr_specdec.errors import ModelError
@@ -26,6 +28,7 @@ from ..devices import explicit_devices
 from ..tiny_ct2 import converted_dir
 
 pytest.importorskip("ctranslate2")
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +51,59 @@ def pytorch_path(monkeypatch):
 
 def noise(seconds: float, seed: int) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(int(seconds * 16000)) * 0.1).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def assistant_dir(tmp_path_factory) -> Path:
+    return converted_dir(tmp_path_factory.mktemp("devices-assistant"), seed=1)
+
+
+@pytest.mark.parametrize("mode", ["off", "early-exit", "prompt-lookup", "assistant"])
+def test_beam_search_creates_every_tensor_on_its_data_device(model_dir, assistant_dir, mode):
+    """Plain and speculative beam search, alone, batched, with word timestamps and fallback retries."""
+    extra = {"assistant_model": str(assistant_dir)} if mode == "assistant" else {}
+    whisper = SpeculativeWhisper(str(model_dir), mode=mode, compute_type="float32", num_draft_tokens=3,
+                                 max_new_tokens=24, **extra)
+    clips = [noise(seconds, seed) for seed, seconds in enumerate((2, 5))]
+    windows = [Window(whisper.pipeline.features(clip), beam=BeamSearch(3)) for clip in clips]
+    with explicit_devices() as calls:
+        alone = whisper.transcribe(clips[0], beam_size=3)
+        whisper.transcribe(clips[1], beam_size=3, word_timestamps=True, temperature=(0.0, 0.6),
+                           compression_ratio_threshold=0.1)
+        batched = whisper.pipeline.decode(windows)  # rows of two audios, beams leaving as their audio finishes
+    assert calls == []
+    assert [row.tokens for row in batched] == [row.tokens for row in whisper.pipeline.decode(windows[:1])] + [
+        row.tokens for row in whisper.pipeline.decode(windows[1:])]
+    assert alone.text == SpeculativeWhisper(str(model_dir), mode="off", compute_type="float32", max_new_tokens=24
+                                            ).transcribe(clips[0], beam_size=3).text
+
+
+def test_the_drop_in_defaults_vad_live_and_a_server_request_create_every_tensor_on_their_data_device(model_dir):
+    import httpx
+    import soundfile
+
+    from asr_specdec import WhisperModel
+    from asr_specdec.whisper import load_audio
+    from asr_specdec.whisper.live.replay import play
+    from asr_specdec.whisper.live.streaming import StreamingTranscriber
+
+    from ..server.running import serving
+
+    speech = load_audio(str(SAMPLE))[:16000 * 6]
+    drop_in = WhisperModel(str(model_dir), device="cpu")  # faster-whisper's defaults: beam 5
+    whisper = SpeculativeWhisper(str(model_dir), mode="early-exit", compute_type="float32", max_new_tokens=24)
+    encoded = io.BytesIO()
+    soundfile.write(encoded, speech, 16000, format="WAV", subtype="PCM_16")
+    with explicit_devices() as calls:
+        segments, _ = drop_in.transcribe(speech)
+        segments = list(segments)
+        spoken = whisper.transcribe(speech, vad_filter=True)
+        updates = list(play(StreamingTranscriber(whisper), speech, chunk_seconds=2.0))
+        with serving(whisper) as served:  # the request is decoded on the server's own threads
+            response = httpx.post(served.url + "/v1/audio/transcriptions", data={"model": "whisper-1"},
+                                  files={"file": ("clip.wav", encoded.getvalue(), "audio/wav")}, timeout=120)
+    assert calls == []
+    assert segments and spoken.stats.main_passes > 0 and updates and response.status_code == 200
 
 
 @pytest.mark.parametrize("mode", ["early-exit", "prompt-lookup"])

@@ -33,7 +33,8 @@ class EarlyExitDrafter(ModelDrafter):
         layers = self.runner.num_layers
         shared = KVCache(main_cache.self_keys[:layers], main_cache.self_values[:layers],
                          main_cache.cross_keys[:layers], main_cache.cross_values[:layers], main_cache.max_positions,
-                         shares_cross=main_cache.shares_cross, cross_rows=main_cache.cross_rows)
+                         shares_cross=main_cache.shares_cross, cross_rows=main_cache.cross_rows,
+                         self_pairs=None if main_cache.self_pairs is None else main_cache.self_pairs[:layers])
         self.target = DecoderTarget(self.runner, shared)
 
     def _common_prefix(self, sequence: list[int], cached: list[int]) -> int:

@@ -32,10 +32,11 @@ from .kv_cache import (
     SLOT_MULTIPLE,
     KVCache,
     blocked_keys,
-    column_keys,
     is_blocked,
     key_columns,
     padded,
+    row_keys,
+    self_pairs,
 )
 from .torch_decoder import TorchBackend
 
@@ -140,7 +141,7 @@ class WhisperDecoderRunner:
         linears = [linear for layer in self.layers for linear in (layer.encoder_attn.k_proj, layer.encoder_attn.v_proj)]
         projected = (project(linears, encoder_output) if project is not None
                      else [_linear(linear, encoder_output) for linear in linears])
-        layout = blocked_keys if self.backend.blocked else column_keys
+        layout = blocked_keys if self.backend.blocked else row_keys
         keys, values = [], []
         for key, value in zip(projected[0::2], projected[1::2]):
             key = key.view(batch, length, self.num_heads, self.head_dim)
@@ -159,7 +160,7 @@ class WhisperDecoderRunner:
         cross_keys, cross_values = cross_states or self.cross_attention_states(encoder_output)
         cross_keys, cross_values = cross_keys[: self.num_layers], cross_values[: self.num_layers]
         if cross_keys and is_blocked(cross_keys[0]) != self.backend.blocked:  # another backend's layout
-            layout = blocked_keys if self.backend.blocked else column_keys
+            layout = blocked_keys if self.backend.blocked else row_keys
             cross_keys = [layout(key_columns(keys, values.shape[2]).transpose(2, 3))
                           for keys, values in zip(cross_keys, cross_values)]
         scales = {}
@@ -173,15 +174,17 @@ class WhisperDecoderRunner:
         else:
             cross_keys = [keys.to(self.cross_dtype) for keys in cross_keys]
             cross_values = [values.to(self.cross_dtype) for values in cross_values]
-        key_shape = ((batch, self.num_heads, slots // SLOT_MULTIPLE, self.head_dim, SLOT_MULTIPLE)
-                     if self.backend.blocked else (batch, self.num_heads, self.head_dim, slots))
-        value_shape = (batch, self.num_heads, slots, self.head_dim)
-        return KVCache(
-            self_keys=[torch.zeros(key_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers],
-            self_values=[torch.zeros(value_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers],
-            cross_keys=list(cross_keys), cross_values=list(cross_values), max_positions=positions, **scales,
-            shares_cross=self.backend.shares_cross,
-        )
+        if self.backend.blocked:
+            key_shape = (batch, self.num_heads, slots // SLOT_MULTIPLE, self.head_dim, SLOT_MULTIPLE)
+            value_shape = (batch, self.num_heads, slots, self.head_dim)
+            pairs = None
+            keys = [torch.zeros(key_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers]
+            values = [torch.zeros(value_shape, dtype=self.kv_dtype, device=self.device) for _ in self.layers]
+        else:
+            pairs, keys, values = self_pairs(batch, self.num_heads, slots, self.head_dim, self.kv_dtype, self.device,
+                                             len(self.layers))
+        return KVCache(self_keys=keys, self_values=values, cross_keys=list(cross_keys), cross_values=list(cross_values),
+                       max_positions=positions, **scales, shares_cross=self.backend.shares_cross, self_pairs=pairs)
 
     # ------------------------------------------------------------------ passes
 

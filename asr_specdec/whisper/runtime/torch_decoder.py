@@ -9,26 +9,74 @@ blocks, GELU feed-forward), so its greedy tokens match `generate()`.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ...core.argmax import CertifiedArgmax
 from ...core.projection import project_rows, row_blocked
 from .decoder_backend import full_argmax
-from .kv_cache import KVCache, key_columns, write_keys
+from .kv_cache import KVCache, is_blocked, key_columns, write_keys
+from .step_graphs import Passes, choose_passes
+
+ATTENDED_MULTIPLE = 64  # a step attends over the cache's first slots rounded up to this: few distinct shapes
 
 
 @dataclass(frozen=True)
 class Context:
-    """Where a PyTorch pass writes (rows [batch, 1], slots [batch, n]) and what each token sees (mask
-    [batch, 1, n, end] over slots 0..end-1)."""
+    """Where a PyTorch pass writes (rows [batch, 1], slots [batch, n]) and what each token sees over slots
+    0..end-1 (`end` a multiple of ATTENDED_MULTIPLE or every slot): `additive` [batch, 1, n, end] is 0 where
+    seen, -inf elsewhere, in the pass's dtype."""
 
     rows: torch.Tensor
     slots: torch.Tensor
     end: int
-    mask: torch.Tensor
+    additive: torch.Tensor
+
+    @property
+    def mask(self) -> torch.Tensor:
+        """[batch, 1, n, end]: True where a token sees a slot."""
+        return self.additive == 0
+
+
+_FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # self-attention module -> (key, weight, bias)
+
+
+def fused_projection(attention: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(weight [3 * width, width], bias) of the queries, keys and values of a self-attention module, made once
+    per module and shared by every runner over it (a drafter's early exit reads the main model's); None when
+    they are not three plain linear layers (a quantized copy's)."""
+    parts = (attention.q_proj, attention.k_proj, attention.v_proj)
+    if not all(type(part) is nn.Linear for part in parts):
+        return None
+    key = tuple((part.weight.data_ptr(), part.weight.dtype, part.weight.device) for part in parts)
+    held = _FUSED.get(attention)
+    if held is None or held[0] != key:
+        weight = torch.cat([part.weight for part in parts])
+        bias = torch.cat([part.bias if part.bias is not None else torch.zeros_like(part.weight[:, 0])
+                          for part in parts])
+        held = _FUSED[attention] = (key, weight, bias)
+    return held[1], held[2]
+
+
+def attended_slots(cache: KVCache, starts: list[int], length: int) -> int:
+    """The slots a pass attends over: slots.max() + 1 (from the host's starts: no wait for the device) rounded up
+    to ATTENDED_MULTIPLE, at most every slot."""
+    used = min(max(starts) + length - 1, cache.max_positions) + 1
+    return min(-(-used // ATTENDED_MULTIPLE) * ATTENDED_MULTIPLE, cache.slots)
+
+
+def merge_heads(attended: torch.Tensor) -> torch.Tensor:
+    """[batch, heads, n, head_dim] as [batch, n, heads * head_dim]: a view when each position's heads lie side by
+    side in memory (the fused attention kernels lay their output out like the queries), else a copy."""
+    batch, heads, length, head_dim = attended.shape
+    stride = attended.stride()
+    if stride[1] == head_dim and stride[3] == 1 and (length == 1 or stride[2] == heads * head_dim):
+        return attended.as_strided((batch, length, heads * head_dim), (stride[0], stride[2], 1))
+    return attended.transpose(1, 2).reshape(batch, length, heads * head_dim)
 
 
 class TorchBackend:
@@ -50,6 +98,7 @@ class TorchBackend:
         self.dtype = self.cross_dtype = self.cross_compute = weight.dtype
         self.kv_dtype = kv_dtype or weight.dtype
         self._certified: CertifiedArgmax | None = None
+        self.passes: Passes = choose_passes(self.device)
 
     # ------------------------------------------------------------------ the protocol
 
@@ -63,8 +112,11 @@ class TorchBackend:
         # ids and starts in one upload: [batch, n + 1]
         table = torch.tensor([(feed + [padding] * (length - len(feed))) + [start]
                               for feed, start in zip(feeds, row_starts)], device=self.device)
-        steps = self.layer_steps(cache, table[:, :length], row_starts, table[:, length])
-        hidden = self.final_hidden(steps)
+
+        def run(table: torch.Tensor) -> torch.Tensor:
+            return self.final_hidden(self.layer_steps(cache, table[:, :length], row_starts, table[:, length]))
+
+        hidden = self.passes.hidden(run, cache, table, (attended_slots(cache, row_starts, length),))
         return [hidden[row, :len(feed)] for row, feed in enumerate(feeds)]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -103,17 +155,55 @@ class TorchBackend:
             row_starts = torch.tensor(starts, device=device)
         position_ids = row_starts[:, None] + torch.arange(length, device=device)
         slots = position_ids.clamp_max(cache.max_positions)
-        end = min(max(starts) + length - 1, cache.max_positions) + 1  # slots.max() + 1, without waiting for the device
-        context = Context(rows=torch.arange(batch, device=device)[:, None], slots=slots, end=end,
-                          mask=(torch.arange(end, device=device) <= position_ids[..., None])[:, None])
+        end = attended_slots(cache, starts, length)
+        unseen = (torch.arange(end, device=device) > position_ids[..., None])[:, None]
+        dtype = self.decoder.embed_tokens.weight.dtype
+        additive = torch.zeros(unseen.shape, dtype=dtype, device=device).masked_fill_(unseen, -float("inf"))
+        context = Context(rows=torch.arange(batch, device=device)[:, None], slots=slots, end=end, additive=additive)
         positions = self.decoder.embed_positions.weight[position_ids.clamp_max(self.max_positions - 1)]
         hidden = self.decoder.embed_tokens(token_ids) + positions
+        fixed = self.fixed_step(cache, dtype)
         for index, layer in enumerate(self.layers):
             yield index, layer, hidden, context
+            if fixed:
+                hidden = self.step_layer(cache, index, layer, hidden, context)
+                continue
             hidden = self.self_attention(cache, index, layer, hidden, context)
             hidden = self.cross_attention(cache, index, layer, hidden)[0]
             hidden = self.feed_forward(layer, hidden)
         yield None, None, self.decoder.layer_norm(hidden), context
+
+    @staticmethod
+    def fixed_step(cache: KVCache, dtype: torch.dtype) -> bool:
+        """Whether a pass over `cache` takes `step_layer`: a cache of this backend (pairs) in the weights' dtype
+        (another backend's cache, read through `self_attention` and `cross_attention`, does not)."""
+        return (cache.self_pairs is not None and cache.self_pairs[0].dtype == dtype
+                and cache.cross_values[0].dtype == dtype and not is_blocked(cache.cross_keys[0]))
+
+    def step_layer(self, cache: KVCache, index: int, layer, hidden: torch.Tensor, context: Context):
+        """One decoder layer of a step (see the module's docstring): the same arithmetic as `self_attention`,
+        `cross_attention` and `feed_forward` in fewer operations."""
+        batch, length, width = hidden.shape
+        heads, head_dim = self.num_heads, self.head_dim
+        attention = layer.self_attn
+        normed, fused = layer.self_attn_layer_norm(hidden), fused_projection(attention)
+        if fused is not None:
+            projected = F.linear(normed, *fused)  # [batch, n, 3 * width]
+        else:  # a quantized copy's three layers
+            projected = torch.cat([part(normed) for part in (attention.q_proj, attention.k_proj, attention.v_proj)], -1)
+        cache.self_pairs[index].index_put_((context.rows, context.slots), projected[..., width:])
+        query = projected.as_strided((batch, heads, length, head_dim), (length * 3 * width, head_dim, 3 * width, 1))
+        keys, values = cache.attention(index, context.end)
+        attended = F.scaled_dot_product_attention(query, keys, values, attn_mask=context.additive,
+                                                  scale=self.scaling)
+        hidden = hidden + attention.out_proj(merge_heads(attended))
+        cross = layer.encoder_attn
+        query = cross.q_proj(layer.encoder_attn_layer_norm(hidden)).contiguous()  # a no-op: a linear's output
+        query = query.as_strided((batch, heads, length, head_dim), (length * width, head_dim, width, 1))
+        attended = F.scaled_dot_product_attention(query, cache.cross_keys[index], cache.cross_values[index],
+                                                  scale=self.scaling)
+        hidden = hidden + cross.out_proj(merge_heads(attended))
+        return self.feed_forward(layer, hidden)
 
     def _split_heads(self, states: torch.Tensor) -> torch.Tensor:
         batch, length, _ = states.shape

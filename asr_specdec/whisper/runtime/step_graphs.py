@@ -1,0 +1,86 @@
+"""How the PyTorch backend runs a pass: as it comes (`EagerPasses`: a CPU, and a GPU by default), or on CUDA
+from graphs (`GraphedPasses`): each bucket of a cache (the pass's table shape and attended slots: the step's
+shapes are fixed per bucket, torch_decoder.py) is captured once, on its first pass, and replayed after, so a
+step of ~700 kernels costs one launch. A graph writes into the cache's tensors at their addresses, so a
+cache's graphs go with its rows (`KVCache.keep` clears them) and the cache itself.
+
+The graphs are unmeasured (no GPU in the session that wrote them) and off unless ASR_SPECDEC_CUDA_GRAPHS=1;
+tests/whisper/test_step_graphs.py checks their bookkeeping on a CPU with a stand-in for the capture.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Protocol
+
+import torch
+
+from .kv_cache import KVCache
+
+Run = Callable[[torch.Tensor], torch.Tensor]  # a pass's table [rows, n + 1] -> final hidden states
+
+
+class Passes(Protocol):
+    def hidden(self, run: Run, cache: KVCache, table: torch.Tensor, bucket: tuple) -> torch.Tensor:
+        """The final hidden states of the pass `run(table)` (`bucket`: what fixes its shapes besides the table's)."""
+
+
+class EagerPasses:
+    def hidden(self, run: Run, cache: KVCache, table: torch.Tensor, bucket: tuple) -> torch.Tensor:
+        return run(table)
+
+
+def cuda_capture(pool) -> Callable[[Run, torch.Tensor], Callable[[], torch.Tensor]]:
+    """Capture `run(static_table)` into a CUDA graph (memory from `pool`, shared by a backend's graphs); returns
+    its replay, which gives the graph's output tensor."""
+    def capture(run: Run, static_table: torch.Tensor) -> Callable[[], torch.Tensor]:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            output = run(static_table)
+
+        def replay() -> torch.Tensor:
+            graph.replay()
+            return output
+        return replay
+    return capture
+
+
+class GraphedPasses:
+    """A bucket's first pass runs eagerly (on a side stream on CUDA, as capture needs: it also warms the kernels
+    up), then is captured; later passes copy their table into the captured one and replay. The output is cloned:
+    the next replay overwrites the graph's."""
+
+    def __init__(self, capture: Callable[[Run, torch.Tensor], Callable[[], torch.Tensor]] | None = None):
+        self.capture = capture or cuda_capture(torch.cuda.graph_pool_handle())
+
+    def hidden(self, run: Run, cache: KVCache, table: torch.Tensor, bucket: tuple) -> torch.Tensor:
+        key = (tuple(table.shape), bucket)
+        held = cache.graphs.get(key)
+        if held is not None:
+            static_table, replay = held
+            static_table.copy_(table)
+            return replay().clone()
+        hidden = self._warm_up(run, table)
+        static_table = table.clone()
+        cache.graphs[key] = (static_table, self.capture(run, static_table))
+        return hidden
+
+    @staticmethod
+    def _warm_up(run: Run, table: torch.Tensor) -> torch.Tensor:
+        if table.device.type != "cuda":
+            return run(table)
+        current = torch.cuda.current_stream(table.device)
+        side = torch.cuda.Stream(table.device)
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            hidden = run(table)
+        current.wait_stream(side)
+        return hidden
+
+
+def choose_passes(device: torch.device) -> Passes:
+    """Graphs on CUDA when asked for (ASR_SPECDEC_CUDA_GRAPHS=1), else eager passes."""
+    if device.type == "cuda" and os.environ.get("ASR_SPECDEC_CUDA_GRAPHS") == "1":
+        return GraphedPasses()
+    return EagerPasses()
