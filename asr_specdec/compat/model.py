@@ -217,7 +217,7 @@ class WhisperModel:
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
             max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
             no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
-            chunk_length=options.chunk_length, **search, **hallucination)
+            chunk_length=options.chunk_length, whole_features=True, **search, **hallucination)
         if vad is not None:
             call = replace(call, vad_options=vad, vad_batch_size=batch_size or 1)
         if batched and clips is None and vad is None:

@@ -11,20 +11,18 @@ class UnsupportedOption(SpecdecError, NotImplementedError):
 
 
 def search_options(beam_size: int, patience: float, length_penalty: float) -> dict:
-    """The beam-search options for SpeculativeWhisper.transcribe, with faster-whisper's meaning: beam_size=1 is
-    greedy search (CTranslate2 decodes one beam greedily), where patience and length_penalty change nothing.
-    CTranslate2 ranks finished candidates by sum / length ** length_penalty, and openai's ranking (ours) by
-    sum / length when length_penalty is None: the two agree at faster-whisper's default of 1 only."""
+    """The beam-search options for SpeculativeWhisper.transcribe, with faster-whisper's meaning: CTranslate2's
+    algorithm (core/beam_ctranslate2.py: its candidates, finished hypotheses, patience and sum / length **
+    length_penalty ranking); beam_size=1 is greedy search (CTranslate2 decodes one beam greedily), where patience
+    and length_penalty change nothing."""
     if beam_size < 1:
         raise SpecdecError(f"beam_size must be at least 1, not {beam_size}")
     if beam_size == 1:
         return {}
     if patience <= 0:
         raise SpecdecError(f"patience must be positive, not {patience}")
-    if length_penalty != 1:
-        raise UnsupportedOption(f"length_penalty={length_penalty} is not supported: CTranslate2's length ** penalty "
-                                "ranking is not openai-whisper's, which this build runs; leave it at 1")
-    return {"beam_size": beam_size, "patience": patience}
+    return {"beam_size": beam_size, "patience": patience, "length_penalty": length_penalty,
+            "beam_algorithm": "ctranslate2"}
 
 
 def hallucination_option(threshold: float | None, word_timestamps: bool, vad_filter: bool, batched: bool) -> dict:

@@ -56,6 +56,9 @@ class TranscribeOptions:
     # seconds of audio per window (faster-whisper's chunk_length): windows, seeking and VAD windows are this long,
     # each still zero-padded to the encoder's 30 s; None: the model's (30 s)
     chunk_length: int | None = None
+    # faster-whisper's log-mel: always of the whole audio (with its 160 trailing zero samples), each window cut from
+    # it and zero-padded as features; else openai's (audio up to a window padded with 30 s of zero samples)
+    whole_features: bool = False
 
     def __post_init__(self):
         if self.long_form not in LONG_FORM_MODES:

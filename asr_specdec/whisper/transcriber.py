@@ -36,6 +36,7 @@ Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
 # transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
 CONDITIONING_TEMPERATURE_LIMIT = 0.5
+FASTER_WHISPER_PADDING = 160  # zero samples faster-whisper's feature extractor appends to the audio
 
 
 def _load(spec, device, dtype):
@@ -438,7 +439,12 @@ class SpeculativeWhisper:
             run.emit([self._segment(piece, run, timestamps) for piece in pieces], self.tokens.timestamp_begin)
 
         frames = self.pipeline.chunk_frames(run.options.chunk_length)
-        features = self.pipeline.features(samples, whole=is_long)
+        if run.options.whole_features:  # faster-whisper's: its frames of the audio, without the padding's own
+            is_long = True
+            features = self.pipeline.features(np.pad(samples, (0, FASTER_WHISPER_PADDING)), whole=True)
+            features = features[..., : len(samples) // self.processor.feature_extractor.hop_length]
+        else:
+            features = self.pipeline.features(samples, whole=is_long)
         output = transcribe_sequential(features if is_long else features[..., :frames.window], decode,
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, frames,
                                        condition, run.progress, initial_prompt=run.prompts.initial,
