@@ -32,6 +32,7 @@ from .plan import (
     suppressed_tokens,
     temperatures,
 )
+from .timeline import SpeechTimeline
 from .types import Segment, TranscriptionInfo, TranscriptionOptions, Word
 from .utils import model_spec
 
@@ -92,7 +93,7 @@ class WhisperModel:
         tokens = self.speculative.tokens
         if not tokens.multilingual:
             return ["en"]
-        return [key.strip("<|>") for key in tokens.language_ids]
+        return sorted(key.strip("<|>") for key in tokens.language_ids)  # faster-whisper's order: by code
 
     def detect_language(self, audio: np.ndarray | None = None, features=None, vad_filter: bool = False,
                         vad_parameters: dict | VadOptions | None = None, language_detection_segments: int = 1,
@@ -164,7 +165,7 @@ class WhisperModel:
             warnings.warn("this model is English-only: multilingual=True is set to False", stacklevel=3)
             multilingual = False
         clips = clip_ranges(options.clip_timestamps, duration)
-        vad = None
+        vad = timeline = None
         speech = samples
         if batch_size is not None and clips is None and not options.vad_filter:
             if duration > chunk:
@@ -174,6 +175,8 @@ class WhisperModel:
             vad = _vad_options(options.vad_parameters, batched=batch_size is not None, chunk_length=chunk)
             regions = speech_regions(samples, vad)
             speech = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
+            if batch_size is None:  # faster-whisper's: the joined speech decoded as one audio, times mapped back
+                timeline = SpeechTimeline(regions) if regions else None
         duration_after_vad = audio_io.duration_seconds(speech)
         detection_audio = speech if clips is None else samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
         language, probability, all_probabilities = self._language(
@@ -218,18 +221,21 @@ class WhisperModel:
             max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
             no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
             chunk_length=options.chunk_length, whole_features=True, **search, **hallucination)
-        if vad is not None:
-            call = replace(call, vad_options=vad, vad_batch_size=batch_size or 1)
+        if vad is not None and batched:
+            call = replace(call, vad_options=vad, vad_batch_size=batch_size)
+        elif vad is not None:
+            call = replace(call, vad_filter=False)
+            samples = speech
         if batched and clips is None and vad is None:
             clips = [(0.0, duration)]
-        segments = self._segments(samples, clips, call, options.log_progress, duration, batched)
+        segments = self._segments(samples, clips, call, options.log_progress, duration, batched, timeline)
         info = TranscriptionInfo(language=language, language_probability=probability, duration=duration,
                                  duration_after_vad=duration_after_vad, all_language_probs=all_probabilities,
                                  transcription_options=used, vad_options=vad)
         return segments, info
 
     def _segments(self, samples: np.ndarray, clips, call: TranscribeOptions, log_progress: bool, duration: float,
-                  batched: bool):
+                  batched: bool, timeline: SpeechTimeline | None = None):
         whisper, end_of_text = self.speculative, self.speculative.tokens.end_of_text
         parts = [(0.0, samples)] if clips is None else [
             (start, samples[round(start * audio_io.SAMPLE_RATE): round(end * audio_io.SAMPLE_RATE)])
@@ -258,7 +264,8 @@ class WhisperModel:
 
                     result = whisper.transcribe(
                         part, window_decoder=self._decode, progress=progress,
-                        on_segment=lambda segment, start=start: emit(_segment(next(numbers), segment, start)),
+                        on_segment=lambda segment, start=start: emit(_segment(next(numbers), segment, start,
+                                                                              timeline)),
                         options=arguments)
                     previous = [token for token in result.tokens if token < end_of_text]
                     clip_call = replace(clip_call, prefix=None)  # the prefix starts the first clip only
@@ -355,15 +362,17 @@ class _Arguments:
         self.__dict__.update(arguments)
 
 
-def _segment(number: int, segment, offset: float) -> Segment:
-    """One of our segments (formats.Segment) as faster-whisper's, `offset` seconds later."""
+def _segment(number: int, segment, offset: float, timeline: SpeechTimeline | None = None) -> Segment:
+    """One of our segments (formats.Segment) as faster-whisper's, `offset` seconds later (on the joined speech's
+    `timeline` mapped back to the audio's)."""
     start, end = round(segment.start + offset, 3), round(segment.end + offset, 3)
     words = [Word(round(word.start + offset, 3), round(word.end + offset, 3), word.word, word.probability)
              for word in segment.words] if segment.words else None
-    return Segment(id=number, seek=round(start * 100), start=start, end=end, text=segment.text,
-                   tokens=list(segment.tokens), avg_logprob=segment.avg_logprob,
-                   compression_ratio=segment.compression_ratio, no_speech_prob=segment.no_speech_prob, words=words,
-                   temperature=segment.temperature)
+    converted = Segment(id=number, seek=round(start * 100), start=start, end=end, text=segment.text,
+                        tokens=list(segment.tokens), avg_logprob=segment.avg_logprob,
+                        compression_ratio=segment.compression_ratio, no_speech_prob=segment.no_speech_prob,
+                        words=words, temperature=segment.temperature)
+    return converted if timeline is None else timeline.restore(converted)
 
 
 def _vad_options(parameters, batched: bool, chunk_length: int = WINDOW_SECONDS) -> VadOptions:

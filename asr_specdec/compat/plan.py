@@ -28,8 +28,7 @@ def search_options(beam_size: int, patience: float, length_penalty: float) -> di
 def hallucination_option(threshold: float | None, word_timestamps: bool, vad_filter: bool, batched: bool) -> dict:
     """`hallucination_silence_threshold` for SpeculativeWhisper.transcribe: honoured where faster-whisper applies it
     (WhisperModel with word_timestamps=True); where faster-whisper would drop it silently (no word timestamps, the
-    batched pipeline) or where this build decodes differently (vad_filter: speech windows, not sequential windows),
-    refused by name."""
+    batched pipeline), refused by name (with vad_filter the joined speech is decoded sequentially, as there)."""
     if threshold is None:
         return {}
     if batched:
@@ -38,9 +37,6 @@ def hallucination_option(threshold: float | None, word_timestamps: bool, vad_fil
     if not word_timestamps:
         raise UnsupportedOption("hallucination_silence_threshold works with word_timestamps=True only (faster-whisper "
                                 "ignores it otherwise): set word_timestamps=True or leave it at None")
-    if vad_filter:
-        raise UnsupportedOption("hallucination_silence_threshold with vad_filter=True is not supported (speech windows "
-                                "are decoded on their own here, not by seeking): leave one of them off")
     return {"hallucination_silence_threshold": threshold}
 
 

@@ -37,7 +37,9 @@ def test_supported_languages(reference, tmp_path):
 
     theirs = reference.faster_whisper.WhisperModel(str(assemble_pack("tiny.en", tmp_path)), device="cpu")
     assert WhisperModel("tiny.en").supported_languages == theirs.supported_languages == ["en"]
-    assert reference.models["ours"][0].supported_languages == reference.models["theirs"][0].supported_languages
+    # faster-whisper lists its fixed 100 codes for any multilingual model; "yue" has no token in base's vocabulary
+    theirs = [code for code in reference.models["theirs"][0].supported_languages if code != "yue"]
+    assert reference.models["ours"][0].supported_languages == theirs
 
 
 def test_transcribe(reference, peer_audio):

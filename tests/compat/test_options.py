@@ -171,8 +171,6 @@ def test_unsupported_options_are_refused_not_ignored(model, jfk):
         with pytest.raises(SpecdecError, match="chunk_length must be a whole number of seconds from 1 to 30") as error:
             model.transcribe(jfk, beam_size=1, chunk_length=bad)
         assert "\n" not in str(error.value)
-    with pytest.raises(NotImplementedError, match="length_penalty"):
-        model.transcribe(jfk, beam_size=2, length_penalty=0.5)
 
 
 def test_device_cuda_without_a_gpu_is_an_error():

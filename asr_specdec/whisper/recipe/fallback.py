@@ -58,7 +58,7 @@ class Recipe:
                                f"'{self.beam_algorithm}'")
         if self.beam_size is not None:
             try:
-                self.beam
+                _ = self.beam  # the algorithm's own checks
             except ValueError as error:
                 raise SpecdecError(str(error)) from None
         if not self.temperatures or any(not 0 <= value <= 2 for value in self.temperatures):
