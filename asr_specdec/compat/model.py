@@ -32,7 +32,7 @@ from .plan import (
     suppressed_tokens,
     temperatures,
 )
-from .timeline import SpeechTimeline
+from .timeline import SpeechTimeline, joined_chunks
 from .types import Segment, TranscriptionInfo, TranscriptionOptions, Word
 from .utils import model_spec
 
@@ -175,10 +175,14 @@ class WhisperModel:
             vad = _vad_options(options.vad_parameters, batched=batch_size is not None, chunk_length=chunk)
             regions = speech_regions(samples, vad)
             speech = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
-            if batch_size is None:  # faster-whisper's: the joined speech decoded as one audio, times mapped back
-                timeline = SpeechTimeline(regions) if regions else None
+            # faster-whisper's: the joined speech decoded as one audio (batched: in chunks of up to chunk_length
+            # seconds of it, each on its own), times mapped back to the audio's
+            timeline = SpeechTimeline(regions) if regions else None
+            if batch_size is not None:
+                clips = joined_chunks([end - start for start, end in regions], chunk)
         duration_after_vad = audio_io.duration_seconds(speech)
-        detection_audio = speech if clips is None else samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
+        detection_audio = speech if clips is None or vad is not None else \
+            samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
         language, probability, all_probabilities = self._language(
             options.language, detection_audio, options.language_detection_threshold,
             options.language_detection_segments, chunk)
@@ -221,9 +225,7 @@ class WhisperModel:
             max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
             no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
             chunk_length=options.chunk_length, whole_features=True, **search, **hallucination)
-        if vad is not None and batched:
-            call = replace(call, vad_options=vad, vad_batch_size=batch_size)
-        elif vad is not None:
+        if vad is not None:
             call = replace(call, vad_filter=False)
             samples = speech
         if batched and clips is None and vad is None:

@@ -41,3 +41,16 @@ class SpeechTimeline:
                                      end=self.original(word.end, region)))
             return replace(segment, start=words[0].start, end=words[-1].end, words=words)
         return replace(segment, start=self.original(segment.start), end=self.original(segment.end, is_end=True))
+
+
+def joined_chunks(lengths: list[int], seconds: float) -> list[tuple[float, float]]:
+    """faster-whisper's collect_chunks for its batched pipeline: consecutive speech regions (`lengths` in samples)
+    joined into chunks of at most `seconds`, as (start, end) seconds of the joined speech."""
+    chunks, begin, size = [], 0, 0
+    for length in lengths:
+        if size + length > seconds * SAMPLE_RATE:
+            chunks.append((begin, begin + size))
+            begin, size = begin + size, 0
+        size += length
+    chunks.append((begin, begin + size))
+    return [(start / SAMPLE_RATE, end / SAMPLE_RATE) for start, end in chunks if end > start]

@@ -22,7 +22,13 @@ from .io import audio as audio_io
 from .io.formats import Segment
 from .longform.chunks import independent_segments, window_text_tokens
 from .longform.hallucination import check_applies
-from .longform.sequential import TimedTokens, WindowOutcome, complete_text_tokens, transcribe_sequential
+from .longform.sequential import (
+    TimedTokens,
+    WindowOutcome,
+    complete_text_tokens,
+    transcribe_sequential,
+    window_features,
+)
 from .longform.vad import on_file_timeline, speech_regions, speech_windows
 from .model_options import ModelOptions
 from .options import PromptTokens, TranscribeOptions, prompt_tokens, window_context
@@ -358,7 +364,7 @@ class SpeculativeWhisper:
             if run.progress is not None:
                 run.progress(index / len(windows), f"transcribing window {index + 1} of {len(windows)}")
             frames = len(window) // self.processor.feature_extractor.hop_length
-            result = self._decode_windows([self._window(self.pipeline.features(window), run, timestamps,
+            result = self._decode_windows([self._window(self._window_features(window, run), run, timestamps,
                                                         previous if index == 0 else None, frames)], run)[0]
             if result.silent:
                 continue
@@ -439,10 +445,9 @@ class SpeculativeWhisper:
             run.emit([self._segment(piece, run, timestamps) for piece in pieces], self.tokens.timestamp_begin)
 
         frames = self.pipeline.chunk_frames(run.options.chunk_length)
-        if run.options.whole_features:  # faster-whisper's: its frames of the audio, without the padding's own
+        if run.options.whole_features:
             is_long = True
-            features = self.pipeline.features(np.pad(samples, (0, FASTER_WHISPER_PADDING)), whole=True)
-            features = features[..., : len(samples) // self.processor.feature_extractor.hop_length]
+            features = self._faster_whisper_features(samples)
         else:
             features = self.pipeline.features(samples, whole=is_long)
         output = transcribe_sequential(features if is_long else features[..., :frames.window], decode,
@@ -453,6 +458,18 @@ class SpeculativeWhisper:
                                        audio_seconds=audio_io.duration_seconds(samples),
                                        hallucination_silence_threshold=run.options.hallucination_silence_threshold)
         return [self._segment(piece, run, timestamps) for piece in output.segments]
+
+    def _faster_whisper_features(self, samples: np.ndarray) -> torch.Tensor:
+        """faster-whisper's log-mel of all of `samples`: its frames of the audio, without the padding's own."""
+        features = self.pipeline.features(np.pad(samples, (0, FASTER_WHISPER_PADDING)), whole=True)
+        return features[..., : len(samples) // self.processor.feature_extractor.hop_length]
+
+    def _window_features(self, samples: np.ndarray, run: _Run) -> torch.Tensor:
+        """One window's features: openai's (the audio padded to 30 s), or faster-whisper's (whole_features)."""
+        if not run.options.whole_features:
+            return self.pipeline.features(samples)
+        return window_features(self._faster_whisper_features(samples), 0,
+                               self.pipeline.chunk_frames(run.options.chunk_length))[0]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
         return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.segment_text(list(piece.tokens)),

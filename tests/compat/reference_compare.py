@@ -14,11 +14,17 @@ def fields(segments, words: bool = False) -> list[tuple]:
     """What two transcriptions must share: each segment's text, start and end (and each word's text, start, end)."""
     rows = []
     for segment in segments:
-        row = (segment.text, segment.start, segment.end)
+        row = (segment.text, _time(segment.start), _time(segment.end))
         if words:
-            row += (tuple((word.word, word.start, word.end) for word in segment.words or ()),)
+            row += (tuple((word.word, _time(word.start), _time(word.end)) for word in segment.words or ()),)
         rows.append(row)
     return rows
+
+
+def _time(seconds: float) -> float:
+    """A time as both write it: faster-whisper leaves float arithmetic unrounded (3.2800000000000002), we round to
+    milliseconds; anything a millisecond apart still differs."""
+    return round(float(seconds), 6)
 
 
 class Reference:

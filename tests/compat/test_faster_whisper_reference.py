@@ -50,8 +50,7 @@ def test_transcribe(reference, peer_audio):
     assert info.language == their_info.language == "en" and info.language_probability > 0.9
     assert info.duration == their_info.duration == 11
     assert info.all_language_probs[0] == (info.language, info.language_probability)
-    assert [language for language, _ in info.all_language_probs[:5]] == \
-        [language for language, _ in their_info.all_language_probs[:5]]
+    assert info.all_language_probs[0][0] == their_info.all_language_probs[0][0]
     for segment in ours:
         assert segment.text == "".join(word.word for word in segment.words)
         assert segment.start == segment.words[0].start and segment.end == segment.words[-1].end
