@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import SpecdecError
 from ..whisper.arguments import call_options
 from ..whisper.io import audio as audio_io
+from ..whisper.longform.sequential import window_features
 from ..whisper.longform.vad import VadOptions, speech_regions
 from ..whisper.options import TranscribeOptions, check_chunk_length, check_repetition, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
@@ -304,17 +305,18 @@ class WhisperModel:
 
         pipeline = self.speculative.pipeline
         frames = pipeline.chunk_frames(chunk_length)
-        window_frames, window_samples = frames.window, pipeline.chunk_samples(chunk_length)
+        window_frames = frames.window
         if audio is not None:
             samples = self._samples(audio)
             if vad_filter:
                 regions = speech_regions(samples, vad_options(vad_parameters))
                 samples = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
-            samples = samples[: segments * window_samples]
             if not len(samples):
                 samples = np.zeros(audio_io.SAMPLE_RATE, dtype=np.float32)  # something to detect on, as there
-            return [pipeline.features(samples[begin: begin + window_samples])
-                    for begin in range(0, len(samples), window_samples)]
+            # faster-whisper's features of the whole audio (the first window's are the decode's: one encoding)
+            whole = self.speculative.faster_whisper_features(samples)
+            return [window_features(whole, begin, frames)[0]
+                    for begin in range(0, min(whole.shape[-1], segments * window_frames), window_frames)]
         features = torch.as_tensor(np.asarray(features), dtype=torch.float32)
         features = features if features.dim() == 3 else features.unsqueeze(0)
         features = features[..., : segments * window_frames]

@@ -447,7 +447,7 @@ class SpeculativeWhisper:
         frames = self.pipeline.chunk_frames(run.options.chunk_length)
         if run.options.whole_features:
             is_long = True
-            features = self._faster_whisper_features(samples)
+            features = self.faster_whisper_features(samples)
         else:
             features = self.pipeline.features(samples, whole=is_long)
         output = transcribe_sequential(features if is_long else features[..., :frames.window], decode,
@@ -459,7 +459,7 @@ class SpeculativeWhisper:
                                        hallucination_silence_threshold=run.options.hallucination_silence_threshold)
         return [self._segment(piece, run, timestamps) for piece in output.segments]
 
-    def _faster_whisper_features(self, samples: np.ndarray) -> torch.Tensor:
+    def faster_whisper_features(self, samples: np.ndarray) -> torch.Tensor:
         """faster-whisper's log-mel of all of `samples`: its frames of the audio, without the padding's own."""
         features = self.pipeline.features(np.pad(samples, (0, FASTER_WHISPER_PADDING)), whole=True)
         return features[..., : len(samples) // self.processor.feature_extractor.hop_length]
@@ -468,7 +468,7 @@ class SpeculativeWhisper:
         """One window's features: openai's (the audio padded to 30 s), or faster-whisper's (whole_features)."""
         if not run.options.whole_features:
             return self.pipeline.features(samples)
-        return window_features(self._faster_whisper_features(samples), 0,
+        return window_features(self.faster_whisper_features(samples), 0,
                                self.pipeline.chunk_frames(run.options.chunk_length))[0]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
