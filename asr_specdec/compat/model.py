@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import SpecdecError
 from ..whisper.arguments import call_options
 from ..whisper.io import audio as audio_io
+from ..whisper.longform.sequential import window_features
 from ..whisper.longform.vad import VadOptions, speech_regions
 from ..whisper.options import TranscribeOptions, check_chunk_length, check_repetition, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
@@ -33,6 +34,7 @@ from .plan import (
     suppressed_tokens,
     temperatures,
 )
+from .timeline import SpeechTimeline, joined_chunks
 from .types import Segment, TranscriptionInfo, TranscriptionOptions, Word
 from .utils import model_spec
 
@@ -93,7 +95,7 @@ class WhisperModel:
         tokens = self.speculative.tokens
         if not tokens.multilingual:
             return ["en"]
-        return [key.strip("<|>") for key in tokens.language_ids]
+        return sorted(key.strip("<|>") for key in tokens.language_ids)  # faster-whisper's order: by code
 
     def detect_language(self, audio: np.ndarray | None = None, features=None, vad_filter: bool = False,
                         vad_parameters: dict | VadOptions | None = None, language_detection_segments: int = 1,
@@ -167,7 +169,7 @@ class WhisperModel:
             warnings.warn("this model is English-only: multilingual=True is set to False", stacklevel=3)
             multilingual = False
         clips = clip_ranges(options.clip_timestamps, duration)
-        vad = None
+        vad = timeline = None
         speech = samples
         if batch_size is not None and clips is None and not options.vad_filter:
             if duration > chunk:
@@ -177,8 +179,14 @@ class WhisperModel:
             vad = _vad_options(options.vad_parameters, batched=batch_size is not None, chunk_length=chunk)
             regions = speech_regions(samples, vad)
             speech = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
+            # faster-whisper's: the joined speech decoded as one audio (batched: in chunks of up to chunk_length
+            # seconds of it, each on its own), times mapped back to the audio's
+            timeline = SpeechTimeline(regions) if regions else None
+            if batch_size is not None:
+                clips = joined_chunks([end - start for start, end in regions], chunk)
         duration_after_vad = audio_io.duration_seconds(speech)
-        detection_audio = speech if clips is None else samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
+        detection_audio = speech if clips is None or vad is not None else \
+            samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
         language, probability, all_probabilities = self._language(
             options.language, detection_audio, options.language_detection_threshold,
             options.language_detection_segments, chunk)
@@ -220,19 +228,20 @@ class WhisperModel:
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
             max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
             no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
-            chunk_length=options.chunk_length, **search, **hallucination, **speakers)
+            chunk_length=options.chunk_length, whole_features=True, **search, **hallucination, **speakers)
         if vad is not None:
-            call = replace(call, vad_options=vad, vad_batch_size=batch_size or 1)
+            call = replace(call, vad_filter=False)
+            samples = speech
         if batched and clips is None and vad is None:
             clips = [(0.0, duration)]
-        segments = self._segments(samples, clips, call, options.log_progress, duration, batched)
+        segments = self._segments(samples, clips, call, options.log_progress, duration, batched, timeline)
         info = TranscriptionInfo(language=language, language_probability=probability, duration=duration,
                                  duration_after_vad=duration_after_vad, all_language_probs=all_probabilities,
                                  transcription_options=used, vad_options=vad)
         return segments, info
 
     def _segments(self, samples: np.ndarray, clips, call: TranscribeOptions, log_progress: bool, duration: float,
-                  batched: bool):
+                  batched: bool, timeline: SpeechTimeline | None = None):
         whisper, end_of_text = self.speculative, self.speculative.tokens.end_of_text
         parts = [(0.0, samples)] if clips is None else [
             (start, samples[round(start * audio_io.SAMPLE_RATE): round(end * audio_io.SAMPLE_RATE)])
@@ -261,7 +270,8 @@ class WhisperModel:
 
                     result = whisper.transcribe(
                         part, window_decoder=self._decode, progress=progress,
-                        on_segment=lambda segment, start=start: emit(_segment(next(numbers), segment, start)),
+                        on_segment=lambda segment, start=start: emit(_segment(next(numbers), segment, start,
+                                                                              timeline)),
                         options=arguments)
                     previous = [token for token in result.tokens if token < end_of_text]
                     clip_call = replace(clip_call, prefix=None)  # the prefix starts the first clip only
@@ -298,17 +308,18 @@ class WhisperModel:
 
         pipeline = self.speculative.pipeline
         frames = pipeline.chunk_frames(chunk_length)
-        window_frames, window_samples = frames.window, pipeline.chunk_samples(chunk_length)
+        window_frames = frames.window
         if audio is not None:
             samples = self._samples(audio)
             if vad_filter:
                 regions = speech_regions(samples, vad_options(vad_parameters))
                 samples = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
-            samples = samples[: segments * window_samples]
             if not len(samples):
                 samples = np.zeros(audio_io.SAMPLE_RATE, dtype=np.float32)  # something to detect on, as there
-            return [pipeline.features(samples[begin: begin + window_samples])
-                    for begin in range(0, len(samples), window_samples)]
+            # faster-whisper's features of the whole audio (the first window's are the decode's: one encoding)
+            whole = self.speculative.faster_whisper_features(samples)
+            return [window_features(whole, begin, frames)[0]
+                    for begin in range(0, min(whole.shape[-1], segments * window_frames), window_frames)]
         features = torch.as_tensor(np.asarray(features), dtype=torch.float32, device="cpu")  # each window moves
         features = features if features.dim() == 3 else features.unsqueeze(0)
         features = features[..., : segments * window_frames]
@@ -359,15 +370,17 @@ class _Arguments:
         self.__dict__.update(arguments)
 
 
-def _segment(number: int, segment, offset: float) -> Segment:
-    """One of our segments (formats.Segment) as faster-whisper's, `offset` seconds later."""
+def _segment(number: int, segment, offset: float, timeline: SpeechTimeline | None = None) -> Segment:
+    """One of our segments (formats.Segment) as faster-whisper's, `offset` seconds later (on the joined speech's
+    `timeline` mapped back to the audio's)."""
     start, end = round(segment.start + offset, 3), round(segment.end + offset, 3)
     words = [Word(round(word.start + offset, 3), round(word.end + offset, 3), word.word, word.probability,
                   word.speaker) for word in segment.words] if segment.words else None
-    return Segment(id=number, seek=round(start * 100), start=start, end=end, text=segment.text,
-                   tokens=list(segment.tokens), avg_logprob=segment.avg_logprob,
-                   compression_ratio=segment.compression_ratio, no_speech_prob=segment.no_speech_prob, words=words,
-                   temperature=segment.temperature, speaker=segment.speaker)
+    converted = Segment(id=number, seek=round(start * 100), start=start, end=end, text=segment.text,
+                        tokens=list(segment.tokens), avg_logprob=segment.avg_logprob,
+                        compression_ratio=segment.compression_ratio, no_speech_prob=segment.no_speech_prob,
+                        words=words, temperature=segment.temperature, speaker=segment.speaker)
+    return converted if timeline is None else timeline.restore(converted)
 
 
 def _vad_options(parameters, batched: bool, chunk_length: int = WINDOW_SECONDS) -> VadOptions:

@@ -11,27 +11,24 @@ class UnsupportedOption(SpecdecError, NotImplementedError):
 
 
 def search_options(beam_size: int, patience: float, length_penalty: float) -> dict:
-    """The beam-search options for SpeculativeWhisper.transcribe, with faster-whisper's meaning: beam_size=1 is
-    greedy search (CTranslate2 decodes one beam greedily), where patience and length_penalty change nothing.
-    CTranslate2 ranks finished candidates by sum / length ** length_penalty, and openai's ranking (ours) by
-    sum / length when length_penalty is None: the two agree at faster-whisper's default of 1 only."""
+    """The beam-search options for SpeculativeWhisper.transcribe, with faster-whisper's meaning: CTranslate2's
+    algorithm (core/beam_ctranslate2.py: its candidates, finished hypotheses, patience and sum / length **
+    length_penalty ranking); beam_size=1 is greedy search (CTranslate2 decodes one beam greedily), where patience
+    and length_penalty change nothing."""
     if beam_size < 1:
         raise SpecdecError(f"beam_size must be at least 1, not {beam_size}")
     if beam_size == 1:
         return {}
     if patience <= 0:
         raise SpecdecError(f"patience must be positive, not {patience}")
-    if length_penalty != 1:
-        raise UnsupportedOption(f"length_penalty={length_penalty} is not supported: CTranslate2's length ** penalty "
-                                "ranking is not openai-whisper's, which this build runs; leave it at 1")
-    return {"beam_size": beam_size, "patience": patience}
+    return {"beam_size": beam_size, "patience": patience, "length_penalty": length_penalty,
+            "beam_algorithm": "ctranslate2"}
 
 
 def hallucination_option(threshold: float | None, word_timestamps: bool, vad_filter: bool, batched: bool) -> dict:
     """`hallucination_silence_threshold` for SpeculativeWhisper.transcribe: honoured where faster-whisper applies it
     (WhisperModel with word_timestamps=True); where faster-whisper would drop it silently (no word timestamps, the
-    batched pipeline) or where this build decodes differently (vad_filter: speech windows, not sequential windows),
-    refused by name."""
+    batched pipeline), refused by name (with vad_filter the joined speech is decoded sequentially, as there)."""
     if threshold is None:
         return {}
     if batched:
@@ -40,9 +37,6 @@ def hallucination_option(threshold: float | None, word_timestamps: bool, vad_fil
     if not word_timestamps:
         raise UnsupportedOption("hallucination_silence_threshold works with word_timestamps=True only (faster-whisper "
                                 "ignores it otherwise): set word_timestamps=True or leave it at None")
-    if vad_filter:
-        raise UnsupportedOption("hallucination_silence_threshold with vad_filter=True is not supported (speech windows "
-                                "are decoded on their own here, not by seeking): leave one of them off")
     return {"hallucination_silence_threshold": threshold}
 
 

@@ -64,6 +64,12 @@ class BeamSearch:
         penalty = length if self.length_penalty is None else ((5 + length) / 6) ** self.length_penalty
         return sum_logprob / penalty
 
+    def step(self, audio: _Audio) -> None:
+        _step(audio)
+
+    def outcome(self, audio: _Audio) -> BeamOutcome:
+        return _outcome(audio)
+
 
 @dataclass
 class BeamOutcome:
@@ -104,7 +110,7 @@ class _Audio:
 
     prompt: list[int]
     settings: object  # GenerationSettings (engine.py)
-    beam: BeamSearch
+    beam: BeamSearch  # or CTranslate2BeamSearch: the same fields, its own step and outcome
     limit: int
     draft_length: BeamSchedule  # shared by every audio row with this beam size, kept across calls
     beams: list[_Beam]
@@ -161,7 +167,7 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
             audio.draft_length.update(wanted, steps, round_seconds)
             first += len(audio.held)
         active = _leave(audios, active, target, drafter)
-    return [_outcome(audio) for audio in audios]
+    return [audio.beam.outcome(audio) for audio in audios]
 
 
 def _leave(audios: list[_Audio], active: list[int], target, drafter) -> list[int]:
@@ -254,7 +260,7 @@ def _replay(audio: _Audio) -> int:
     """Plain beam steps on the scored paths, for as long as every beam lies on one; the number of steps."""
     steps = 0
     while not audio.done and all(beam.on_path() for beam in audio.beams):
-        _step(audio)
+        audio.beam.step(audio)  # the algorithm's step: openai's (_step) or CTranslate2's (beam_ctranslate2.py)
         steps += 1
     return steps
 

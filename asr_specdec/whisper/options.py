@@ -58,6 +58,9 @@ class TranscribeOptions:
     # each still zero-padded to the encoder's 30 s; None: the model's (30 s)
     chunk_length: int | None = None
     diarize: SpeakerOptions | None = None  # who spoke when: each word and segment given a speaker (speakers/)
+    # faster-whisper's log-mel: always of the whole audio (with its 160 trailing zero samples), each window cut from
+    # it and zero-padded as features; else openai's (audio up to a window padded with 30 s of zero samples)
+    whole_features: bool = False
 
     def __post_init__(self):
         if self.long_form not in LONG_FORM_MODES:

@@ -22,7 +22,7 @@ from .io import audio as audio_io
 from .io.formats import Segment
 from .longform.chunks import independent_segments, window_text_tokens
 from .longform.hallucination import check_applies
-from .longform.sequential import TimedTokens, WindowOutcome, transcribe_sequential
+from .longform.sequential import TimedTokens, WindowOutcome, transcribe_sequential, window_features
 from .longform.vad import on_file_timeline, speech_regions, speech_windows
 from .model_options import ModelOptions
 from .options import PromptTokens, TranscribeOptions, prompt_tokens
@@ -38,6 +38,7 @@ Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
 # transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
 CONDITIONING_TEMPERATURE_LIMIT = 0.5
+FASTER_WHISPER_PADDING = 160  # zero samples faster-whisper's feature extractor appends to the audio
 
 
 def _load(spec, device, dtype):
@@ -354,7 +355,7 @@ class SpeculativeWhisper:
             rows = [(run, number, window) for run, plan in windows for number, window in plan]
             for begin in range(0, len(rows), batch_size):
                 group = rows[begin:begin + batch_size]
-                built = [run.windows.window(self.pipeline.features(window.samples), run.language_id, timestamps,
+                built = [run.windows.window(self._window_features(window.samples, run), run.language_id, timestamps,
                                             audio_frames=window.frames, first=number == 0,
                                             previous=(run.prompts.initial or None) if number == 0 else None)
                          for run, number, window in group]
@@ -413,7 +414,7 @@ class SpeculativeWhisper:
         for number, window in plan:
             if run.progress is not None:
                 run.progress(number / len(plan), f"transcribing window {number + 1} of {len(plan)}")
-            self._decode_windows([self._window(self.pipeline.features(window.samples), run, timestamps,
+            self._decode_windows([self._window(self._window_features(window.samples, run), run, timestamps,
                                                (run.prompts.initial or None) if number == 0 else None, window.frames)],
                                  run)
             pieces, last_speech = self._chunk_segments(run, number, window, timestamps, last_speech)
@@ -466,7 +467,7 @@ class SpeculativeWhisper:
                 run.progress(begin / len(windows), f"transcribing speech windows {begin + 1}-{last} of {len(windows)}")
             group = windows[begin:begin + options.vad_batch_size]
             # words always: they place segments on the file's timeline (kept in the output only when asked)
-            rows = [replace(self._window(self.pipeline.features(window.samples), run, timestamps,
+            rows = [replace(self._window(self._window_features(window.samples, run), run, timestamps,
                                          run.prompts.initial or None, len(window.samples) // hop),
                             word_tokens=window_text_tokens(self.tokens.end_of_text)) for window in group]
             rows = rows[:1] + [replace(row, prefix=None) for row in rows[1:]]  # the prefix starts the first only
@@ -509,7 +510,11 @@ class SpeculativeWhisper:
             run.emit([self._segment(piece, run, timestamps) for piece in pieces], self.tokens.timestamp_begin)
 
         frames = self.pipeline.chunk_frames(run.options.chunk_length)
-        features = self.pipeline.features(samples, whole=is_long)
+        if run.options.whole_features:
+            is_long = True
+            features = self.faster_whisper_features(samples)
+        else:
+            features = self.pipeline.features(samples, whole=is_long)
         output = transcribe_sequential(features if is_long else features[..., :frames.window], decode,
                                        self.tokens.timestamp_begin, self.tokens.end_of_text, frames,
                                        condition, run.progress, initial_prompt=run.prompts.initial,
@@ -518,6 +523,18 @@ class SpeculativeWhisper:
                                        audio_seconds=audio_io.duration_seconds(samples),
                                        hallucination_silence_threshold=run.options.hallucination_silence_threshold)
         return [self._segment(piece, run, timestamps) for piece in output.segments]
+
+    def faster_whisper_features(self, samples: np.ndarray) -> torch.Tensor:
+        """faster-whisper's log-mel of all of `samples`: its frames of the audio, without the padding's own."""
+        features = self.pipeline.features(np.pad(samples, (0, FASTER_WHISPER_PADDING)), whole=True)
+        return features[..., : len(samples) // self.processor.feature_extractor.hop_length]
+
+    def _window_features(self, samples: np.ndarray, run: _Run) -> torch.Tensor:
+        """One window's features: openai's (the audio padded to 30 s), or faster-whisper's (whole_features)."""
+        if not run.options.whole_features:
+            return self.pipeline.features(samples)
+        return window_features(self.faster_whisper_features(samples), 0,
+                               self.pipeline.chunk_frames(run.options.chunk_length))[0]
 
     def _segment(self, piece: TimedTokens, run: _Run, timestamps: bool) -> _TextSegment:
         return _TextSegment(round(piece.start, 3), round(piece.end, 3), self.pipeline.segment_text(list(piece.tokens)),

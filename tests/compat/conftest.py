@@ -23,3 +23,13 @@ def plain_model(pack_cache):
     from asr_specdec import WhisperModel
 
     return WhisperModel("base", mode="off")
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory):
+    """faster-whisper 1.2.1 itself and the drop-in, on the same CTranslate2 weights of `base` at float32
+    (reference_compare.py); faster-whisper's outputs are kept for the session."""
+    pytest.importorskip("faster_whisper")
+    from .reference_compare import Reference
+
+    return Reference(tmp_path_factory.mktemp("faster-whisper-base"))

@@ -124,16 +124,16 @@ def test_suppress_tokens_follow_faster_whispers_rule():
 
 def test_what_cannot_be_honoured_is_refused_by_name():
     assert search_options(1, 1.0, 1.0) == {}
-    assert search_options(5, 1.0, 1.0) == {"beam_size": 5, "patience": 1.0}  # faster-whisper's default
-    assert search_options(3, 2.0, 1.0) == {"beam_size": 3, "patience": 2.0}
-    with pytest.raises(UnsupportedOption, match="length_penalty"):
-        search_options(5, 1.0, 0.5)
+    ctranslate2 = {"beam_algorithm": "ctranslate2"}  # faster-whisper's beam search, its length_penalty honoured
+    assert search_options(5, 1.0, 1.0) == {"beam_size": 5, "patience": 1.0, "length_penalty": 1.0, **ctranslate2}
+    assert search_options(3, 2.0, 0.5) == {"beam_size": 3, "patience": 2.0, "length_penalty": 0.5, **ctranslate2}
     with pytest.raises(SpecdecError, match="beam_size"):
         search_options(0, 1.0, 1.0)
     assert hallucination_option(None, False, True, True) == {}
     assert hallucination_option(2.0, True, False, False) == {"hallucination_silence_threshold": 2.0}
-    for arguments, why in (((2.0, False, False, False), "word_timestamps"), ((2.0, True, True, False), "vad_filter"),
-                           ((2.0, True, False, True), "batched")):  # where faster-whisper drops it, or we cannot seek
+    assert hallucination_option(2.0, True, True, False) == {"hallucination_silence_threshold": 2.0}  # joined speech
+    for arguments, why in (((2.0, False, False, False), "word_timestamps"),
+                           ((2.0, True, False, True), "batched")):  # where faster-whisper drops it
         with pytest.raises(UnsupportedOption, match=why):
             hallucination_option(*arguments)
     assert issubclass(UnsupportedOption, SpecdecError) and issubclass(UnsupportedOption, NotImplementedError)

@@ -31,10 +31,10 @@ def test_drop_in_segments_are_speculative_whispers_and_plain_decodings(model, pl
     ours, info = decoded(model, jfk, word_timestamps=True)
     plain, _ = decoded(plain_model, jfk, word_timestamps=True)
     assert fields(ours) == fields(plain) and [s.words for s in ours] == [s.words for s in plain]
-    # faster-whisper's defaults, spelt as SpeculativeWhisper's own arguments, give the same segments
+    # faster-whisper's defaults, spelt as SpeculativeWhisper's own arguments (its features too), give the same segments
     native = SpeculativeWhisper("base", mode="off").transcribe(
         jfk, language=info.language, timestamps=True, condition_on_previous_text=True,
-        temperature=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0), word_timestamps=True)
+        temperature=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0), word_timestamps=True, whole_features=True)
     assert [(s.start, s.end, s.text, list(s.tokens)) for s in native.segments] == \
         [(s.start, s.end, s.text, s.tokens) for s in ours]
     assert native.text == "".join(s.text for s in ours)
@@ -84,7 +84,7 @@ JFK_START = " And so my fellow Americans"
 def test_clip_timestamps_decode_only_the_clips_on_the_files_timeline(model, jfk):
     segments, info = decoded(model, jfk, clip_timestamps="7.5")
     text = "".join(s.text for s in segments)
-    assert "ask not" not in text and "ask what you can do for your country" in text
+    assert "ask not" not in text.lower() and "ask what you can do for your country" in text.lower()
     assert segments[0].start >= 7.5 and segments[-1].end <= 11.0 and info.transcription_options.clip_timestamps == "7.5"
 
 
@@ -171,8 +171,6 @@ def test_unsupported_options_are_refused_not_ignored(model, jfk):
         with pytest.raises(SpecdecError, match="chunk_length must be a whole number of seconds from 1 to 30") as error:
             model.transcribe(jfk, beam_size=1, chunk_length=bad)
         assert "\n" not in str(error.value)
-    with pytest.raises(NotImplementedError, match="length_penalty"):
-        model.transcribe(jfk, beam_size=2, length_penalty=0.5)
 
 
 def test_device_cuda_without_a_gpu_is_an_error():

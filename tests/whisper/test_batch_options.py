@@ -30,6 +30,7 @@ HONOURED = {
     "repetition_penalty": 1.5,
     "no_repeat_ngram_size": 1,
     "chunk_length": 10,
+    "whole_features": True,
     "suppression": Suppression(tokens=(363, 628, 1564)),  # the random model's favourite tokens
     "recipe": {"beam_size": 2},  # recipe fields go by name, as transcribe takes them
     "sampling": {"do_sample": True, "temperature": 0.9},  # with a seed: test_sampled_batches_are_seeded

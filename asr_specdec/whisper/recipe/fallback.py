@@ -23,12 +23,15 @@ from dataclasses import dataclass, replace
 import torch
 
 from ...core.beam import BeamSearch
+from ...core.beam_ctranslate2 import CTranslate2BeamSearch
 from ...core.logits import Sampling
 from ...core.stats import DecodeStats
 from ...errors import SpecdecError
 from ..runtime.pipeline import DecodedWindow, Window, WindowDecoder, WindowPipeline
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+# the beam search algorithms by name: openai-whisper's (SpeculativeWhisper's) and CTranslate2's (the drop-in's)
+BEAM_ALGORITHMS = {"openai": BeamSearch, "ctranslate2": CTranslate2BeamSearch}
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,17 @@ class Recipe:
     beam_size: int | None = None  # beam search at temperature 0 (openai's DecodingOptions); None: greedy
     patience: float | None = None  # with beam_size: finish after round(beam_size * patience) candidates (1.0)
     length_penalty: float | None = None  # with beam_size: None divides by the length, else the Google NMT penalty
+    beam_algorithm: str = "openai"  # BEAM_ALGORITHMS: "ctranslate2" ranks by sum / length ** length_penalty
 
     def __post_init__(self):
         if self.beam_size is None and self.patience is not None:
             raise SpecdecError("patience needs beam_size (it is a beam search option)")
+        if self.beam_algorithm not in BEAM_ALGORITHMS:
+            raise SpecdecError(f"beam_algorithm must be one of {', '.join(BEAM_ALGORITHMS)}, not "
+                               f"'{self.beam_algorithm}'")
         if self.beam_size is not None:
             try:
-                BeamSearch(self.beam_size, self.patience, self.length_penalty)
+                _ = self.beam  # the algorithm's own checks
             except ValueError as error:
                 raise SpecdecError(str(error)) from None
         if not self.temperatures or any(not 0 <= value <= 2 for value in self.temperatures):
@@ -66,7 +73,9 @@ class Recipe:
     @property
     def beam(self) -> BeamSearch | None:
         """How the temperature-0 try decodes: beam search, or None for greedy decoding."""
-        return None if self.beam_size is None else BeamSearch(self.beam_size, self.patience, self.length_penalty)
+        if self.beam_size is None:
+            return None
+        return BEAM_ALGORITHMS[self.beam_algorithm](self.beam_size, self.patience, self.length_penalty)
 
     @property
     def scores_windows(self) -> bool:

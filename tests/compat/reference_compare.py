@@ -1,0 +1,58 @@
+"""faster-whisper 1.2.1 as the reference of the drop-in: both run on the same CTranslate2 weights of `base` at
+compute_type="float32", and their segments are compared field by field. faster-whisper's results are memoised per
+(call, audio, arguments) for the session, so a test that needs the same reference twice pays for it once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WEIGHTS = "base"
+COMPUTE_TYPE = "float32"
+
+
+def fields(segments, words: bool = False) -> list[tuple]:
+    """What two transcriptions must share: each segment's text, start and end (and each word's text, start, end)."""
+    rows = []
+    for segment in segments:
+        row = (segment.text, _time(segment.start), _time(segment.end))
+        if words:
+            row += (tuple((word.word, _time(word.start), _time(word.end)) for word in segment.words or ()),)
+        rows.append(row)
+    return rows
+
+
+def _time(seconds: float) -> float:
+    """A time as both write it: faster-whisper leaves float arithmetic unrounded (3.2800000000000002), we round to
+    milliseconds; anything a millisecond apart still differs."""
+    return round(float(seconds), 6)
+
+
+class Reference:
+    """The two implementations side by side: `pair(call, audio, key, **arguments)` decodes `audio` (a path or
+    samples; `key` names samples) with both and returns (faster-whisper's segments, info), (ours, info)."""
+
+    def __init__(self, scratch: Path):
+        import faster_whisper
+
+        from asr_specdec import BatchedInferencePipeline, WhisperModel
+        from asr_specdec.weights.packs import assemble_pack
+
+        self.faster_whisper = faster_whisper
+        theirs = faster_whisper.WhisperModel(str(assemble_pack(WEIGHTS, scratch)), device="cpu",
+                                             compute_type=COMPUTE_TYPE, cpu_threads=2)
+        ours = WhisperModel(WEIGHTS, compute_type=COMPUTE_TYPE)
+        self.models = {"theirs": (theirs, faster_whisper.BatchedInferencePipeline(theirs)),
+                       "ours": (ours, BatchedInferencePipeline(ours))}
+        self._theirs: dict = {}
+
+    def decode(self, side: str, call: str, audio, **arguments):
+        model, batched = self.models[side]
+        transcriber = batched if call == "batched" else model
+        segments, info = transcriber.transcribe(audio, **arguments)
+        return list(segments), info
+
+    def pair(self, call: str, audio, key: str | None = None, **arguments):
+        memo = (call, key or str(audio), repr(sorted(arguments.items())))
+        if memo not in self._theirs:
+            self._theirs[memo] = self.decode("theirs", call, audio, **arguments)
+        return self._theirs[memo], self.decode("ours", call, audio, **arguments)

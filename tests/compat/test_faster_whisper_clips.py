@@ -1,0 +1,29 @@
+"""Every clip of ../shared/audio decoded by faster-whisper 1.2.1 and by the drop-in on the same CTranslate2
+weights of `base` at float32 (reference_compare.py): with faster-whisper's defaults, with vad_filter=True and with
+BatchedInferencePipeline. The segments (text, start, end) must be equal; `ALLOWED` names the cases allowed to
+differ, each with its reason (a float32 near-tie, shown with the two scores)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .reference_compare import fields
+
+SETTINGS = {"defaults": ("model", {}), "vad_filter": ("model", {"vad_filter": True}), "batched": ("batched", {})}
+ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def clips(manifest) -> list[str]:
+    return [entry["audio"] for entry in manifest]
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_segments_equal_faster_whispers_on_every_shared_clip(reference, shared_audio, manifest, setting):
+    call, arguments = SETTINGS[setting]
+    differing = {}
+    for clip in clips(manifest):
+        (theirs, _), (ours, _) = reference.pair(call, str(shared_audio / clip), **arguments)
+        if fields(ours) != fields(theirs):
+            differing[clip] = (fields(theirs), fields(ours))
+    unexplained = {clip: rows for clip, rows in differing.items() if (setting, clip) not in ALLOWED}
+    assert not unexplained, f"{len(differing)} of {len(clips(manifest))} clips differ: {unexplained}"
