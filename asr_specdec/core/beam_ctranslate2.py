@@ -51,7 +51,8 @@ class CTranslate2BeamSearch:
         divisor = float(length) ** self.penalty
         if divisor == 0:
             return float("-inf") if sum_logprob < 0 else float("inf")
-        return float(torch.tensor(sum_logprob, dtype=torch.float32) / divisor)
+        # float32 rounding of the sum, computed on the host whatever the model's device
+        return float(torch.tensor(sum_logprob, dtype=torch.float32, device="cpu") / divisor)
 
     def step(self, audio: _Audio) -> None:
         _step(audio)
@@ -64,7 +65,8 @@ def _step(audio: _Audio) -> None:
     eos, size = audio.settings.eos_token_id, audio.beam.beam_size
     _tops(audio, audio.beams)
     values = torch.stack([_top(audio, beam)[0] for beam in audio.beams])
-    sums = (values + torch.tensor([beam.sum_logprob for beam in audio.beams], dtype=torch.float32)[:, None]).tolist()
+    totals = torch.tensor([beam.sum_logprob for beam in audio.beams], dtype=torch.float32, device=values.device)
+    sums = (values + totals[:, None]).tolist()
     candidates = []  # (score, beam, token): beam by beam, best token first; a stable sort keeps that order on ties
     for beam, beam_sums in zip(audio.beams, sums):
         candidates += [(score, beam, token) for score, token in zip(beam_sums, _top(audio, beam)[1])]
