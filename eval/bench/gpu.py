@@ -18,6 +18,7 @@ acceptance: the projection is tabled over acceptances, with the acceptance at wh
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -166,7 +167,8 @@ def clips_plain_and_speculative(main: str, modes: list[str], assistant: str | No
     plain_tokens = 0
     for whisper in systems.values():
         whisper.transcribe(audio[0])  # warm-up
-    for samples in audio:
+    for number, samples in enumerate(audio, start=1):
+        print(f"clip {number} of {len(audio)}: {', '.join(modes)}", file=sys.stderr, flush=True)  # progress
         reference = None
         for mode, whisper in systems.items():
             result = None
@@ -227,7 +229,7 @@ def main(argv=None) -> int:
     skip = set(filter(None, args.skip.split(",")))
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
     print(f"# GPU benchmark on {args.device} ({where}), {dtype_name}, torch {torch.__version__}, "
-          f"median of {args.repeats}\n")
+          f"median of {args.repeats}\n", flush=True)
     tokens = 40.0  # without the clips: about a 10-s utterance
     if "clips" not in skip:
         clips = manifest_clips(Path(args.audio))[: args.clips or None]
@@ -237,6 +239,7 @@ def main(argv=None) -> int:
         print(f"## {len(clips)} shared clips, {main_model}, {dtype_name}\n\n" + "\n".join(rows) + "\n", flush=True)
     if "passes" not in skip:
         label = "tiny shapes" if args.tiny else "large-v3's dimensions"
+        print(f"measuring pass costs at {label} on {args.device} (on a CPU: minutes)", file=sys.stderr, flush=True)
         costs = pass_costs(shape, args.device, dtype, args.repeats)
         rows = ["| pass | ms |", "|---|---|"] + [f"| {name} | {seconds * 1e3:.2f} |" for name, seconds in costs.items()]
         rows.append(f"| draft step / main step | {costs['draft step'] / costs['main step']:.2f} |")
