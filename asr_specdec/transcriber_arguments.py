@@ -53,10 +53,9 @@ def model_options(args, main, assistant, mode: str):
 def transcribe_options(args):
     """TranscribeOptions from the command line: subtitles decode with timestamps unless told otherwise."""
     from .core.logits import Sampling
+    from .errors import OptionError
     from .whisper.arguments import recipe_arguments
     from .whisper.options import TranscribeOptions
-
-    from .errors import OptionError
 
     timestamps = args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None)
     temperature = getattr(args, "temperature", None)

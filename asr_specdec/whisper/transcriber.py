@@ -22,8 +22,13 @@ from .io import audio as audio_io
 from .io.formats import Segment
 from .longform.chunks import independent_segments, window_text_tokens
 from .longform.hallucination import check_applies
-from .longform.sequential import (TimedTokens, WindowOutcome, complete_text_tokens, seek_text_tokens,
-                                  transcribe_sequential)
+from .longform.sequential import (
+    TimedTokens,
+    WindowOutcome,
+    complete_text_tokens,
+    seek_text_tokens,
+    transcribe_sequential,
+)
 from .longform.vad import on_file_timeline, speech_regions, speech_windows
 from .model_options import ModelOptions
 from .options import PromptTokens, TranscribeOptions, prompt_tokens, window_context

@@ -12,8 +12,8 @@ from transformers.models.whisper.generation_whisper import WhisperGenerationMixi
 from asr_specdec.whisper.longform.sequential import (
     Frames,
     TimedTokens,
-    chunk_segments,
     WindowOutcome,
+    chunk_segments,
     previous_tokens,
     seek_text_tokens,
     transcribe_sequential,
