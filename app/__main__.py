@@ -14,7 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m app", description=__doc__.split(":")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for every interface)")
-    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--port", type=int, default=7860, help="port to listen on")
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     parser.add_argument("--main", default=AppSettings.default_main,
                         help="default main model: an offline pack (tiny.en, base), a CTranslate2 or transformers "
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-audio-seconds", type=float, default=AppSettings.max_audio_seconds,
                         help="longest audio transcribed, in seconds (the server's name for the same limit)")
     parser.add_argument("--concurrency", type=int, default=1, help="requests decoded at the same time")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... or auto: cuda if available")
     return parser
 
 

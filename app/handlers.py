@@ -16,7 +16,7 @@ from .compute_guide import compute_help
 from .downloads import download_stem, write_comparison, write_downloads
 from .drafter_guide import mode_help
 from .languages import AUTO, language_choices, language_info, task_choices
-from .messages import in_app_terms
+from .messages import error_in_app_terms
 from .pairing import assistant_info
 from .segments import segments_html
 from .service import TranscriptionService
@@ -44,7 +44,7 @@ def shown_to_user():
     except gr.Error:
         raise
     except SpecdecError as error:
-        raise gr.Error(in_app_terms(str(error)), print_exception=False) from None
+        raise gr.Error(error_in_app_terms(error), print_exception=False) from None
     except Exception:
         log.exception("unexpected error while handling a request")
         raise gr.Error("unexpected server error; the details are in the server log", print_exception=False) from None

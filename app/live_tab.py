@@ -18,7 +18,7 @@ from asr_specdec.errors import AudioError
 from asr_specdec.whisper.live.streaming import StreamingTranscriber, StreamingUpdate
 
 from .handlers import options_from, shown_to_user
-from .messages import in_app_terms
+from .messages import error_in_app_terms
 from .service import TranscriptionService
 from .views import table_html
 
@@ -109,7 +109,7 @@ class LiveHandlers:
             try:
                 session.stream.append(samples, sample_rate=rate)
             except AudioError as error:  # a bad chunk: said once, the stream goes on
-                gr.Warning(in_app_terms(str(error)))
+                gr.Warning(error_in_app_terms(error))
                 return session, gr.skip(), gr.skip()
             if session.error is not None:  # the worker's last decode failed: said here, once
                 error, session.error = session.error, None

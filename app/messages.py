@@ -32,6 +32,20 @@ _KEYWORD = re.compile(r"\s*/\s*[a-z_]+=\)")  # "(--assistant / assistant_model=)
 _OPENING_KEYWORD = re.compile(r"^([a-z]+(?:_[a-z0-9]+)+)(?= must\b)")
 
 
+def error_in_app_terms(error: Exception) -> str:
+    """An error's line in the page's terms; an option refused by its options object (OptionError) is first named
+    by its flag, which CONTROLS then maps to the control."""
+    from asr_specdec.errors import OptionError
+
+    if isinstance(error, OptionError):
+        def flag(name: str) -> str:
+            key, _, value = name.partition("=")
+            return f"--{key.replace('_', '-')} {value}".strip()
+
+        return in_app_terms(error.in_words(flag))
+    return in_app_terms(str(error))
+
+
 def in_app_terms(message: str) -> str:
     """`message` with command-line flags named by the page control that does the same."""
     message = _KEYWORD.sub(")", message)

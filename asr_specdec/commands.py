@@ -25,6 +25,22 @@ def format_stats(stats, label: str) -> str:
                if stats.beam_steps else ""))
 
 
+def error_line(error: Exception, parser) -> str:
+    """A user error's one line in the command line's words: an option refused by its options object (OptionError,
+    named by its Python keyword) is named by the flag that sets it (`{name=value}`: "--flag value")."""
+    from .errors import OptionError
+
+    if not isinstance(error, OptionError):
+        return str(error)
+    flags = {action.dest: max(action.option_strings, key=len) for action in parser._actions if action.option_strings}
+
+    def flag(name: str) -> str:
+        key, _, value = name.partition("=")
+        return f"{flags.get(key, key)} {value}".strip()
+
+    return error.in_words(flag)
+
+
 def run_command(run, args, interrupted: str) -> int:
     """`run(args)` as a command: Ctrl-C and even a bug give one line on stderr and an exit code, never a
     traceback; --stats adds the total wall time."""

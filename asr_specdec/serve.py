@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-from .commands import add_compute_type_arguments, run_command
+from .commands import add_compute_type_arguments, error_line, run_command
 from .core.modes import MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
 from .transcriber_arguments import DEFAULTS_HELP, LONG_FORM_MODES
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     serving.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
                          help="access and server log level (default info)")
     # what transcriber_arguments.build_transcriber reads and a server decides per request
-    parser.set_defaults(do_sample=False, temperature=1.0, task="transcribe", format="json", timestamps=None,
+    parser.set_defaults(do_sample=False, temperature=None, task="transcribe", format="json", timestamps=None,
                         stats=False)
     return parser
 
@@ -128,7 +128,7 @@ def run(args) -> int:
         check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
     except SpecdecError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error_line(error, build_parser())}", file=sys.stderr)
         return 2
     names = settings.served_names(transcriber.main_name)
     print(f"models: main {transcriber.main_name}, mode {transcriber.mode} ({reason}); served as "

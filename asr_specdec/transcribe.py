@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from .commands import add_compute_type_arguments, format_stats, run_command
+from .commands import add_compute_type_arguments, error_line, format_stats, run_command
 from .core.modes import MODES
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
 from .transcriber_arguments import DEFAULTS_HELP, LONG_FORM_MODES, build_transcriber, plain_sibling
@@ -36,9 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--early-exit-layer", type=int, default=None,
                         help="decoder layers the early-exit drafter uses (default: half of them)")
     parser.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-k", type=int, default=0)
-    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="sampling temperature with --do-sample, > 0 (default 1.0); without --do-sample only 0 "
+                             "(greedy) is accepted: see --temperature-fallback for openai's retries")
+    parser.add_argument("--top-k", type=int, default=0, help="with --do-sample: sample among the k likeliest (0: all)")
+    parser.add_argument("--top-p", type=float, default=1.0,
+                        help="with --do-sample: sample among the likeliest tokens holding this probability mass")
     parser.add_argument("--seed", type=int, default=None, help="random seed for sampling")
     parser.add_argument("--language", help="spoken language (e.g. en); detected when omitted")
     parser.add_argument("--task", choices=("transcribe", "translate"), default="transcribe")
@@ -116,7 +119,7 @@ def run(args) -> int:
         transcriber, reason = build_transcriber(args)
         plain = plain_sibling(transcriber) if args.compare and not args.live else None
     except SpecdecError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error_line(error, build_parser())}", file=sys.stderr)
         return 2
     if args.stats:
         print(f"models: main {transcriber.main_name}, mode {transcriber.mode}"

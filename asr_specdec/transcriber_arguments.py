@@ -44,7 +44,7 @@ def model_options(args, main, assistant, mode: str):
 
     return ModelOptions(
         main=main, mode=mode, assistant=assistant if mode in ASSISTANT_MODES else None,
-        num_draft_tokens=args.num_draft_tokens or ModelOptions.num_draft_tokens,
+        num_draft_tokens=ModelOptions.num_draft_tokens if args.num_draft_tokens is None else args.num_draft_tokens,
         draft_schedule="heuristic" if args.dynamic else args.draft_schedule or DEFAULT_SCHEDULE,
         confidence_threshold=args.confidence_threshold, early_exit_layer=args.early_exit_layer, device=args.device,
         compute_type=args.compute_type or (None if args.dtype == "auto" else args.dtype))
@@ -53,13 +53,19 @@ def model_options(args, main, assistant, mode: str):
 def transcribe_options(args):
     """TranscribeOptions from the command line: subtitles decode with timestamps unless told otherwise."""
     from .core.logits import Sampling
+    from .errors import OptionError
     from .whisper.arguments import recipe_arguments
     from .whisper.options import TranscribeOptions
 
     timestamps = args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None)
+    temperature = getattr(args, "temperature", None)
+    if temperature is not None and temperature > 0 and not args.do_sample:  # greedy decoding would ignore it
+        raise OptionError("temperature", "{temperature} above 0 samples: add {do_sample} (greedy decoding, the "
+                                         "default, has no temperature)")
     options = TranscribeOptions(
-        language=args.language, task=args.task, sampling=Sampling(args.do_sample, args.temperature, args.top_k,
-                                                                  args.top_p),
+        language=args.language, task=args.task,
+        sampling=Sampling(args.do_sample, Sampling.temperature if temperature is None else temperature, args.top_k,
+                          args.top_p),
         seed=args.seed, timestamps=timestamps, long_form=args.long_form,
         condition_on_previous_text=args.condition_on_previous_text)
     return options.with_overrides(**recipe_arguments(None, recipe_options(args)))

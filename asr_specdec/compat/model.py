@@ -228,7 +228,8 @@ class WhisperModel:
             suppression=Suppression(suppress, options.suppress_blank, max_initial),
             max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
             no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
-            chunk_length=options.chunk_length, whole_features=True, **search, **hallucination, **speakers)
+            chunk_length=options.chunk_length, whole_features=True, seek_to_words=False,  # faster-whisper's seek
+            **search, **hallucination, **speakers)
         if vad is not None:
             call = replace(call, vad_filter=False)
             samples = speech

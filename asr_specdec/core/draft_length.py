@@ -14,8 +14,10 @@ Output never depends on the schedule: verification keeps exactly the main model'
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
+from ..errors import OptionError
 from .beam_schedule import BeamSchedule
 
 # On the CPU the int8 self-drafter agrees ~95% of the time: long drafts pay when its step is cheap
@@ -46,8 +48,9 @@ class DraftLength:
     _beams: dict = field(default_factory=dict, repr=False, compare=False)  # beam size -> its BeamSchedule
 
     def __post_init__(self):
-        if self.tokens < 1:
-            raise ValueError("the number of draft tokens must be at least 1")
+        if isinstance(self.tokens, bool) or not isinstance(self.tokens, numbers.Integral) or self.tokens < 1:
+            raise OptionError("num_draft_tokens", f"{{num_draft_tokens}} must be an integer >= 1 (mode off decodes "
+                                                  f"without drafts), not {self.tokens!r}")
         self.schedule = SCHEDULE_ALIASES.get(self.schedule, self.schedule)
         if self.dynamic:
             self.schedule = "heuristic"

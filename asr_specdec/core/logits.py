@@ -16,6 +16,8 @@ from typing import ClassVar
 
 import torch
 
+from ..errors import OptionError
+
 
 @dataclass(frozen=True)
 class LogitRules:
@@ -212,10 +214,14 @@ class Sampling:
     top_p: float = 1.0
 
     def __post_init__(self):
-        if self.do_sample and self.temperature <= 0:
-            raise ValueError("temperature must be > 0 when sampling")
-        if not 0 < self.top_p <= 1:
-            raise ValueError("top_p must be in (0, 1]")
+        if not isinstance(self.temperature, numbers.Real) or not 0 <= self.temperature < float("inf"):
+            raise OptionError("temperature", f"{{temperature}} must be a number >= 0, not {self.temperature!r}")
+        if self.do_sample and self.temperature == 0:
+            raise OptionError("temperature", "{temperature} must be > 0 with {do_sample} (0 is greedy decoding)")
+        if not isinstance(self.top_p, numbers.Real) or not 0 < self.top_p <= 1:
+            raise OptionError("top_p", f"{{top_p}} must be in (0, 1], not {self.top_p!r}")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, numbers.Integral) or self.top_k < 0:
+            raise OptionError("top_k", f"{{top_k}} must be an integer >= 0 (0: off), not {self.top_k!r}")
 
     def generator(self, seed: int | None) -> torch.Generator | None:
         """The random source of one decoding run: None for greedy decoding, else a CPU generator seeded with

@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..errors import AudioError, SpecdecError
+from ..errors import AudioError, OptionError, SpecdecError
 from .access_log import note
 
 log = logging.getLogger("asr_specdec.server")
@@ -49,6 +49,8 @@ def from_exception(error: BaseException) -> ApiError:
         return error
     if isinstance(error, AudioError):
         return ApiError(400, str(error), param="file", code="invalid_audio")
+    if isinstance(error, OptionError):  # the request's field names are the options' Python names
+        return ApiError(400, str(error), param=error.option, code="invalid_value")
     if isinstance(error, SpecdecError):
         return ApiError(400, str(error), code="invalid_request")
     log.error("unexpected error while serving a request", exc_info=error)

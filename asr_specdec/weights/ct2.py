@@ -354,6 +354,10 @@ def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
         with quiet_progress_bars():
             model.save_pretrained(out_dir)
             processor.save_pretrained(out_dir)
+        # safetensors writes its file owner-only (0600); give it the mode the other files got from the umask
+        mode = (out_dir / "config.json").stat().st_mode & 0o777
+        for weights_file in out_dir.glob("*.safetensors"):
+            weights_file.chmod(mode)
     except OSError as error:
         raise ModelError(f"cannot write {out_dir}: {error.strerror or error}") from None
     return out_dir

@@ -32,7 +32,8 @@ def constructor_options(main="base", drafter: str | Drafter | None = None, *, mo
     mode = drafter if isinstance(drafter, str) else mode
     if mode is None and assistant is None:  # transformers' arguments name their drafter
         mode = "prompt-lookup" if prompt_lookup_num_tokens else "early-exit" if assistant_early_exit else None
-    tokens = num_draft_tokens or num_assistant_tokens or DEFAULT_DRAFT_TOKENS
+    tokens = next((value for value in (num_draft_tokens, num_assistant_tokens) if value is not None),
+                  DEFAULT_DRAFT_TOKENS)
     if mode == "prompt-lookup" and prompt_lookup_num_tokens:
         tokens = prompt_lookup_num_tokens
     if compute_type is None and dtype is not None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from ..core.drafter import Drafter
 from ..core.modes import MODES, default_mode
-from ..errors import SpecdecError
+from ..errors import OptionError, SpecdecError
 from .runtime.compute import ComputeType
 
 DEFAULT_SCHEDULE = "adaptive"
@@ -37,12 +37,19 @@ class ModelOptions:
     def __post_init__(self):
         if self.mode is not None and self.mode not in MODES:
             raise SpecdecError(f"unknown mode '{self.mode}': choose one of {', '.join(MODES)}")
+        tokenizer = self.assistant_tokenizer
+        if isinstance(tokenizer, str):  # a name: the tokenizer object is what the drafter translates with
+            raise OptionError("assistant_tokenizer", f"{{assistant_tokenizer}} must be a tokenizer object (the "
+                                                     f"assistant's transformers tokenizer), not {tokenizer!r}; a model "
+                                                     f"given by name as the assistant brings its own")
         self.draft_length()  # raises on a bad length or schedule
 
     def draft_length(self) -> DraftLength:
         """A fresh draft-length schedule from these options."""
         try:
             return DraftLength(self.num_draft_tokens, schedule=self.draft_schedule)
+        except OptionError:
+            raise
         except ValueError as error:
             raise SpecdecError(str(error)) from None
 

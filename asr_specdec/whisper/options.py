@@ -36,6 +36,9 @@ class TranscribeOptions:
     timestamps: bool | None = None
     long_form: str = "sequential"  # audio over 30 s: Whisper's sequential windows, or "chunked" at quiet points
     condition_on_previous_text: bool = False  # prompt each window with the text before it (openai's default: on)
+    # long audio: a window the next one starts inside hands over at its last word's end (aligned), not at its
+    # closing timestamp, which may fall inside the next utterance's first word; False: openai's/transformers' seek
+    seek_to_words: bool = True
     word_timestamps: bool = False
     vad_filter: bool = False
     vad_options: VadOptions = field(default_factory=VadOptions)

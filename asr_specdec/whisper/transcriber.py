@@ -22,12 +22,18 @@ from .io import audio as audio_io
 from .io.formats import Segment
 from .longform.chunks import independent_segments, window_text_tokens
 from .longform.hallucination import check_applies
-from .longform.sequential import TimedTokens, WindowOutcome, transcribe_sequential, window_features
+from .longform.sequential import (
+    TimedTokens,
+    WindowOutcome,
+    seek_text_tokens,
+    transcribe_sequential,
+    window_features,
+)
 from .longform.vad import on_file_timeline, speech_regions, speech_windows
 from .model_options import ModelOptions
 from .options import PromptTokens, TranscribeOptions, prompt_tokens
 from .recipe.fallback import WindowResult, decode_with_fallback
-from .recipe.window_extras import window_extras
+from .recipe.window_extras import recipe_analysis
 from .recipe.words import place_words
 from .result import TranscriptionResult
 from .runtime.compute import model_dtype, parse_compute_type
@@ -169,7 +175,7 @@ class SpeculativeWhisper:
         self.pipeline = WindowPipeline(model.eval(), processor, None, task=options.task, sampling=options.sampling,
                                        draft_length=model_options.draft_length(),
                                        max_new_tokens=options.max_new_tokens, compute=self.compute_type,
-                                       analysis=window_extras)
+                                       analysis=recipe_analysis)
         self.mode = model_options.resolved_mode(device)
         self.assistant_name = None
         self.pipeline.drafter = model_options.drafter or self._make_drafter(model_options, device, dtype)
@@ -497,10 +503,18 @@ class SpeculativeWhisper:
             condition = False
         recipe = run.options.recipe
         audio_frames = len(samples) // self.processor.feature_extractor.hop_length
+        keep_words = run.options.word_timestamps
+        # without word timestamps, long audio still aligns the words of a window the next one starts inside:
+        # the next window starts at its last word's end (sequential.py)
+        seek_words = (partial(seek_text_tokens, timestamp_begin=self.tokens.timestamp_begin,
+                              end_of_text=self.tokens.end_of_text)
+                      if is_long and timestamps and run.options.seek_to_words and not keep_words else None)
 
         def decode(window: torch.Tensor, previous: list[int] | None, real: int) -> WindowOutcome:
             frames = real if is_long else min(real, audio_frames)
-            result = self._decode_windows([self._window(window, run, timestamps, previous, frames, True)], run)[0]
+            row = self._window(window, run, timestamps, previous, frames, True)
+            row = row if seek_words is None else replace(row, word_tokens=seek_words)
+            result = self._decode_windows([row], run)[0]
             extras = result.decoded.extras
             return WindowOutcome(result.decoded.tokens, skip=result.silent,
                                  reset_prompt=result.temperature > recipe.prompt_reset_on_temperature,
@@ -521,7 +535,8 @@ class SpeculativeWhisper:
                                        place_words=self._place_words(run.options), with_frames=True,
                                        on_segments=emit if run.on_segment is not None else None,
                                        audio_seconds=audio_io.duration_seconds(samples),
-                                       hallucination_silence_threshold=run.options.hallucination_silence_threshold)
+                                       hallucination_silence_threshold=run.options.hallucination_silence_threshold,
+                                       keep_words=keep_words)
         return [self._segment(piece, run, timestamps) for piece in output.segments]
 
     def faster_whisper_features(self, samples: np.ndarray) -> torch.Tensor:

@@ -233,7 +233,8 @@ def clips_plain_and_speculative(main: str, modes: list[str], assistant: str | No
     plain_tokens = 0
     for whisper in systems.values():
         whisper.transcribe(audio[0])  # warm-up
-    for number, samples in enumerate(audio, 1):
+    for number, samples in enumerate(audio, start=1):
+        print(f"clip {number} of {len(audio)}: {', '.join(modes)}", file=sys.stderr, flush=True)  # progress
         reference = None
         for mode, whisper in systems.items():
             result = None
@@ -306,6 +307,7 @@ def main(argv=None) -> int:
         print(f"## {len(clips)} shared clips, {main_model}, {dtype_name}\n\n" + "\n".join(rows) + "\n", flush=True)
     if "passes" not in skip:
         label = "tiny shapes" if args.tiny else "large-v3's dimensions"
+        print(f"measuring pass costs at {label} on {args.device} (on a CPU: minutes)", file=sys.stderr, flush=True)
         costs = pass_costs(shape, args.device, dtype, args.repeats)
         rows = ["| pass | ms | aten ops | floor: weights / copy bandwidth, ms | floor: weight products from one "
                 "CUDA graph, ms |", "|---|---|---|---|---|"]

@@ -21,10 +21,10 @@ from .cli import bench_parser
 GAP_SECONDS = 0.5
 
 
-def joined_clips(folder: Path) -> np.ndarray:
+def joined_clips(folder: Path, gap_seconds: float = GAP_SECONDS) -> np.ndarray:
     from asr_specdec.whisper.io.audio import SAMPLE_RATE, load_audio
 
-    gap = np.zeros(int(SAMPLE_RATE * GAP_SECONDS), dtype=np.float32)
+    gap = np.zeros(int(SAMPLE_RATE * gap_seconds), dtype=np.float32)
     entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
     return np.concatenate([part for entry in entries for part in (load_audio(folder / entry["audio"]), gap)])
 

@@ -274,7 +274,8 @@ def main(argv=None) -> int:
             references = {clip.name: transcribe(client, servers["one-at-a-time"].url, clip) for clip in clips}
             for server in servers.values():  # warm-up: first requests pay one-off allocation costs
                 transcribe(client, server.url, clips[0])
-        print("solo transcripts taken; measuring", flush=True)
+        # progress on stderr: stdout is the report (the README region), which has the whole table at the end
+        print("solo transcripts taken; measuring", file=sys.stderr, flush=True)
         for round_index in range(args.repeats):
             for count in clients:
                 order = names[round_index % len(names):] + names[: round_index % len(names)]
@@ -283,7 +284,7 @@ def main(argv=None) -> int:
                         raise TimeoutError
                     measurement = run_load(servers[name], clips, references, count, args.requests, round_index)
                     measurements.append(measurement)
-                    print(table([measurement])[-1], flush=True)
+                    print(table([measurement])[-1], file=sys.stderr, flush=True)
     except TimeoutError:
         print(f"time limit of {args.time_limit:.0f} s reached: reporting what was measured", file=sys.stderr)
     except KeyboardInterrupt:

@@ -217,6 +217,8 @@ def test_cli_converts(tiny_ct2, tmp_path, capsys):
     assert convert_main([str(tiny_ct2[0]), str(tmp_path / "out")]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "out")
     assert (tmp_path / "out" / "generation_config.json").is_file()
+    modes = {path.name: path.stat().st_mode & 0o777 for path in (tmp_path / "out").iterdir()}
+    assert len(set(modes.values())) == 1 and "model.safetensors" in modes, modes  # the weights as readable as the rest
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):

@@ -45,6 +45,7 @@ COVERED_OTHERWISE = {
     "multilingual": "test_batch_real.py::test_language_and_task_in_a_batch (base)",
     "seed": "test_sampled_batches_are_seeded",
     "long_form": "a batch is chunked by definition; 'sequential' (the default) and 'chunked' give the same batch",
+    "seek_to_words": "the sequential seek of long audio; a batch's windows are chunked (test_longform_real.py)",
     "vad_options": "only with vad_filter, which is refused",
     "vad_batch_size": "only with vad_filter, which is refused",
     "prepend_punctuations": "with word_timestamps (words.py; one path for both)",

@@ -79,7 +79,7 @@ def test_the_backend_is_chosen_in_one_place(monkeypatch):
 
 
 def _pipeline(model):
-    from asr_specdec.whisper.recipe.window_extras import window_extras
+    from asr_specdec.whisper.recipe.window_extras import recipe_analysis
     from asr_specdec.whisper.runtime.compute import ComputeType
     from asr_specdec.whisper.runtime.pipeline import WindowPipeline
 
@@ -88,7 +88,7 @@ def _pipeline(model):
 
     return WindowPipeline(model, Processor(), None, task="transcribe", sampling=Sampling(),
                           draft_length=DraftLength(4), compute=ComputeType("float32", "float32"),
-                          analysis=window_extras)
+                          analysis=recipe_analysis)
 
 
 def test_the_pytorch_path_scores_in_a_pass_of_its_own_and_encodes_rows_in_one_call(monkeypatch):

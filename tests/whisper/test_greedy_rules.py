@@ -12,7 +12,7 @@ import torch
 
 from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.logits import Sampling
-from asr_specdec.whisper.recipe.window_extras import window_extras
+from asr_specdec.whisper.recipe.window_extras import recipe_analysis
 from asr_specdec.whisper.runtime import native_decoder
 from asr_specdec.whisper.runtime.compute import parse_compute_type
 from asr_specdec.whisper.runtime.decoder import DecoderTarget, WhisperDecoderRunner, native_decoder_unavailable
@@ -99,7 +99,7 @@ def test_close_calls_are_settled_by_the_full_logits(monkeypatch, margin):
 def pipeline(certified: bool = True) -> WindowPipeline:
     result = WindowPipeline(MODEL, None, None, task="transcribe", sampling=Sampling(),
                             draft_length=DraftLength(4, schedule="fixed"), max_new_tokens=40,
-                            compute=parse_compute_type("float32"), analysis=window_extras)
+                            compute=parse_compute_type("float32"), analysis=recipe_analysis)
     result.runner.certified_argmax = certified  # False: the full logits at every step
     return result
 

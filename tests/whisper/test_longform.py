@@ -12,8 +12,10 @@ from transformers.models.whisper.generation_whisper import WhisperGenerationMixi
 from asr_specdec.whisper.longform.sequential import (
     Frames,
     TimedTokens,
+    WindowOutcome,
     chunk_segments,
     previous_tokens,
+    seek_text_tokens,
     transcribe_sequential,
     window_segments,
 )
@@ -171,6 +173,40 @@ def test_progress_names_the_audio_length_not_the_padded_window():
     transcribe_sequential(torch.zeros(1, 2, 3000), ScriptedDecoder([[ts(0), 11, EOT]]), TB, EOT, FULL,
                           progress=lambda done, what: described.append(what))
     assert described == ["transcribing from 0.0 s of 30.0 s"]
+
+
+def test_seek_text_tokens_align_only_a_window_the_next_one_starts_inside():
+    cut = [ts(0), 11, 12, ts(10), ts(10), 13, ts(25.5), ts(25.5), EOT]
+    assert seek_text_tokens(cut, TB, EOT) == [11, 12, 13]
+    assert seek_text_tokens([ts(0), 11, ts(10), ts(10), 13, ts(20), EOT], TB, EOT) == []  # single ending
+    assert seek_text_tokens([ts(0), 11, 12, EOT], TB, EOT) == []  # no pair: one segment, heard to the end
+
+
+def test_last_word_end_moves_the_next_window_back_and_cuts_the_segment_end():
+    from asr_specdec.whisper.recipe.alignment import AlignedWord
+    from asr_specdec.whisper.recipe.words import place_words
+
+    def word(text, token, start, end):
+        return AlignedWord(text, [token], start, end, 0.9)
+
+    script = [[ts(0), 11, ts(10), ts(10), 12, ts(25.5), ts(25.5), EOT], [ts(0), 15, ts(2), EOT]]
+    words = [[word(" a", 11, 0.5, 9.0), word(" b", 12, 11.0, 24.8)], []]
+    calls = iter(range(2))
+
+    def decode(window, previous):
+        number = next(calls)
+        return WindowOutcome(script[number], words=words[number])
+
+    seeking = transcribe_sequential(torch.zeros(1, 2, 4000), decode, TB, EOT, FULL, place_words=place_words,
+                                    keep_words=False)
+    assert seeking.window_offsets == [0.0, 24.8]  # the last word's end, not the closing 25.5
+    assert [(round(s.start, 6), round(s.end, 6)) for s in seeking.segments] == [(0.0, 10.0), (10.0, 24.8),
+                                                                                  (24.8, 26.8)]
+    assert all(not segment.words for segment in seeking.segments)
+    calls, words[0][1].end = iter(range(2)), 27.0  # a word end after the closing timestamp: never skip ahead
+    later = transcribe_sequential(torch.zeros(1, 2, 4000), decode, TB, EOT, FULL, place_words=place_words,
+                                  keep_words=False)
+    assert later.window_offsets == [0.0, 25.5]
 
 
 def test_sequential_loop_without_conditioning_passes_no_previous_text():

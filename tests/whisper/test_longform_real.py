@@ -42,7 +42,9 @@ def tiny_plain(tiny_en, long_clip):
     return SpeculativeWhisper(tiny_en, mode="off", compute_type="float32").transcribe(long_clip)
 
 
-def test_tiny_en_plain_equals_transformers_long_form_generate(tiny_en, long_clip, tiny_plain):
+def test_tiny_en_plain_equals_transformers_long_form_generate(tiny_en, long_clip):
+    # transformers seeks to a window's closing timestamp, as openai's does without word timestamps
+    plain = SpeculativeWhisper(tiny_en, mode="off", compute_type="float32", seek_to_words=False).transcribe(long_clip)
     inputs = tiny_en.processor(long_clip, sampling_rate=16000, return_tensors="pt", truncation=False,
                                padding="longest", return_attention_mask=True)
     with torch.inference_mode():
@@ -52,9 +54,9 @@ def test_tiny_en_plain_equals_transformers_long_form_generate(tiny_en, long_clip
         return tiny_en.processor.tokenizer.decode(tokens, skip_special_tokens=True)  # Whisper's leading space kept
 
     expected = [(round(float(s["start"]), 3), round(float(s["end"]), 3), text(s["tokens"])) for s in segments]
-    assert [(s.start, s.end, s.text) for s in tiny_plain.segments] == [s for s in expected if s[2].strip()]
-    assert len(tiny_plain.window_tokens) >= 3 and len(tiny_plain.segments) >= 10
-    assert "Go forward" in tiny_plain.text and tiny_plain.text.endswith("Feels like these days go on forever.")
+    assert [(s.start, s.end, s.text) for s in plain.segments] == [s for s in expected if s[2].strip()]
+    assert len(plain.window_tokens) >= 3 and len(plain.segments) >= 10
+    assert "Go forward" in plain.text and plain.text.endswith("Feels like these days go on forever.")
 
 
 @pytest.mark.parametrize("mode, options", [
@@ -93,6 +95,19 @@ def test_base_speculative_and_universal_equal_plain(base, tiny_en, long_clip):
     assert universal.tokens == plain.tokens and universal.segments == plain.segments
     # tiny.en drafts the multilingual model's text and timestamps alike
     assert universal.stats.accepted_tokens > universal.stats.new_tokens / 3
+
+
+def test_base_keeps_the_first_word_of_an_utterance_at_a_seek_point(base, long_clip):
+    """Two of base's windows close on a timestamp inside the next clip's first word ("He might even...",
+    "Feels like..."): seeking there cut the word and the next window dropped it (faster-whisper, on the same
+    weights, loses "Feels" the same way without conditioning). The next window starts at the last word's end."""
+    plain = SpeculativeWhisper(base, mode="off", language="en").transcribe(long_clip)
+    assert "He might even" in plain.text and "Feels like these days" in plain.text
+    quantized = SpeculativeWhisper(base, mode="quantized-self", language="en").transcribe(long_clip)
+    assert quantized.tokens == plain.tokens and quantized.segments == plain.segments
+    assert quantized.stats.accepted_tokens > 0
+    times = [time for segment in plain.segments for time in (segment.start, segment.end)]
+    assert times == sorted(times)  # a segment cut where the next window starts never overlaps it
 
 
 def test_universal_drafter_maps_timestamps_by_name(base, tiny_en):

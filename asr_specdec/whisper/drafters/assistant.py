@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ...core.model_drafter import ModelDrafter
-from ...errors import ModelError
+from ...errors import ModelError, OptionError
 from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts
 
 
@@ -38,8 +38,9 @@ def check_same_vocabulary(main: nn.Module, assistant: nn.Module, mode: str) -> N
     main_vocab = decoder_parts(main)[0].embed_tokens.weight.shape[0]
     assistant_vocab = decoder_parts(assistant)[0].embed_tokens.weight.shape[0]
     if main_vocab != assistant_vocab:
-        raise ModelError(f"mode '{mode}' needs the same tokenizer, but the main model has {main_vocab} tokens and "
-                         f"the assistant {assistant_vocab}: use --mode universal for a pair with different tokenizers")
+        raise OptionError("mode", f"mode '{mode}' needs the same tokenizer, but the main model has {main_vocab} "
+                                  f"tokens and the assistant {assistant_vocab}: use {{mode=universal}} for a pair "
+                                  f"with different tokenizers")
     check_same_device(main, assistant)
 
 

@@ -339,7 +339,8 @@ class StreamingTranscriber:
         # every decode has its words aligned: to find speech it skipped, and so that a cut follows the last word
         frames = -(-len(samples) // self.pipeline.processor.feature_extractor.hop_length)
         window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None,
-                        score=self.no_speech_threshold is not None, word_tokens=self._text_tokens,
+                        score=self.no_speech_threshold is not None, silence_threshold=self.recipe.skip_threshold,
+                        word_tokens=self._text_tokens,
                         audio_frames=min(frames, self.pipeline.frames.window), **self._repetition)
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:

@@ -146,6 +146,18 @@ def complete_text_tokens(tokens: list[int], timestamp_begin: int, end_of_text: i
     return [token for segment in segments for token in segment.tokens if token < end_of_text]
 
 
+def seek_text_tokens(tokens: list[int], timestamp_begin: int, end_of_text: int) -> list[int]:
+    """The text tokens to align when words serve only to place the next window's start: those of the kept segments
+    of a window the next one starts inside (it closed a pair and did not end on a single timestamp), none
+    otherwise (the next window starts after this one: nothing to align)."""
+    body = tokens[:-1] if tokens and tokens[-1] == end_of_text else tokens
+    is_timestamp = [token >= timestamp_begin for token in body]
+    has_pair = any(first and second for first, second in zip(is_timestamp, is_timestamp[1:]))
+    if not has_pair or is_timestamp[-2:] == [False, True]:
+        return []
+    return complete_text_tokens(tokens, timestamp_begin, end_of_text)
+
+
 def transcribe_sequential(
     features: torch.Tensor,
     decode: Callable[[torch.Tensor, list[int] | None], list[int] | WindowOutcome],
@@ -160,6 +172,7 @@ def transcribe_sequential(
     on_segments: Callable[[list[TimedTokens]], None] | None = None,
     audio_seconds: float | None = None,
     hallucination_silence_threshold: float | None = None,
+    keep_words: bool = True,
 ) -> LongFormOutput:
     """Seek through `features` [batch 1, mel bins, frames], one decoded window at a time.
 
@@ -168,7 +181,13 @@ def transcribe_sequential(
     decode the number of real (unpadded) frames of the window as a third argument; `on_segments` gets each
     window's segments as soon as they are final; `audio_seconds` is the length the progress text names (the
     features of audio under 30 s are padded to a whole window); `hallucination_silence_threshold` (with words)
-    drops a hallucinated segment that stands in silence and seeks past the silence (hallucination.py)."""
+    drops a hallucinated segment that stands in silence and seeks past the silence (hallucination.py).
+
+    `keep_words=False`: a window's words only move the next window's start back to the end of its last word
+    (seek_text_tokens), its segments keep their token times (an end past that start is cut to it). The model's
+    closing timestamp of a window's last kept segment may fall inside the first word of the next utterance
+    (the 64-s joined clips: "he was.<|28.64|><|28.64|>" where "He" starts at 28.3 s); seeking to it cuts that
+    word in half and the next window drops it. The last word's end, from the alignment, does not."""
     total = features.shape[-1]
     seconds = total * frames.seconds if audio_seconds is None else audio_seconds
     output = LongFormOutput()
@@ -191,7 +210,13 @@ def transcribe_sequential(
         segments, advance = window_segments(tokens, timestamp_begin, end_of_text, seek, real, frames)
         number = len(output.window_tokens) - 1
         segments = [replace(segment, window=number) for segment in segments]
-        if place_words is not None and outcome.words is not None:
+        if place_words is not None and outcome.words is not None and not keep_words:
+            _, _, word_seek = _with_words(segments, outcome.words, tokens, seek, frames, last_speech, place_words,
+                                          timestamp_begin, end_of_text)
+            if word_seek is not None and seek < word_seek < seek + advance:
+                advance = word_seek - seek
+                segments = _ending_by(segments, word_seek * frames.seconds)
+        elif place_words is not None and outcome.words is not None:
             speech_before = last_speech
             segments, last_speech, word_seek = _with_words(segments, outcome.words, tokens, seek, frames, last_speech,
                                                            place_words, timestamp_begin, end_of_text)
@@ -217,6 +242,10 @@ def transcribe_sequential(
             on_segments(segments)
         seek += advance if advance > 0 else real  # a complete segment always ends after 0, but never loop
     return output
+
+
+def _ending_by(segments: list[TimedTokens], time: float) -> list[TimedTokens]:
+    return [replace(segment, start=min(segment.start, time), end=min(segment.end, time)) for segment in segments]
 
 
 def _last_word_end(segments: list[TimedTokens], default: float) -> float:

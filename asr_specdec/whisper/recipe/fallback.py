@@ -12,7 +12,12 @@ and the caller skips it. Every retry is more `WindowPipeline.decode` calls; noth
 openai's no-speech rule keeps a window whose text is likely enough, however sure the model is that nobody
 speaks, and that is exactly how Whisper's "you" on digital silence gets through (no-speech 0.93, average
 log-probability -0.45 with base). So a window is also silence when its no-speech probability is above
-`silence_threshold` (0.8), whatever its text: on the shared speech clips no window went above 0.14.
+`silence_threshold` (0.8), whatever its text: on the shared speech clips no window went above 0.14. That rule
+reads the no-speech probability alone, which the prompt fixes before any token is generated, and a window it
+judges silent is dropped whatever it would say; so the pipeline decides it first and generates nothing for such
+a window (an hour of dithered silence costs what an hour of zeros does, not ~450 tokens a window). openai's
+rule (above `no_speech_threshold` AND average log-probability below `logprob_threshold`) needs the text's
+log-probability, so it still judges after decoding.
 """
 
 from __future__ import annotations
@@ -71,6 +76,12 @@ class Recipe:
                 raise SpecdecError(f"{name} must be in [0, 1], not {value}")
 
     @property
+    def skip_threshold(self) -> float | None:
+        """The no-speech probability above which a window is silent whatever its text (silence_threshold, with
+        the no-speech test on): judged before any token is generated, as nothing the window would say is kept."""
+        return self.silence_threshold if self.no_speech_threshold is not None else None
+
+    @property
     def beam(self) -> BeamSearch | None:
         """How the temperature-0 try decodes: beam search, or None for greedy decoding."""
         if self.beam_size is None:
@@ -112,7 +123,7 @@ def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe
     """Decode `windows` (rows of one call) with `decode` (default: the pipeline's), retrying the ones that fail up
     the temperature ladder; every decode call's telemetry is added to `stats`."""
     if recipe.scores_windows:
-        windows = [replace(window, score=True) for window in windows]
+        windows = [replace(window, score=True, silence_threshold=recipe.skip_threshold) for window in windows]
     tried: list[list[WindowResult]] = [[] for _ in windows]
     final: list[WindowResult | None] = [None] * len(windows)
     pending = list(range(len(windows)))

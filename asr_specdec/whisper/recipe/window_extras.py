@@ -4,7 +4,7 @@ the final tokens, so they are the same whichever drafter produced them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -21,10 +21,11 @@ class WindowExtras:
 
 def window_extras(pipeline, window, row: int, encoder_output: torch.Tensor, cross_states: tuple[list, list],
                   prompt: list[int], forced: list[int], generated: list[int], rules, language_id: int | None,
-                  hidden: torch.Tensor | None = None) -> WindowExtras:
+                  hidden: torch.Tensor | None = None, no_speech_prob: float | None = None) -> WindowExtras:
     """The extras `window` (batch row `row` of a decode call) asked for; `prompt` is its prompt without the
     `forced` prefix, `generated` what the engine produced after both; `hidden` the main model's final hidden
-    states of every position but the last, when decoding kept them."""
+    states of every position but the last, when decoding kept them; `no_speech_prob` the one the pipeline read
+    before generating (the score keeps it, so that the judgement after decoding is the one made before)."""
     tokens = pipeline.tokens
     extras = WindowExtras()
     if window.score:
@@ -32,6 +33,8 @@ def window_extras(pipeline, window, row: int, encoder_output: torch.Tensor, cros
         start_index -= 2 if tokens.multilingual else 0
         extras.score = score_window(pipeline.runner, encoder_output, cross_states, prompt + forced, generated,
                                     rules, start_index, tokens.no_speech, tokens.end_of_text, hidden)
+        if no_speech_prob is not None:
+            extras.score = replace(extras.score, no_speech_prob=no_speech_prob)
     if window.word_tokens is not None:
         extras.words = _aligned_words(pipeline, window, cross_states, window.word_tokens(forced + generated),
                                       language_id)
@@ -61,3 +64,17 @@ def _aligned_words(pipeline, window, cross_states, text_tokens: list[int], langu
     language = codes.get(language_id, "en")
     return align_words(pipeline.processor.tokenizer, text_tokens, boundaries, probabilities, tokens.end_of_text,
                        language)
+
+
+class RecipeAnalysis:
+    """The recipe's answer to the pipeline's WindowAnalysis: `window_extras`, and a silent window's score."""
+
+    def __call__(self, *arguments, **keywords) -> WindowExtras:
+        return window_extras(*arguments, **keywords)
+
+    def silent(self, window, no_speech_prob: float) -> WindowExtras:
+        return WindowExtras(score=WindowScore(0.0, 0.0, no_speech_prob),
+                            words=[] if window.word_tokens is not None else None)
+
+
+recipe_analysis = RecipeAnalysis()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -58,11 +58,22 @@ class Window:
     # feature frames the window spans when shorter than the encoder's input (chunk_length; the rest is padding):
     # its timestamps end there. None: the whole input
     window_frames: int | None = None
+    # a row whose no-speech probability (at start-of-transcript) is above this is silent whatever it would say:
+    # it is not generated (no tokens; its score carries that probability). None: always generated
+    silence_threshold: float | None = None
 
 
-# (pipeline, window, row, encoder output, cross states, prompt, forced prefix, generated, rules, language, hidden
-# states) -> what the window asked for besides its tokens (recipe/window_extras.py window_extras)
-WindowAnalysis = Callable[..., Any]
+class WindowAnalysis(Protocol):
+    """What a window asks for besides its tokens (its scores, its aligned words): the recipe's
+    (recipe/window_extras.py), computed while the window's encoder output and hidden states are at hand."""
+
+    def __call__(self, pipeline, window: Window, row: int, encoder_output: torch.Tensor, cross_states,
+                 prompt: list[int], forced: list[int], generated: list[int], rules, language_id: int | None,
+                 hidden: torch.Tensor | None = None, no_speech_prob: float | None = None) -> Any:
+        """The extras of batch row `row` decoded to `generated`."""
+
+    def silent(self, window: Window, no_speech_prob: float) -> Any:
+        """The extras of a window judged silent before generation (its no-speech probability), nothing generated."""
 
 
 @dataclass
@@ -78,6 +89,10 @@ class DecodedWindow:
 
 # decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
 WindowDecoder = Callable[[list[Window], torch.Generator | None, Sampling | None], list[DecodedWindow]]
+
+
+def _row_states(cross_states: tuple[list, list], row: int) -> tuple[list, list]:
+    return tuple([layer[row:row + 1] for layer in side] for side in cross_states)
 
 
 def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -153,13 +168,54 @@ class WindowPipeline:
         pipeline's. Each row's times in its stats are its share of the batch's, so that they add up to the whole
         call."""
         started = time.perf_counter()
-        sampling = sampling or self.sampling
         with torch.inference_mode():
             features, encoder_output, cross_states, cache = self._encode([window.features for window in windows])
             encoder_seconds = time.perf_counter() - started
             languages = self._languages(cache, windows)
             prompts = [self.tokens.prompt(language_id, window.task or self.task, window.timestamps, window.previous)
                        for window, (language_id, _, _) in zip(windows, languages)]
+            no_speech = [None if window.silence_threshold is None
+                         else self._no_speech_probability(prompt, encoder_output[row:row + 1],
+                                                          _row_states(cross_states, row))
+                         for row, (window, prompt) in enumerate(zip(windows, prompts))]
+            spoken = [row for row, (window, probability) in enumerate(zip(windows, no_speech))
+                      if probability is None or not probability > window.silence_threshold]
+            if len(spoken) < len(windows):  # silent rows leave the batch before anything is generated
+                rows = torch.tensor(spoken, device=encoder_output.device, dtype=torch.long)
+                features, encoder_output = features[rows], encoder_output[rows]
+                cross_states = tuple([layer[rows] for layer in side] for side in cross_states)
+                cache = self.runner.new_cache(encoder_output, cross_states=cross_states)
+        decoded = self._generate([windows[row] for row in spoken], features, encoder_output, cross_states, cache,
+                                 [languages[row] for row in spoken], [prompts[row] for row in spoken],
+                                 [no_speech[row] for row in spoken], generator, sampling or self.sampling, started,
+                                 encoder_seconds * len(spoken) / len(windows)) if spoken else []
+        by_row = dict(zip(spoken, decoded))
+        seconds = encoder_seconds / len(windows)
+        return [by_row[row] if row in by_row else self._silent_row(window, languages[row], no_speech[row], seconds)
+                for row, window in enumerate(windows)]
+
+    def _no_speech_probability(self, prompt: list[int], encoder_output: torch.Tensor, cross_states) -> float:
+        """The probability of <|nospeech|> after start-of-transcript (scoring.py's no_speech_prob), from a pass over
+        the prompt up to it: known before a token is generated."""
+        prefix = prompt[:prompt.index(self.tokens.start_of_transcript) + 1]
+        cache = self.runner.new_cache(encoder_output, cross_states=cross_states, max_positions=len(prefix))
+        hidden = self.runner.hidden_states(cache, torch.tensor([prefix], device=self.runner.device), 0)
+        logits = self.runner.vocabulary_logits(hidden[:, -1:])[0, 0].float()
+        return float(logits.softmax(dim=-1)[self.tokens.no_speech])
+
+    def _silent_row(self, window: Window, language: tuple, no_speech_prob: float, seconds: float) -> DecodedWindow:
+        language_id, detected, probability = language
+        stats = DecodeStats()
+        stats.encoder_seconds = stats.total_seconds = seconds
+        extras = self.analysis.silent(window, no_speech_prob) if window.score or window.word_tokens else None
+        return DecodedWindow([], language_id, detected, stats, extras, probability)
+
+    def _generate(self, windows: list[Window], features, encoder_output, cross_states, cache: KVCache,
+                  languages: list[tuple], prompts: list[list[int]], no_speech: list[float | None],
+                  generator: torch.Generator | None, sampling: Sampling, started: float,
+                  encoder_seconds: float) -> list[DecodedWindow]:
+        """The engine over encoded rows (`no_speech`: a row's probability read before, which its score keeps)."""
+        with torch.inference_mode():
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
                 eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
@@ -184,13 +240,13 @@ class WindowPipeline:
             asking = any(window.score or window.word_tokens for window in windows)
             if asking and self.analysis is None:
                 raise ValueError("a window asks for scores or words, and this pipeline was given no analysis")
-            extras = [self.analysis(self, window, row, encoder_output[row:row + 1],
-                                    tuple([layer[row:row + 1] for layer in side] for side in cross_states),
+            extras = [self.analysis(self, window, row, encoder_output[row:row + 1], _row_states(cross_states, row),
                                     prompt, extra, tokens, rules.rules, language_id,
-                                    target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1))
+                                    target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1),
+                                    no_speech_prob)
                       if window.score or window.word_tokens else None
-                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _, _))
-                      in enumerate(zip(windows, prompts, forced, rows, settings, languages))]
+                      for row, (window, prompt, extra, (tokens, _), rules, (language_id, _, _), no_speech_prob)
+                      in enumerate(zip(windows, prompts, forced, rows, settings, languages, no_speech))]
         decoded = []
         for row, ((tokens, stats), (language_id, detected, probability), extra, window_extra) in enumerate(
                 zip(rows, languages, forced, extras)):
