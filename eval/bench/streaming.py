@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,6 @@ def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: f
     """Stream one clip; after each update, decode its buffer again with every arm (order alternating)."""
     from asr_specdec.whisper.live.replay import play, summarize
     from asr_specdec.whisper.live.streaming import StreamingTranscriber
-    from asr_specdec.whisper.runtime.pipeline import Window
 
     stream = StreamingTranscriber(asr, min_chunk_seconds=min_chunk)
     windows, cpu = [], {name: [] for name in ("hypothesis", *arms)}
@@ -66,8 +66,8 @@ def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: f
         for name in order:
             started, cpu_started = time.perf_counter(), time.process_time()
             pipeline = arms[name]
-            tokens = pipeline.decode([Window(pipeline.features(buffer), window.language_id, True,
-                                             window.previous)])[0].tokens
+            # the live update's own window (prompt, rules, silence judgement, words), on this arm's features
+            tokens = pipeline.decode([replace(window, features=pipeline.features(buffer))])[0].tokens
             seconds[name].append(time.perf_counter() - started)
             cpu[name].append(time.process_time() - cpu_started)
             identical = identical and tokens == update.tokens

@@ -83,7 +83,7 @@ def test_early_exit_layer_out_of_range(layer):
 @pytest.mark.parametrize("arguments, message", [
     ({"mode": "fast"}, "unknown mode 'fast'"),
     ({"max_new_tokens": 0}, "max_new_tokens must be at least 1"),
-    ({"num_draft_tokens": 0, "mode": "prompt-lookup"}, "at least 1"),
+    ({"num_draft_tokens": 0, "mode": "prompt-lookup"}, "num_draft_tokens must be an integer >= 1"),
     ({"do_sample": True, "temperature": 0}, "temperature"),
     ({"top_p": 1.5}, "top_p"),
 ])

@@ -49,11 +49,15 @@ def test_the_hallucinated_segments_go_and_the_speech_stays(whisper, audio, resul
     assert "Thank you" in whisper.pipeline.segment_text(guarded.window_tokens[-1])
 
 
-def test_the_drop_in_honours_it(base_dir, audio, results):
+def test_the_drop_in_honours_it(base_dir, whisper, audio, results):
     """faster-whisper's arguments for the same decoding (greedy, no fallback, no conditioning) give the same
-    segments as the library with the option: the hallucinations are gone there too."""
+    segments as the library with the option on faster-whisper's features and seek (the drop-in's): the
+    hallucinations are gone there too."""
     model = WhisperModel(str(base_dir), compute_type="float32")
     segments, info = model.transcribe(audio, hallucination_silence_threshold=2.0, beam_size=1, word_timestamps=True,
                                       condition_on_previous_text=False, temperature=0.0)
     assert info.transcription_options.hallucination_silence_threshold == 2.0
-    assert [(segment.start, segment.end, segment.text) for segment in segments] == spans(results[1])
+    library = whisper.transcribe(audio, word_timestamps=True, hallucination_silence_threshold=2.0,
+                                 whole_features=True, seek_to_words=False)
+    assert [(segment.start, segment.end, segment.text) for segment in segments] == spans(library)
+    assert [text for *_, text in spans(library)] == [text for *_, text in spans(results[1])]

@@ -8,7 +8,7 @@ import copy
 import pytest
 import torch
 
-from asr_specdec.errors import ModelError
+from asr_specdec.errors import ModelError, OptionError
 from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper
 
@@ -111,7 +111,7 @@ def test_language_is_detected_when_not_given(base, clips):
 
 
 def test_mismatched_pairs_are_refused(base, tiny_en):
-    with pytest.raises(ModelError, match="universal"):
+    with pytest.raises(OptionError, match='use mode="universal"'):  # a Python user is answered in Python
         SpeculativeWhisper(base, mode="assistant", assistant_model=tiny_en)
     with pytest.raises(ModelError, match="out of range"):
         SpeculativeWhisper(base, mode="early-exit", assistant_early_exit=6)
