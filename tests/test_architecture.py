@@ -23,25 +23,26 @@ FORBIDDEN = {
 }
 
 
-def imported_rooms(path: Path) -> set[str]:
-    """The top-level modules of asr_specdec that the file at `path` imports (relative imports resolved)."""
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    package = parts[:-1]
-    rooms = set()
+def imported_names(path: Path) -> list[list[str]]:
+    """The dotted names the file at `path` imports, split into parts (relative imports resolved)."""
+    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
+    names = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - node.level + 1]
                 target = [*base, *(node.module.split(".") if node.module else [])]
-                names = [target] if node.module else [[*target, alias.name] for alias in node.names]
+                names += [target] if node.module else [[*target, alias.name] for alias in node.names]
             else:
-                names = [(node.module or "").split(".")]
+                names.append((node.module or "").split("."))
         elif isinstance(node, ast.Import):
-            names = [alias.name.split(".") for alias in node.names]
-        else:
-            continue
-        rooms |= {name[1] for name in names if len(name) > 1 and name[0] == "asr_specdec"}
-    return rooms
+            names += [alias.name.split(".") for alias in node.names]
+    return names
+
+
+def imported_rooms(path: Path) -> set[str]:
+    """The top-level modules of asr_specdec that the file at `path` imports."""
+    return {name[1] for name in imported_names(path) if len(name) > 1 and name[0] == "asr_specdec"}
 
 
 @pytest.mark.parametrize("room", sorted(FORBIDDEN))
@@ -84,21 +85,9 @@ WHISPER_ROOMS = {"io": 0, "runtime": 1, "drafters": 2, "recipe": 2, "longform": 
 
 
 def imported_whisper_rooms(path: Path) -> set[str]:
-    """The sub-folders of asr_specdec/whisper/ that the file at `path` imports (relative imports resolved)."""
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    package = parts[:-1]
-    rooms = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        if node.level:
-            base = package[: len(package) - node.level + 1]
-            target = [*base, *(node.module.split(".") if node.module else [])]
-            names = [target] if node.module else [[*target, alias.name] for alias in node.names]
-        else:
-            names = [(node.module or "").split(".")]
-        rooms |= {name[2] for name in names if len(name) > 2 and name[:2] == ["asr_specdec", "whisper"]}
-    return rooms & set(WHISPER_ROOMS)
+    """The sub-folders of asr_specdec/whisper/ that the file at `path` imports."""
+    return {name[2] for name in imported_names(path)
+            if len(name) > 2 and name[:2] == ["asr_specdec", "whisper"]} & set(WHISPER_ROOMS)
 
 
 def whisper_room_violations(package: Path) -> set[str]:

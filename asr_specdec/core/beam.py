@@ -36,6 +36,17 @@ from .drafter import Drafter
 from .stats import DecodeStats
 
 
+def check_beam_size_and_patience(beam_size, patience, collected: str) -> None:
+    """A ValueError for a beam size or patience no beam search can run with (openai's and CTranslate2's alike:
+    round(beam_size * patience) finished `collected` end the search)."""
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer, not {beam_size}")
+    if patience is not None and patience <= 0:
+        raise ValueError(f"patience must be positive, not {patience}")
+    if round(beam_size * (patience or 1.0)) < 1:
+        raise ValueError(f"beam_size {beam_size} with patience {patience} collects no {collected}")
+
+
 @dataclass(frozen=True)
 class BeamSearch:
     """openai-whisper's beam search options (DecodingOptions' beam_size, patience, length_penalty)."""
@@ -45,12 +56,7 @@ class BeamSearch:
     length_penalty: float | None = None  # None: divide the sum by the length; else the Google NMT penalty
 
     def __post_init__(self):
-        if not isinstance(self.beam_size, int) or self.beam_size < 1:
-            raise ValueError(f"beam_size must be a positive integer, not {self.beam_size}")
-        if self.patience is not None and self.patience <= 0:
-            raise ValueError(f"patience must be positive, not {self.patience}")
-        if self.max_candidates < 1:
-            raise ValueError(f"beam_size {self.beam_size} with patience {self.patience} collects no candidate")
+        check_beam_size_and_patience(self.beam_size, self.patience, "candidate")
         if self.length_penalty is not None and not 0 <= self.length_penalty <= 1:
             raise ValueError(f"length_penalty must be between 0 and 1, not {self.length_penalty}")
 

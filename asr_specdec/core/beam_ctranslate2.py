@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .beam import BeamOutcome, _Audio, _Beam, _top, _tops
+from .beam import BeamOutcome, _Audio, _Beam, _top, _tops, check_beam_size_and_patience
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,7 @@ class CTranslate2BeamSearch:
     length_penalty: float | None = None  # hypotheses ranked by sum / length ** length_penalty (None: 1.0)
 
     def __post_init__(self):
-        if not isinstance(self.beam_size, int) or self.beam_size < 1:
-            raise ValueError(f"beam_size must be a positive integer, not {self.beam_size}")
-        if self.patience is not None and self.patience <= 0:
-            raise ValueError(f"patience must be positive, not {self.patience}")
-        if self.max_candidates < 1:
-            raise ValueError(f"beam_size {self.beam_size} with patience {self.patience} collects no hypothesis")
+        check_beam_size_and_patience(self.beam_size, self.patience, "hypothesis")
 
     @property
     def max_candidates(self) -> int:
