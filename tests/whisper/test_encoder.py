@@ -59,11 +59,12 @@ def test_int8_products_take_and_give_bfloat16_or_float32_from_the_same_integers(
     assert not torch.equal(wide, out.float())
 
 
-def _float32_activations(monkeypatch) -> None:
-    """As on a CPU without native bfloat16 (AVX2, NEON): the int8 encoder keeps float32 between its products."""
+def _float32_activations(monkeypatch, float32: bool = True) -> None:
+    """As on a CPU without native bfloat16 (AVX2, NEON): the int8 encoder keeps float32 between its products (with
+    `float32=False`, as on the AVX-512 build: bfloat16), whichever build runs the test."""
     from asr_specdec.native import backend
 
-    monkeypatch.setattr(backend, "int8_float32_activations", lambda: True)
+    monkeypatch.setattr(backend, "int8_float32_activations", lambda: float32)
 
 
 @needs_int8
@@ -71,6 +72,7 @@ def test_without_native_bfloat16_the_int8_encoder_runs_float32_between_its_produ
     features = features_for(MODEL, 2)
     with torch.inference_mode():
         expected = EncoderRunner(MODEL.model.encoder, "float32")(features)
+        _float32_activations(monkeypatch, float32=False)
         bfloat16_between = EncoderRunner(MODEL.model.encoder, "int8")(features)
         _float32_activations(monkeypatch)
         runner = EncoderRunner(MODEL.model.encoder, "int8")
