@@ -50,7 +50,7 @@ class DecodeOptions:
 
         return ModelOptions(main=main, mode=self.mode, assistant=assistant, num_draft_tokens=self.draft_tokens,
                             draft_schedule="heuristic" if self.dynamic else ModelOptions.draft_schedule,
-                            device=device, compute_type=self.compute_type)
+                            device=device, compute_type=None if self.compute_type == "auto" else self.compute_type)
 
     def transcribe_options(self):
         """TranscribeOptions of this request (the recipe's per-call choices are RecipeChoices)."""

@@ -29,6 +29,7 @@ def error_line(error: Exception, parser) -> str:
     """A user error's one line in the command line's words: an option refused by its options object (OptionError,
     named by its Python keyword) is named by the flag that sets it (`{name=value}`: "--flag value")."""
     from .errors import OptionError
+    from .recipe_arguments import FLAG_DESTS
 
     if not isinstance(error, OptionError):
         return str(error)
@@ -36,7 +37,7 @@ def error_line(error: Exception, parser) -> str:
 
     def flag(name: str) -> str:
         key, _, value = name.partition("=")
-        return f"{flags.get(key, key)} {value}".strip()
+        return f"{flags.get(FLAG_DESTS.get(key, key), key)} {value}".strip()
 
     return error.in_words(flag)
 

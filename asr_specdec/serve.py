@@ -13,10 +13,9 @@ import logging
 import os
 import sys
 
-from .commands import add_compute_type_arguments, error_line, run_command
-from .core.modes import MODES
+from .commands import error_line, run_command
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
-from .transcriber_arguments import DEFAULTS_HELP, LONG_FORM_MODES
+from .transcriber_arguments import DEFAULTS_HELP, add_model_arguments
 
 API_KEY_ENVIRONMENT = "ASR_SPECDEC_API_KEY"
 
@@ -28,30 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     models = parser.add_argument_group("model (as in python -m asr_specdec.transcribe)")
     # the names and meanings of transcribe's options, so that transcriber_arguments.build_transcriber builds the model
-    models.add_argument("--main", help="main model (see below)")
-    models.add_argument("--assistant", help="assistant model for modes assistant/universal")
-    models.add_argument("--mode", choices=MODES, help="drafting mode (default: see below); a request may ask for "
-                                                       "another with the form field `mode`")
-    models.add_argument("--num-draft-tokens", type=int, default=None,
-                        help="tokens drafted in the first round, every round with --draft-schedule fixed (default 8)")
-    models.add_argument("--draft-schedule", choices=("adaptive", "fixed", "heuristic"), default="adaptive",
-                        help="draft length per round (as in transcribe; default adaptive)")
-    models.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
-    models.add_argument("--confidence-threshold", type=float, default=0.0,
-                        help="stop a draft when the drafter's top probability falls below this (default 0: never)")
-    models.add_argument("--early-exit-layer", type=int, default=None,
-                        help="decoder layers the early-exit drafter uses (default: half of them)")
-    models.add_argument("--top-k", type=int, default=0, help="for requests with temperature > 0 (default 0: off)")
-    models.add_argument("--top-p", type=float, default=1.0, help="for requests with temperature > 0 (default 1: off)")
-    models.add_argument("--seed", type=int, default=None, help="random seed of sampled requests (default: fresh)")
-    models.add_argument("--language", help="language of requests that give none (default: detected)")
-    models.add_argument("--long-form", choices=LONG_FORM_MODES, default="sequential",
-                        help="audio over 30 s: Whisper's sequential seeking (the default) or independent quiet-point "
-                             "windows")
-    models.add_argument("--condition-on-previous-text", action="store_true",
-                        help="prompt each 30-s window with the text before it")
-    models.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    add_compute_type_arguments(models)
+    add_model_arguments(models, serving=True)
     models.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's own, one per core)")
     # server-wide defaults; requests set temperature, words, prompt, speakers

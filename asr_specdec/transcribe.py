@@ -11,56 +11,33 @@ import json
 import sys
 from pathlib import Path
 
-from .commands import add_compute_type_arguments, error_line, format_stats, run_command
-from .core.modes import MODES
+from .commands import error_line, format_stats, run_command
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
-from .transcriber_arguments import DEFAULTS_HELP, LONG_FORM_MODES, build_transcriber, plain_sibling
+from .transcriber_arguments import DEFAULTS_HELP, add_model_arguments, build_transcriber, plain_sibling
 from .whisper.io.records import result_record
 
 FORMATS = ("text", "json", "jsonl", "srt", "vtt")
 def build_parser() -> argparse.ArgumentParser:
+    from .whisper.options import TranscribeOptions
+
     parser = argparse.ArgumentParser(prog="python -m asr_specdec.transcribe", description=__doc__.splitlines()[0],
                                      epilog=DEFAULTS_HELP)
     parser.add_argument("files", nargs="+", metavar="FILE", help="audio files (wav, flac, ogg, mp3, ...)")
-    parser.add_argument("--main", help="main model (see below)")
-    parser.add_argument("--assistant", help="assistant model for modes assistant/universal")
-    parser.add_argument("--mode", choices=MODES, help="drafting mode (default: see below)")
-    parser.add_argument("--num-draft-tokens", type=int, default=None,
-                        help="tokens drafted in the first round, every round with --draft-schedule fixed (default 8)")
-    parser.add_argument("--draft-schedule", choices=("adaptive", "fixed", "heuristic"), default="adaptive",
-                        help="draft length per round: adaptive (measured acceptance and costs; stops drafting when "
-                             "it does not pay), fixed, or heuristic (+2 on full acceptance, -1 otherwise)")
-    parser.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
-    parser.add_argument("--confidence-threshold", type=float, default=0.0,
-                        help="stop a draft when the drafter's top probability falls below this")
-    parser.add_argument("--early-exit-layer", type=int, default=None,
-                        help="decoder layers the early-exit drafter uses (default: half of them)")
+    add_model_arguments(parser)
     parser.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
     parser.add_argument("--temperature", type=float, default=None,
                         help="sampling temperature with --do-sample, > 0 (default 1.0); without --do-sample only 0 "
                              "(greedy) is accepted: see --temperature-fallback for openai's retries")
-    parser.add_argument("--top-k", type=int, default=0, help="with --do-sample: sample among the k likeliest (0: all)")
-    parser.add_argument("--top-p", type=float, default=1.0,
-                        help="with --do-sample: sample among the likeliest tokens holding this probability mass")
-    parser.add_argument("--seed", type=int, default=None, help="random seed for sampling")
-    parser.add_argument("--language", help="spoken language (e.g. en); detected when omitted")
-    parser.add_argument("--task", choices=("transcribe", "translate"), default="transcribe")
+    parser.add_argument("--task", choices=("transcribe", "translate"), default=TranscribeOptions.task)
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--timestamps", action=argparse.BooleanOptionalAction, default=None,
                         help="decode with Whisper's timestamp tokens, giving segments with real times (default: on "
                              "for srt/vtt and for audio over 30 s)")
-    parser.add_argument("--long-form", choices=LONG_FORM_MODES, default="sequential",
-                        help="audio over 30 s: 'sequential' (Whisper's own: each 30-s window starts where the last "
-                             "complete segment ended) or 'chunked' (independent windows cut at quiet points)")
-    parser.add_argument("--condition-on-previous-text", action="store_true",
-                        help="prompt each window with the text before it (<|startofprev|>), as openai's default")
     add_recipe_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=1,
                         help="decode several files together, this many rows at a time (without timestamps; audio "
                              "over 30 s is cut into quiet-point windows that join the batch)")
     parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
-    add_compute_type_arguments(parser)
     parser.add_argument("--stats", action="store_true", help="print acceptance and timing telemetry to stderr")
     parser.add_argument("--compare", action="store_true",
                         help="also decode with plain greedy and print both times, the speedup and whether the "

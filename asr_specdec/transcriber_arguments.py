@@ -7,7 +7,6 @@ from __future__ import annotations
 from .core.modes import ASSISTANT_MODES, check_mode_on, default_mode
 from .recipe_arguments import recipe_options
 
-LONG_FORM_MODES = ("sequential", "chunked")  # whisper.options.LONG_FORM_MODES, here without importing torch
 DEFAULTS_HELP = (
     "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
     "distil-whisper/distil-large-v3 (mode assistant); otherwise (this offline CPU setup) the offline pack "
@@ -15,6 +14,57 @@ DEFAULTS_HELP = (
     "--main/--assistant/--mode override. Model specs: an offline pack name (tiny.en, base), a CTranslate2 "
     "(faster-whisper) directory, a transformers directory or a model-hub id."
 )
+
+
+def add_model_arguments(parser, serving: bool = False) -> None:
+    """The model and decoding flags transcribe and serve share (`serving`: a server's words, where a request may
+    choose), their defaults read from ModelOptions, TranscribeOptions and Sampling."""
+    from .core.draft_length import SCHEDULES
+    from .core.logits import Sampling
+    from .core.modes import MODES
+    from .whisper.model_options import ModelOptions
+    from .whisper.options import LONG_FORM_MODES, TranscribeOptions
+
+    model, options, sampling = ModelOptions(), TranscribeOptions(), Sampling()
+    parser.add_argument("--main", help="main model (see below)")
+    parser.add_argument("--assistant", help="assistant model for modes assistant/universal")
+    parser.add_argument("--mode", choices=MODES, help="drafting mode (default: see below)" + (
+        "; a request may ask for another with the form field `mode`" if serving else ""))
+    parser.add_argument("--num-draft-tokens", type=int, default=None,
+                        help=f"tokens drafted in the first round, every round with --draft-schedule fixed (default "
+                             f"{model.num_draft_tokens})")
+    parser.add_argument("--draft-schedule", choices=SCHEDULES, default=model.draft_schedule,
+                        help="draft length per round: adaptive (measured acceptance and costs; stops drafting when "
+                             "it does not pay), fixed, or heuristic (+2 on full acceptance, -1 otherwise); default "
+                             "%(default)s")
+    parser.add_argument("--dynamic", action="store_true", help="same as --draft-schedule heuristic")
+    parser.add_argument("--confidence-threshold", type=float, default=model.confidence_threshold,
+                        help="stop a draft when the drafter's top probability falls below this (default %(default)s: "
+                             "never)")
+    parser.add_argument("--early-exit-layer", type=int, default=model.early_exit_layer,
+                        help="decoder layers the early-exit drafter uses (default: half of them)")
+    sampled = "for requests with temperature > 0" if serving else "with --do-sample"
+    parser.add_argument("--top-k", type=int, default=sampling.top_k,
+                        help=f"{sampled}: sample among the k likeliest (default %(default)s: all)")
+    parser.add_argument("--top-p", type=float, default=sampling.top_p,
+                        help=f"{sampled}: sample among the likeliest tokens holding this probability mass (default "
+                             f"%(default)s: all)")
+    parser.add_argument("--seed", type=int, default=options.seed,
+                        help="random seed of sampling (default: a fresh one)")
+    parser.add_argument("--language", default=options.language,
+                        help="spoken language (e.g. en)" + (" of requests that give none" if serving else "")
+                             + "; detected when omitted")
+    parser.add_argument("--long-form", choices=LONG_FORM_MODES, default=options.long_form,
+                        help="audio over 30 s: 'sequential' (Whisper's own: each 30-s window starts where the last "
+                             "complete segment ended) or 'chunked' (independent windows cut at quiet points); "
+                             "default %(default)s")
+    parser.add_argument("--condition-on-previous-text", action="store_true",
+                        default=options.condition_on_previous_text,
+                        help="prompt each window with the text before it (<|startofprev|>), as openai's default")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    from .commands import add_compute_type_arguments
+
+    add_compute_type_arguments(parser)
 
 
 def choose_models(args) -> tuple[str, str | None, str, str]:

@@ -143,6 +143,7 @@ def device_and_threads(args) -> tuple[str, int | None]:
 def run_command(run, parser: argparse.ArgumentParser, module: str, argv: list[str] | None, interrupted: str) -> int:
     """`run(args, command)` as a command line: user errors are one line and exit 2, Ctrl-C before any result
     says `interrupted` and exits 130. `command` is the line that reproduces the run, for the report."""
+    from asr_specdec.commands import error_line
     from asr_specdec.errors import SpecdecError
 
     args = parser.parse_args(argv)
@@ -150,7 +151,7 @@ def run_command(run, parser: argparse.ArgumentParser, module: str, argv: list[st
     try:
         return run(args, command)
     except SpecdecError as error:
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        print(f"error: {' '.join(error_line(error, parser).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(interrupted, file=sys.stderr)

@@ -31,20 +31,21 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..errors import OptionError
 from .beam_schedule import BeamSchedule
 from .drafter import Drafter
 from .stats import DecodeStats
 
 
 def check_beam_size_and_patience(beam_size, patience, collected: str) -> None:
-    """A ValueError for a beam size or patience no beam search can run with (openai's and CTranslate2's alike:
+    """An OptionError for a beam size or patience no beam search can run with (openai's and CTranslate2's alike:
     round(beam_size * patience) finished `collected` end the search)."""
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer, not {beam_size}")
-    if patience is not None and patience <= 0:
-        raise ValueError(f"patience must be positive, not {patience}")
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise OptionError("beam_size", f"{{beam_size}} must be a positive integer, not {beam_size}")
+    if patience is not None and not patience > 0:
+        raise OptionError("patience", f"{{patience}} must be positive, not {patience}")
     if round(beam_size * (patience or 1.0)) < 1:
-        raise ValueError(f"beam_size {beam_size} with patience {patience} collects no {collected}")
+        raise OptionError("patience", f"{{beam_size}} {beam_size} with {{patience}} {patience} collects no {collected}")
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class BeamSearch:
     def __post_init__(self):
         check_beam_size_and_patience(self.beam_size, self.patience, "candidate")
         if self.length_penalty is not None and not 0 <= self.length_penalty <= 1:
-            raise ValueError(f"length_penalty must be between 0 and 1, not {self.length_penalty}")
+            raise OptionError("length_penalty",
+                              f"{{length_penalty}} must be between 0 and 1, not {self.length_penalty}")
 
     @property
     def max_candidates(self) -> int:

@@ -17,6 +17,9 @@ from .errors import ApiError
 
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
 GRANULARITIES = ("segment", "word")
+# the request's fields that are TranscribeOptions' (and its Recipe's) options, under the same names
+DECODING = ("beam_size", "patience", "length_penalty", "best_of", "hallucination_silence_threshold",
+            "repetition_penalty", "no_repeat_ngram_size", "chunk_length")
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,7 @@ class AudioRequest:
     @property
     def decoding(self) -> dict:
         """The decoding options the request gives (the server's own defaults stand for the others)."""
-        names = ("beam_size", "patience", "length_penalty", "best_of", "hallucination_silence_threshold",
-                 "repetition_penalty", "no_repeat_ngram_size", "chunk_length", "diarize")
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        return {name: getattr(self, name) for name in (*DECODING, "diarize") if getattr(self, name) is not None}
 
 
 async def transcription_request(
@@ -164,28 +165,22 @@ def _speakers(diarize: str | None) -> bool | int | None:
                    param="diarize", code="invalid_value")
 
 
+# this server's caps on what one request may cost (the options objects allow more)
+CAPS = {"beam_size": 16, "best_of": 16}
+
+
 def _check_decoding(fields: dict) -> None:
-    """400s for decoding options out of range (beam search's as openai-whisper checks them)."""
-    problems = {
-        "beam_size": fields.get("beam_size") is not None and not 1 <= fields["beam_size"] <= 16,
-        "patience": fields.get("patience") is not None and not fields["patience"] > 0,
-        "length_penalty": fields.get("length_penalty") is not None and not 0 <= fields["length_penalty"] <= 1,
-        "best_of": fields.get("best_of") is not None and not 1 <= fields["best_of"] <= 16,
-        "repetition_penalty": fields.get("repetition_penalty") is not None and not fields["repetition_penalty"] > 0,
-        "no_repeat_ngram_size": fields.get("no_repeat_ngram_size") is not None and fields["no_repeat_ngram_size"] < 0,
-        "chunk_length": fields.get("chunk_length") is not None and not 1 <= fields["chunk_length"] <= 30,
-    }
-    rules = {"beam_size": "an integer from 1 to 16", "patience": "positive", "length_penalty": "between 0 and 1",
-             "best_of": "an integer from 1 to 16", "repetition_penalty": "positive",
-             "no_repeat_ngram_size": "an integer >= 0", "chunk_length": "whole seconds from 1 to 30"}
-    for name, bad in problems.items():
-        if bad:
-            raise ApiError(400, f"{name} must be {rules[name]}", param=name, code="invalid_value")
-    if fields.get("beam_size") is None and fields.get("patience") is not None:
-        raise ApiError(400, "patience is a beam search option: give beam_size too", param="patience",
-                       code="invalid_value")
+    """400s for decoding options out of range: the server's caps here, the rest by building the options (an
+    OptionError names its field: errors.from_exception)."""
+    from ..whisper.arguments import recipe_arguments
+    from ..whisper.options import TranscribeOptions
+
+    for name, cap in CAPS.items():
+        if fields.get(name) is not None and fields[name] > cap:
+            raise ApiError(400, f"{name} must be at most {cap} on this server", param=name, code="invalid_value")
     threshold = fields.get("hallucination_silence_threshold")
-    if threshold is not None and (not threshold >= 0 or "word" not in fields.get("granularities", ())):
-        raise ApiError(400, "hallucination_silence_threshold must be seconds >= 0 and needs word timestamps "
-                            "(timestamp_granularities[]=word)", param="hallucination_silence_threshold",
-                       code="invalid_value")
+    if threshold is not None and "word" not in fields.get("granularities", ()):
+        raise ApiError(400, "hallucination_silence_threshold needs word timestamps (timestamp_granularities[]=word)",
+                       param="hallucination_silence_threshold", code="invalid_value")
+    TranscribeOptions().with_overrides(**recipe_arguments(None, {name: fields[name] for name in DECODING
+                                                                if fields.get(name) is not None}))

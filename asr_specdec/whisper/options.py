@@ -10,7 +10,7 @@ import warnings
 from dataclasses import dataclass, field, fields, replace
 
 from ..core.logits import Sampling
-from ..errors import SpecdecError
+from ..errors import OptionError, SpecdecError
 from .longform.vad import VadOptions
 from .recipe.fallback import DEFAULT_TEMPERATURES, Recipe
 from .recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
@@ -67,17 +67,20 @@ class TranscribeOptions:
 
     def __post_init__(self):
         if self.long_form not in LONG_FORM_MODES:
-            raise SpecdecError(f"unknown long-form mode '{self.long_form}': choose one of {', '.join(LONG_FORM_MODES)}")
+            raise OptionError("long_form", f"unknown long-form mode '{self.long_form}' ({{long_form}}): choose one "
+                                           f"of {', '.join(LONG_FORM_MODES)}")
         if self.recipe.beam_size is not None and self.sampling.do_sample:
-            raise SpecdecError("beam search (beam_size) decodes at temperature 0: it cannot be combined with do_sample")
+            raise OptionError("beam_size", "beam search ({beam_size}) decodes at temperature 0: it cannot be combined "
+                                           "with {do_sample}")
         if self.vad_batch_size < 1:
-            raise SpecdecError(f"vad_batch_size must be at least 1, not {self.vad_batch_size}")
+            raise OptionError("vad_batch_size", f"{{vad_batch_size}} must be at least 1, not {self.vad_batch_size}")
         check_repetition(self.repetition_penalty, self.no_repeat_ngram_size)
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise SpecdecError(f"max_new_tokens must be at least 1, not {self.max_new_tokens}")
+            raise OptionError("max_new_tokens", f"{{max_new_tokens}} must be at least 1, not {self.max_new_tokens}")
         threshold = self.hallucination_silence_threshold
         if threshold is not None and not threshold >= 0:
-            raise SpecdecError(f"hallucination_silence_threshold must be a number of seconds >= 0, not {threshold}")
+            raise OptionError("hallucination_silence_threshold",
+                              f"{{hallucination_silence_threshold}} must be a number of seconds >= 0, not {threshold}")
         check_chunk_length(self.chunk_length)
         if not isinstance(self.diarize, (SpeakerOptions, type(None))):  # True or a count given directly
             object.__setattr__(self, "diarize", speaker_options(self.diarize))
@@ -98,10 +101,12 @@ class TranscribeOptions:
 def check_repetition(repetition_penalty: float, no_repeat_ngram_size: int) -> None:
     """A one-line error for repetition options out of range (CTranslate2's: a penalty > 0, an n-gram size >= 0)."""
     if not isinstance(repetition_penalty, numbers.Real) or not repetition_penalty > 0:
-        raise SpecdecError(f"repetition_penalty must be a number > 0, not {repetition_penalty!r}")
+        raise OptionError("repetition_penalty", f"{{repetition_penalty}} must be a number > 0, not "
+                                                f"{repetition_penalty!r}")
     if isinstance(no_repeat_ngram_size, bool) or not isinstance(no_repeat_ngram_size, numbers.Integral) \
             or no_repeat_ngram_size < 0:
-        raise SpecdecError(f"no_repeat_ngram_size must be an integer >= 0, not {no_repeat_ngram_size!r}")
+        raise OptionError("no_repeat_ngram_size", f"{{no_repeat_ngram_size}} must be an integer >= 0, not "
+                                                  f"{no_repeat_ngram_size!r}")
 
 
 def check_chunk_length(chunk_length) -> None:
@@ -110,8 +115,9 @@ def check_chunk_length(chunk_length) -> None:
         return
     if isinstance(chunk_length, bool) or not isinstance(chunk_length, numbers.Integral) \
             or not 0 < chunk_length <= MAX_CHUNK_SECONDS:
-        raise SpecdecError(f"chunk_length must be a whole number of seconds from 1 to {MAX_CHUNK_SECONDS}, not "
-                           f"{chunk_length!r} (a longer window exceeds Whisper's 1500 encoder positions)")
+        raise OptionError("chunk_length", f"{{chunk_length}} must be a whole number of seconds from 1 to "
+                                          f"{MAX_CHUNK_SECONDS}, not {chunk_length!r} (a longer window exceeds "
+                                          "Whisper's 1500 encoder positions)")
 
 
 def vad_options(values: dict | VadOptions | None) -> VadOptions:

@@ -33,5 +33,8 @@ def test_recipe_options_reach_the_transcribers():
 
 
 def test_bad_recipe_values_are_user_errors():
-    with pytest.raises(SpecdecError, match="--best-of"):
+    from asr_specdec.commands import error_line
+
+    with pytest.raises(SpecdecError) as refused:
         options_from(["--best-of", "0"])
+    assert error_line(refused.value, build_parser()).startswith("--best-of must be")

@@ -14,7 +14,7 @@ from asr_specdec.core.modes import default_mode
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper.arguments import call_options, constructor_options
 from asr_specdec.whisper.model_options import ModelOptions
-from asr_specdec.whisper.options import LONG_FORM_MODES, TranscribeOptions
+from asr_specdec.whisper.options import TranscribeOptions
 from asr_specdec.whisper.recipe.fallback import DEFAULT_TEMPERATURES
 
 
@@ -94,10 +94,8 @@ def test_a_call_overrides_a_copy():
 
 def test_the_command_line_maps_into_the_same_options():
     from asr_specdec.transcribe import build_parser
-    from asr_specdec.transcriber_arguments import LONG_FORM_MODES as CLI_LONG_FORM_MODES
     from asr_specdec.transcriber_arguments import model_options, transcribe_options
 
-    assert CLI_LONG_FORM_MODES == LONG_FORM_MODES
     args = build_parser().parse_args(["a.wav", "--format", "srt", "--dynamic", "--beam-size", "2", "--language",
                                       "en", "--early-exit-layer", "1", "--dtype", "float32", "--device", "cpu"])
     options = transcribe_options(args)
@@ -107,3 +105,28 @@ def test_the_command_line_maps_into_the_same_options():
                                  device="cpu", compute_type="float32")  # no assistant for a mode that needs none
     assert transcribe_options(SimpleNamespace(**{**vars(args), "format": "text"})).timestamps is None
     assert transcribe_options(build_parser().parse_args(["a.wav", "--chunk-length", "15"])).chunk_length == 15
+
+
+def test_each_front_end_with_nothing_set_gives_exactly_the_default_options():
+    """The defaults are written once, on the options objects: a front end given nothing builds exactly them."""
+    from app.settings import DecodeOptions, RecipeChoices
+    from asr_specdec import serve, transcribe
+    from asr_specdec.recipe_arguments import check_recipe_arguments
+    from asr_specdec.server.forms import AudioRequest
+    from asr_specdec.transcriber_arguments import model_options, transcribe_options
+
+    mode = default_mode("cpu")
+    expected_model = ModelOptions(main="base", mode=mode, device="cpu")
+    for args in (transcribe.build_parser().parse_args(["a.wav"]), serve.build_parser().parse_args([])):
+        check_recipe_arguments(args)
+        assert transcribe_options(args) == TranscribeOptions()
+        assert model_options(SimpleNamespace(**{**vars(args), "device": "cpu"}), "base", None, mode) == expected_model
+    page = DecodeOptions("base")
+    assert page.transcribe_options().with_overrides(**RecipeChoices().as_arguments()) == TranscribeOptions()
+    assert page.model_options("base", None, "cpu") == expected_model
+    request = AudioRequest(audio=b"", filename=None, model="base", task="transcribe")
+    assert request.decoding == {}
+    assert call_options(TranscribeOptions(), language=request.language, task=request.task,
+                        timestamps=request.timestamps, temperature=request.temperature,
+                        **request.decoding) == TranscribeOptions()
+

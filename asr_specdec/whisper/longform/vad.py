@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from ...errors import SpecdecError
+from ...errors import OptionError, SpecdecError
 from ..io.audio import SAMPLE_RATE
 from .sequential import TimedTokens
 
@@ -41,9 +41,13 @@ class VadOptions:
 
     def __post_init__(self):
         if not 0 < self.threshold < 1:
-            raise SpecdecError(f"VAD threshold must be between 0 and 1, not {self.threshold}")
+            raise OptionError("threshold", f"VAD {{threshold}} must be between 0 and 1, not {self.threshold}")
         if not 0 < self.max_speech_duration_s <= 30:
-            raise SpecdecError("VAD max_speech_duration_s must be in (0, 30]: a region must fit a 30-s window")
+            raise OptionError("max_speech_duration_s", "VAD {max_speech_duration_s} must be in (0, 30]: a region "
+                                                       "must fit a 30-s window")
+        for name in ("min_speech_duration_ms", "min_silence_duration_ms", "speech_pad_ms"):
+            if getattr(self, name) < 0:
+                raise OptionError(name, f"VAD {{{name}}} must not be negative, not {getattr(self, name)}")
 
 
 @dataclass

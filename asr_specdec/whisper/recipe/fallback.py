@@ -31,7 +31,7 @@ from ...core.beam import BeamSearch
 from ...core.beam_ctranslate2 import CTranslate2BeamSearch
 from ...core.logits import Sampling
 from ...core.stats import DecodeStats
-from ...errors import SpecdecError
+from ...errors import OptionError
 from ..runtime.pipeline import DecodedWindow, Window, WindowDecoder, WindowPipeline
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -56,24 +56,23 @@ class Recipe:
     beam_algorithm: str = "openai"  # BEAM_ALGORITHMS: "ctranslate2" ranks by sum / length ** length_penalty
 
     def __post_init__(self):
-        if self.beam_size is None and self.patience is not None:
-            raise SpecdecError("patience needs beam_size (it is a beam search option)")
+        for name in ("patience", "length_penalty"):
+            if self.beam_size is None and getattr(self, name) is not None:
+                raise OptionError(name, f"{{{name}}} is a beam search option: give {{beam_size}} too")
         if self.beam_algorithm not in BEAM_ALGORITHMS:
-            raise SpecdecError(f"beam_algorithm must be one of {', '.join(BEAM_ALGORITHMS)}, not "
-                               f"'{self.beam_algorithm}'")
+            raise OptionError("beam_algorithm", f"{{beam_algorithm}} must be one of {', '.join(BEAM_ALGORITHMS)}, "
+                                                f"not '{self.beam_algorithm}'")
         if self.beam_size is not None:
-            try:
-                _ = self.beam  # the algorithm's own checks
-            except ValueError as error:
-                raise SpecdecError(str(error)) from None
+            _ = self.beam  # the algorithm's own checks
         if not self.temperatures or any(not 0 <= value <= 2 for value in self.temperatures):
-            raise SpecdecError(f"temperatures must be a non-empty list of values in [0, 2], not {self.temperatures}")
-        if self.best_of < 1:
-            raise SpecdecError(f"best_of must be at least 1, not {self.best_of}")
+            raise OptionError("temperatures", f"{{temperatures}} must be a non-empty list of values in [0, 2], not "
+                                              f"{self.temperatures}")
+        if isinstance(self.best_of, bool) or not isinstance(self.best_of, int) or self.best_of < 1:
+            raise OptionError("best_of", f"{{best_of}} must be an integer >= 1, not {self.best_of}")
         for name in ("no_speech_threshold", "silence_threshold"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
-                raise SpecdecError(f"{name} must be in [0, 1], not {value}")
+                raise OptionError(name, f"{{{name}}} must be in [0, 1], not {value}")
 
     @property
     def skip_threshold(self) -> float | None:
