@@ -19,7 +19,7 @@ def constructor_options(main="base", drafter: str | Drafter | None = None, *, mo
                         num_assistant_tokens: int | None = None, num_draft_tokens: int | None = None,
                         dynamic: bool = False, assistant_confidence_threshold: float = 0.0,
                         prompt_lookup_num_tokens: int | None = None, assistant_early_exit: int | None = None,
-                        do_sample: bool = False, temperature=1.0, top_k: int = 0, top_p: float = 1.0,
+                        do_sample: bool = False, temperature=None, top_k: int = 0, top_p: float = 1.0,
                         seed: int | None = None, language: str | None = None, task: str = "transcribe",
                         device: str | None = None, dtype=None, max_new_tokens: int | None = None,
                         timestamps: bool | None = None, return_timestamps: bool | None = None,
@@ -27,7 +27,9 @@ def constructor_options(main="base", drafter: str | Drafter | None = None, *, mo
                         condition_on_prev_tokens: bool | None = None, compute_type=None,
                         draft_schedule: str | None = None, num_assistant_tokens_schedule: str | None = None,
                         **recipe_options) -> tuple[ModelOptions, TranscribeOptions]:
-    """(what the model is, how to transcribe) from SpeculativeWhisper's constructor arguments."""
+    """(what the model is, how to transcribe) from SpeculativeWhisper's constructor arguments. `temperature` means
+    what it means in a call (openai's: 0 decodes greedily, above 0 samples at it, a list is the fallback ladder),
+    except beside `do_sample=True`, transformers' sampling, where it is that sampling's temperature (default 1)."""
     assistant = assistant_model if assistant_model is not None else draft_model
     mode = drafter if isinstance(drafter, str) else mode
     if mode is None and assistant is None:  # transformers' arguments name their drafter
@@ -46,18 +48,21 @@ def constructor_options(main="base", drafter: str | Drafter | None = None, *, mo
         compute_type=compute_type)
     options = TranscribeOptions(
         language=language, task=task,
-        sampling=Sampling(do_sample, temperature if not isinstance(temperature, (list, tuple)) else 1.0, top_k, top_p),
+        sampling=Sampling(do_sample, temperature if do_sample and _is_number(temperature) else Sampling.temperature,
+                          top_k, top_p),
         seed=seed, timestamps=_first_given(timestamps, return_timestamps), long_form=long_form,
         condition_on_previous_text=bool(_first_given(condition_on_previous_text, condition_on_prev_tokens)),
         max_new_tokens=max_new_tokens)
-    return model, options.with_overrides(**recipe_arguments(temperature, recipe_options))
+    ladder = None if do_sample and _is_number(temperature) else _call_temperature(temperature)
+    return model, options.with_overrides(**recipe_arguments(ladder, recipe_options))
 
 
 def call_options(options: TranscribeOptions, *, language: str | None = None, task: str | None = None,
                  timestamps: bool | None = None, return_timestamps: bool | None = None, long_form: str | None = None,
                  condition_on_previous_text: bool | None = None, **recipe_options) -> TranscribeOptions:
     """A transcribe call's options: the transcriber's, with what the call gives (None keeps the transcriber's). A
-    single `temperature` here is OpenAI's: 0 decodes greedily (the configured ladder kept), above 0 samples at it."""
+    single `temperature` is openai's, as in the constructor: 0 decodes greedily (the configured ladder kept), above 0
+    samples at it."""
     given = {"language": language, "task": task, "timestamps": _first_given(timestamps, return_timestamps),
              "long_form": long_form, "condition_on_previous_text": condition_on_previous_text}
     overrides = {name: value for name, value in given.items() if value is not None}
@@ -79,6 +84,10 @@ def recipe_arguments(temperature, options: dict) -> dict:
     if "vad_options" in options:
         options["vad_options"] = vad_options(options["vad_options"])
     return options
+
+
+def _is_number(value) -> bool:
+    return value is not None and not isinstance(value, (list, tuple))
 
 
 def _call_temperature(temperature):

@@ -137,6 +137,10 @@ class SpeculativeWhisper:
     `num_assistant_tokens_schedule` names) decides each round's draft length, starting from `num_draft_tokens`.
 
     The rest of openai's and faster-whisper's recipe (see options.py; every option may also be given per call):
+    `temperature` means one thing in the constructor and in a call (openai's): 0 decodes greedily, above 0 samples
+    at it, a list is the fallback ladder; beside `do_sample=True` (transformers' sampling: every window sampled,
+    with `top_k`/`top_p`) it is that sampling's temperature.
+
     `word_timestamps=True` (words with times, segments refined by them), `temperature=(0.0, 0.2, ...)` or
     `temperature_fallback=True` (retries up the temperature ladder when a window's text is too repetitive or
     unlikely; `compression_ratio_threshold`, `logprob_threshold`), `no_speech_threshold` (windows judged

@@ -130,3 +130,14 @@ def test_each_front_end_with_nothing_set_gives_exactly_the_default_options():
                         timestamps=request.timestamps, temperature=request.temperature,
                         **request.decoding) == TranscribeOptions()
 
+
+
+def test_temperature_means_one_thing_in_the_constructor_and_in_a_call():
+    for temperature in (0, 0.0, 0.6, (0.0, 0.4)):
+        _, built = constructor_options("base", temperature=temperature)
+        assert built == call_options(TranscribeOptions(), temperature=temperature), temperature
+    assert constructor_options("base", temperature=0)[1] == TranscribeOptions()
+    assert constructor_options("base", temperature=0.6)[1].recipe.temperatures == (0.6,)
+    _, sampled = constructor_options("base", do_sample=True, temperature=0.6)  # transformers' pair
+    assert sampled.sampling == Sampling(True, 0.6) and sampled.recipe.temperatures == (0.0,)
+    assert constructor_options("base", do_sample=True)[1].sampling == Sampling(True, 1.0)
