@@ -10,7 +10,7 @@ MEASURED_FILE = Path(__file__).with_name("measured.json")
 _measured = json.loads(MEASURED_FILE.read_text())
 
 SOURCE: str = _measured["source"]
-BUILD: str = _measured["build"]  # the kernels the figures were measured on ("native avx512"), as native.describe()
+BUILD: str = _measured["build"]  # the kernels measured on ("native avx512"): capabilities().description
 # compute type -> (speed vs float32, clips whose text equals float32's, clips)
 COMPUTE_TYPES = {name: (entry["speed_vs_float32"], entry["same_text"], entry["clips"])
                  for name, entry in _measured["compute_types"].items()}
@@ -23,6 +23,6 @@ def measured_here(device: str) -> bool:
     another build, or on PyTorch, runs other code at other speeds)."""
     if str(device) != "cpu":
         return False
-    from asr_specdec.native import describe
+    from asr_specdec.native import capabilities
 
-    return describe() == BUILD
+    return capabilities().description == BUILD

@@ -4,8 +4,9 @@ layer simd.h): compiled for the build backend.py chooses (avx512, avx2 or neon) 
 use, cached on disk by a hash of the source, the flags and the compiler, and loaded with ctypes.
 
 `kernels()` returns the loaded library, or None when this machine cannot build or run it (no kernel build for this
-CPU, no C compiler, ASR_SPECDEC_ISA=none); `unavailable_reason()` says why, `describe()` what runs. Callers then
-use their PyTorch path (`announce_fallback` says so once).
+CPU, no C compiler, ASR_SPECDEC_ISA=none); `unavailable_reason()` says why. What runs natively is one value,
+`capabilities()`: every caller decides by it. Callers without kernels use their PyTorch path (`announce_fallback`
+says so once).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from .backend import backend as _chosen_backend
@@ -154,20 +156,43 @@ def _load(chosen=None) -> tuple[ctypes.CDLL, bool, float]:
     return _declare(ctypes.CDLL(str(path))), openmp, seconds
 
 
-def bfloat16_attention() -> bool:
-    """Whether the encoder's bfloat16 attention kernel runs here (every build has it)."""
-    return kernels() is not None
+@dataclass(frozen=True)
+class Capabilities:
+    """What runs natively in this process: the one value every caller decides by (`capabilities()`), derived from
+    the build backend.py chose and whether its library loaded."""
+
+    isa: str  # the kernel build that runs: avx512, avx2, neon, or "none" (everything on PyTorch)
+    decoder: bool  # the decoder step, the drafters' products and the certified argmax (every build has them)
+    encoder_attention: bool  # the encoder's bfloat16 flash attention (every build has it)
+    # int8 products of int8 activations (int8-vnni weights: the int8 encoder, the drafters): VNNI's dot products
+    # where the CPU has them (AVX512-VNNI, AVX-VNNI, NEON dotprod), exact 16-bit pair sums elsewhere
+    int8_products: bool
+    # the int8 encoder's activations between its products: bfloat16 where the CPU multiplies it natively (the
+    # avx512 build needs AVX512-BF16), float32 elsewhere (PyTorch would emulate bfloat16)
+    int8_between: str
+    threaded: bool  # the kernels use OpenMP's threads (else each runs on the calling thread, with the same results)
+    reason: str | None  # why nothing runs natively
+
+    @property
+    def description(self) -> str:
+        """What runs here, in a few words: "native avx2" (", single-threaded" without OpenMP) or "pytorch"."""
+        if self.isa == "none":
+            return "pytorch"
+        return f"native {self.isa}" + ("" if self.threaded else ", single-threaded")
+
+    @property
+    def fastest_int8(self) -> str:
+        """The int8 storage format for products that need no exactness: int8-vnni where it runs, else int8."""
+        return "int8-vnni" if self.int8_products else "int8"
 
 
-def int8_activations() -> bool:
-    """Whether int8 products of int8 activations (int8-vnni weights: drafters, the int8 encoder) run here (every
-    build has them: VNNI's instructions where the CPU has them, exact 16-bit pair sums elsewhere)."""
-    return kernels() is not None
-
-
-def fastest_int8() -> str:
-    """The int8 storage format for products that need no exactness: int8-vnni where it can run, else int8."""
-    return "int8-vnni" if int8_activations() else "int8"
+def capabilities() -> Capabilities:
+    """This process's Capabilities (the build and its library are decided and loaded once)."""
+    loaded = kernels() is not None
+    isa = _chosen_backend().isa if loaded else "none"
+    return Capabilities(isa=isa, decoder=loaded, encoder_attention=loaded, int8_products=loaded,
+                        int8_between="bfloat16" if isa == "avx512" else "float32",
+                        threaded=loaded and _state.get("openmp", True), reason=None if loaded else unavailable_reason())
 
 
 def kernels() -> ctypes.CDLL | None:
@@ -189,13 +214,6 @@ def compile_seconds() -> float:
     """Seconds this process spent compiling the kernels (0.0 when they came from the cache)."""
     kernels()
     return _state.get("compile_seconds", 0.0)
-
-
-def describe() -> str:
-    """What runs here, in a few words: "native avx2" (", single-threaded" without OpenMP) or "pytorch"."""
-    if kernels() is None:
-        return "pytorch"
-    return f"native {_chosen_backend().isa}" + ("" if _state.get("openmp", True) else ", single-threaded")
 
 
 def announce_fallback(why: str) -> None:

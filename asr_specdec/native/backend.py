@@ -143,12 +143,6 @@ def backend() -> Backend:
     return choose(cpu_features(), platform.machine(), os.environ.get("ASR_SPECDEC_ISA") or None)
 
 
-def int8_float32_activations() -> bool:
-    """Whether the int8 encoder keeps its activations between products in float32 rather than bfloat16: on every
-    build but avx512 (the one that needs AVX512-BF16), where PyTorch's bfloat16 would run emulated."""
-    return backend().isa != "avx512"
-
-
 def native_bfloat16() -> bool:
     """Whether the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): PyTorch's bfloat16 is fast there."""
     return bool({"avx512_bf16", "amx_bf16"} & cpu_features())

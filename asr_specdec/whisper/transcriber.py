@@ -239,9 +239,9 @@ class SpeculativeWhisper:
     def backend(self) -> str:
         """Which kernels run the main decoder: "native avx2" (the build), or "pytorch (cpu)" and why not."""
         if self.runner.native is not None:
-            from ..native import describe
+            from ..native import capabilities
 
-            return describe()
+            return capabilities().description
         return f"pytorch ({self.runner.device.type})"
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,

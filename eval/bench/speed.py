@@ -223,12 +223,13 @@ def speculative_round(model, encoded, prefix: list[int], following: list[int], r
     """A round as `auto` decoding runs it: the main model (float32 decoder, bfloat16 cross-attention states)
     verifies 9 tokens, then the int8 self-drafter (int8 weights and cross states) steps 8 times, then one plain
     main step: each pass costs more here than alone, since each evicts the others' weights from the cache."""
-    from asr_specdec.native import int8_activations
+    from asr_specdec.native import capabilities
     from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
+    native = capabilities()
     main = WhisperDecoderRunner(model, weights="float32", cross_dtype=torch.bfloat16)
-    drafter = WhisperDecoderRunner(model, weights="int8-vnni" if int8_activations() else "int8",
-                                   kv_dtype=torch.bfloat16, cross_dtype=torch.int8 if int8_activations() else None)
+    drafter = WhisperDecoderRunner(model, weights=native.fastest_int8, kv_dtype=torch.bfloat16,
+                                   cross_dtype=torch.int8 if native.int8_products else None)
     if main.native is None or drafter.native is None:
         return []
     states = main.cross_attention_states(encoded)
@@ -438,12 +439,12 @@ def main(argv=None) -> int:
     skip = set(filter(None, args.skip.split(",")))
     compute_types = args.compute_types.split(",")
     clips = manifest_clips(Path(args.audio))[: args.limit or None]
-    from asr_specdec.native import describe
+    from asr_specdec.native import capabilities
     from asr_specdec.whisper.runtime.compute import auto_compute_type
 
     beams = f", beam size {args.beam_size}" if args.beam_size else ""
     print(f"# speed, {args.main}, {args.threads} threads, torch {torch.__version__}, best of {args.repeats}{beams}; "
-          f"kernels: {describe()}, auto = {auto_compute_type('cpu')}\n")
+          f"kernels: {capabilities().description}, auto = {auto_compute_type('cpu')}\n")
     if "steps" not in skip:
         longest = max(manifest_clips(Path(args.audio)), key=lambda clip: clip.stat().st_size)
         print("## decoder and encoder passes\n\n" + "\n".join(step_costs(args.main, args.repeats, longest)) + "\n",

@@ -11,12 +11,24 @@ from app.measured import BUILD
 from asr_specdec.core.modes import MODES
 
 
+def described_as(description: str):
+    """This machine's capabilities as a build that `description` names ("native avx2", "pytorch", ...)."""
+    from dataclasses import replace
+
+    from asr_specdec.native import capabilities
+
+    if description == "pytorch":
+        return replace(capabilities(), isa="none")
+    return replace(capabilities(), isa=description.split()[1].rstrip(","), threaded="single" not in description)
+
+
 @pytest.fixture
 def measured_build(monkeypatch):
     """This CPU runs the kernel build the figures were measured on (whatever this machine's build is)."""
     import asr_specdec.native as native
 
-    monkeypatch.setattr(native, "describe", lambda: BUILD)
+    described = described_as(BUILD)
+    monkeypatch.setattr(native, "capabilities", lambda: described)
 
 
 def test_every_drafter_is_explained_and_its_cpu_speed_shown(measured_build):
@@ -42,7 +54,8 @@ def test_a_cpu_on_another_kernel_build_gets_no_figures_of_this_one(monkeypatch):
     import asr_specdec.native as native
     from app.compute_guide import compute_help
 
-    monkeypatch.setattr(native, "describe", lambda: "pytorch" if BUILD != "pytorch" else "native avx2")
+    other = described_as("pytorch" if BUILD != "pytorch" else "native avx2")
+    monkeypatch.setattr(native, "capabilities", lambda: other)
     assert "Not measured on this device" in mode_help("quantized-self", "cpu")
     assert "x)" not in guide_markdown("cpu") and "Not measured" in compute_help("int8", "cpu")
 

@@ -126,14 +126,16 @@ def test_another_build_is_batch_invariant_and_gives_the_loaded_builds_bits(isa):
 def test_a_refused_build_falls_back_to_pytorch_with_one_warning_naming_the_reason():
     script = (
         "import warnings\n"
-        "from asr_specdec.native import describe, kernels, unavailable_reason\n"
+        "from asr_specdec.native import capabilities, kernels, unavailable_reason\n"
         "from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner\n"
         "from tests.tiny_whisper import tiny_whisper\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    for _ in range(2):\n"
         "        assert WhisperDecoderRunner(tiny_whisper(0)).native is None\n"
-        "assert kernels() is None and describe() == 'pytorch'\n"
+        "native = capabilities()\n"
+        "assert kernels() is None and native.description == 'pytorch' and not native.int8_products\n"
+        "assert 'ASR_SPECDEC_ISA=riscv' in native.reason\n"
         "messages = [str(w.message) for w in caught if 'native CPU kernels' in str(w.message)]\n"
         "assert len(messages) == 1 and 'ASR_SPECDEC_ISA=riscv' in messages[0], messages\n"
     )
@@ -141,3 +143,16 @@ def test_a_refused_build_falls_back_to_pytorch_with_one_warning_naming_the_reaso
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
                             cwd=Path(__file__).parents[2], timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_one_capabilities_value_names_what_runs():
+    from asr_specdec.native import capabilities, kernels
+    from asr_specdec.native.backend import backend
+
+    native = capabilities()
+    loaded = kernels() is not None
+    assert native.isa == (backend().isa if loaded else "none")
+    assert native.decoder == native.encoder_attention == native.int8_products == loaded
+    assert native.int8_between == ("bfloat16" if native.isa == "avx512" else "float32")
+    assert native.description.startswith(f"native {native.isa}" if loaded else "pytorch")
+    assert native.fastest_int8 == ("int8-vnni" if loaded else "int8") and (native.reason is None) == loaded

@@ -10,14 +10,13 @@ import ctypes
 import pytest
 import torch
 
-from asr_specdec.native import int8_activations, kernels
+from asr_specdec.native import capabilities, kernels
 from asr_specdec.native.packing import pack_linear, quantize_int8
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
 from ..tiny_whisper import encoder_output, tiny_whisper
 
-pytestmark = pytest.mark.skipif(kernels() is None or not int8_activations(),
-                                reason="native kernels with AVX512-VNNI unavailable on this machine")
+pytestmark = pytest.mark.skipif(not capabilities().int8_products, reason="no native kernels here")
 
 
 def product(packed, x: torch.Tensor) -> torch.Tensor:

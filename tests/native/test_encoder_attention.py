@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from asr_specdec.native import bfloat16_attention, kernels
+from asr_specdec.native import capabilities, kernels
 
-pytestmark = pytest.mark.skipif(not bfloat16_attention(), reason="the bfloat16 attention kernel cannot run here")
+pytestmark = pytest.mark.skipif(not capabilities().encoder_attention, reason="no native kernels here")
 
 
 @pytest.mark.parametrize("length", [1, 16, 17, 37, 64, 300])

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from asr_specdec.native import int8_activations, kernels
+from asr_specdec.native import capabilities, kernels
 from asr_specdec.native.packing import PackStore, pack_linear
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
@@ -18,7 +18,7 @@ from ..tiny_whisper import encoder_output, tiny_whisper
 
 pytestmark = pytest.mark.skipif(kernels() is None, reason="native kernels unavailable on this machine")
 MODEL = tiny_whisper(0, layers=3)
-FORMATS = ("float32", "bfloat16", "float16", "int8") + (("int8-vnni",) if int8_activations() else ())
+FORMATS = ("float32", "bfloat16", "float16", "int8") + (("int8-vnni",) if capabilities().int8_products else ())
 
 
 @pytest.mark.parametrize("weights", FORMATS)
@@ -80,7 +80,7 @@ def test_certified_argmax_equals_the_full_argmax_on_rows_with_outliers(outliers)
     assert torch.equal(runner.greedy_choices(hidden, None), logits.argmax(dim=1))
 
 
-@pytest.mark.skipif(not int8_activations(), reason="no AVX512-VNNI")
+@pytest.mark.skipif(not capabilities().int8_products, reason="no native kernels here")
 def test_int8_products_of_int8_activations_stay_close_to_float32():
     import ctypes
 
@@ -103,7 +103,7 @@ def test_int8_products_of_int8_activations_stay_close_to_float32():
 def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
     weight, bias = torch.randn(70, 32), torch.randn(70)
-    for storage in FORMATS + (("int4-vnni",) if int8_activations() else ()):
+    for storage in FORMATS + (("int4-vnni",) if capabilities().int8_products else ()):
         store = PackStore("model-key", storage)
         built = store.linear("layer", lambda storage=storage: pack_linear(weight, bias, storage))
         store.save()

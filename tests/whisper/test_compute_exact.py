@@ -73,9 +73,12 @@ def test_batched_rows_equal_rows_alone_with_timestamps_too(compute):
 @pytest.mark.parametrize("compute", ["int8:float32", "int8"] if NATIVE else ["int8:float32"])
 def test_the_int8_encoder_with_float32_activations_keeps_every_drafter_exact(compute, monkeypatch):
     """The int8 encoder as AVX2 and NEON CPUs run it (float32 between its products: no native bfloat16)."""
-    from asr_specdec.native import backend
+    from dataclasses import replace
 
-    monkeypatch.setattr(backend, "int8_float32_activations", lambda: True)
+    import asr_specdec.native as native
+
+    here = native.capabilities()
+    monkeypatch.setattr(native, "capabilities", lambda: replace(here, int8_between="float32"))
     products = pipeline_for(MAIN, compute).encoder.products
     assert products is None or products.dtype == torch.float32
     test_every_drafter_equals_plain_at_every_compute_type(compute)

@@ -211,10 +211,13 @@ def test_cpu_only_drafters_are_refused_on_a_gpu_by_name_and_left_out_by_default(
 
 
 def test_native_encoder_products_only_for_an_encoder_on_the_cpu(monkeypatch):
+    from dataclasses import replace
+
     import asr_specdec.native as native
     from asr_specdec.whisper.runtime.encoder import native_int8_products
 
-    monkeypatch.setattr(native, "int8_activations", lambda: True)  # as on a CPU with VNNI
+    here = native.capabilities()
+    monkeypatch.setattr(native, "capabilities", lambda: replace(here, int8_products=True))  # as with the kernels
     encoder = torch.nn.Sequential(torch.nn.Linear(16, 16))
     assert native_int8_products(encoder)
     with torch.device("meta"):  # a device other than the CPU (the kernels would read its pointers as host memory)

@@ -62,9 +62,13 @@ def test_int8_products_take_and_give_bfloat16_or_float32_from_the_same_integers(
 def _float32_activations(monkeypatch, float32: bool = True) -> None:
     """As on a CPU without native bfloat16 (AVX2, NEON): the int8 encoder keeps float32 between its products (with
     `float32=False`, as on the AVX-512 build: bfloat16), whichever build runs the test."""
-    from asr_specdec.native import backend
+    from dataclasses import replace
 
-    monkeypatch.setattr(backend, "int8_float32_activations", lambda: float32)
+    import asr_specdec.native as native
+
+    here = native.capabilities()
+    between = "float32" if float32 else "bfloat16"
+    monkeypatch.setattr(native, "capabilities", lambda: replace(here, int8_between=between))
 
 
 @needs_int8

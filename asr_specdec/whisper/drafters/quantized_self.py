@@ -57,11 +57,12 @@ class QuantizedSelfDrafter(ModelDrafter):
     def __init__(self, main_model: nn.Module, confidence_threshold: float = 0.0, weights: str | None = None):
         super().__init__(confidence_threshold)
         if native_decoder_unavailable(main_model) is None:
-            from ...native import int8_activations
+            from ...native import capabilities
 
-            weights = weights or ("int8-vnni" if int8_activations() else "int8")
-            self.runner = WhisperDecoderRunner(main_model, weights=weights, kv_dtype=torch.bfloat16,
-                                               cross_dtype=torch.int8 if int8_activations() else torch.bfloat16)
+            native = capabilities()
+            self.runner = WhisperDecoderRunner(main_model, weights=weights or native.fastest_int8,
+                                               kv_dtype=torch.bfloat16,
+                                               cross_dtype=torch.int8 if native.int8_products else torch.bfloat16)
         else:
             self.runner = WhisperDecoderRunner(quantize_decoder(main_model))
 

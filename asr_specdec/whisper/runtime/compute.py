@@ -46,10 +46,10 @@ def auto_compute_type(device: str) -> ComputeType:
     CPU multiplies it natively, else in float32; float16 on CUDA."""
     if str(device).startswith("cuda"):
         return ComputeType("float16", "float16")
-    from ...native import kernels
+    from ...native import capabilities
     from ...native.backend import auto_compute
 
-    return ComputeType(*auto_compute(kernels() is not None))
+    return ComputeType(*auto_compute(capabilities().decoder))
 
 
 def parse_compute_type(text: str | ComputeType | None, device: str = "cpu") -> ComputeType:

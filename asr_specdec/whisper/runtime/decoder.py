@@ -53,11 +53,12 @@ def decoder_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
 
 def native_decoder_unavailable(model: nn.Module) -> str | None:
     """None when the native kernels can run `model`'s decoder, else why not."""
-    from ...native import kernels, unavailable_reason
+    from ...native import capabilities
     from .native_decoder import supported
 
-    if kernels() is None:
-        return f"native kernels unavailable ({unavailable_reason()})"
+    native = capabilities()
+    if not native.decoder:
+        return f"native kernels unavailable ({native.reason})"
     return supported(decoder_parts(model)[0])
 
 
@@ -127,7 +128,7 @@ class WhisperDecoderRunner:
     @property
     def native(self):
         """The NativeDecoder running this decoder, or None on the PyTorch path."""
-        return getattr(self.backend, "decoder", None) if self.backend.name == "native" else None
+        return self.backend.native_decoder
 
     # ------------------------------------------------------------------ caches
 

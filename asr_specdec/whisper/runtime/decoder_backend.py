@@ -26,6 +26,7 @@ class DecoderBackend(Protocol):
     blocked: bool  # keys in the kernels' blocks of 16 (else columns)
     batch_invariant: bool
     shares_cross: bool  # rows may read one copy of cross states (KVCache.cross_rows: the beams of one audio)
+    native_decoder: object  # the NativeDecoder running the passes (native_decoder.py), or None on PyTorch
 
     def hidden_states(self, cache: KVCache, token_ids: torch.Tensor, starts: list[int]) -> torch.Tensor:
         """Final hidden states [batch, n, width] of token_ids [batch, n], row b at positions starts[b].."""

@@ -80,11 +80,11 @@ class EncoderRunner:
         self.products = None
         own = next(encoder.parameters()).dtype
         if precision == "int8" and native_int8_products(encoder):
-            from ...native.backend import int8_float32_activations
+            from ...native import capabilities
 
             # float32 between the products where PyTorch's bfloat16 would run emulated: the model's own encoder
             # supplies the convolutions and norms (its linear weights are never read, so never paged in)
-            frame = "float32" if int8_float32_activations() else "bfloat16"
+            frame = capabilities().int8_between
             self.input_dtype = DTYPES[frame]
             self.products = Int8Products(encoder, weights_key, self.input_dtype)
             if self.input_dtype != own:
@@ -142,13 +142,13 @@ def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.
     and v by one product per layer (queries scaled after it, as transformers does), and, in bfloat16 on a CPU
     with AVX512-BF16, attention by the native flash kernel (bfloat16 products, float32 softmax and sums); the
     same operations otherwise."""
-    from ...native import bfloat16_attention, kernels
+    from ...native import capabilities, kernels
 
     hidden = F.gelu(encoder.conv1(features))
     hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
     hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
     batch, length, width = hidden.shape
-    native = (hidden.dtype == torch.bfloat16 and hidden.device.type == "cpu" and bfloat16_attention()
+    native = (hidden.dtype == torch.bfloat16 and hidden.device.type == "cpu" and capabilities().encoder_attention
               and encoder.layers[0].self_attn.head_dim % 32 == 0)
     for index, layer in enumerate(encoder.layers):
         attention = layer.self_attn
@@ -185,14 +185,14 @@ def _linear_gelu(linear: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
 def native_int8_products(encoder: nn.Module | None = None) -> bool:
     """Whether the native int8 products of int8 activations (AVX512-VNNI) can run here, and on `encoder`'s
     linear layers (their input widths must be multiples of 16)."""
-    from ...native import int8_activations
+    from ...native import capabilities
 
     if encoder is not None and next(encoder.parameters()).device.type != "cpu":
         return False  # the kernels read host memory
     if encoder is not None and any(module.in_features % 16 for module in encoder.modules()
                                    if isinstance(module, nn.Linear)):
         return False
-    return int8_activations()
+    return capabilities().int8_products
 
 
 class Int8Products:

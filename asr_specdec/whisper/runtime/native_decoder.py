@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...native import Cache, Layer, Model, fastest_int8
+from ...native import Cache, Layer, Model, capabilities
 from ...native.packing import (
     PackedLinear,
     PackStore,
@@ -99,7 +99,7 @@ class NativeDecoder:
             self._vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store,
                                       "vocabulary")
         if self.exact and storage != "int8":  # an int8 copy screens the vocabulary, the exact pack settles the rest
-            screen = fastest_int8()
+            screen = capabilities().fastest_int8
             self._approx_store = PackStore(weights_key, screen)  # kept: its tensors may map its file
             self.approx = shared_pack(vocabulary, "linear", screen, lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")
@@ -329,6 +329,7 @@ class NativeBackend:
     def __init__(self, decoder: NativeDecoder, max_positions: int, kv_dtype: torch.dtype | None,
                  cross_dtype: torch.dtype | None):
         self.decoder, self.max_positions = decoder, max_positions
+        self.native_decoder = decoder
         self.weights = decoder.storage
         self.kv_dtype = kv_dtype or (torch.bfloat16 if self.weights == "bfloat16" else torch.float32)
         self.cross_dtype = cross_dtype or self.kv_dtype

@@ -84,6 +84,7 @@ class TorchBackend:
     blocked = False
     shares_cross = False  # every row has its own cross states (KVCache.cross_rows stays None)
     batch_invariant = False  # a product's rounding may depend on how many rows its pass holds
+    native_decoder = None
 
     def __init__(self, decoder: nn.Module, proj_out: nn.Module, layers: list, kv_dtype: torch.dtype | None = None):
         self.decoder, self.proj_out, self.layers = decoder, proj_out, layers
