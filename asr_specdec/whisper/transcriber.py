@@ -12,12 +12,10 @@ import torch
 
 from ..core.drafter import Drafter
 from ..core.logits import Sampling
-from ..core.prompt_lookup import PromptLookupDrafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
 from .arguments import call_options, constructor_options
-from .drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter, UniversalDrafter
-from .drafters.assistant import check_same_device
+from .drafters import DrafterContext, build_drafter
 from .io import audio as audio_io
 from .io.formats import Segment
 from .longform.chunks import independent_segments, window_text_tokens
@@ -208,28 +206,12 @@ class SpeculativeWhisper:
         return LoadedMain(self.model, self.processor, self.main_name)
 
     def _make_drafter(self, options: ModelOptions, device: str, dtype):
-        threshold, early_exit = options.confidence_threshold, options.early_exit_layer
-        if self.mode == "off":
-            return None
-        if self.mode == "quantized-self":
-            return QuantizedSelfDrafter(self.model, threshold)
-        if self.mode == "early-exit":
-            layers = len(self.runner.layers)
-            return EarlyExitDrafter(self.model, early_exit or max(1, layers // 2), threshold,
-                                    weights=self.runner.weights)
-        if self.mode == "prompt-lookup":
-            return PromptLookupDrafter()
-        if options.assistant is None:
-            raise SpecdecError(f"mode '{self.mode}' needs an assistant model (--assistant / assistant_model=)")
-        model, processor, self.assistant_name = _load(options.assistant, device, dtype)
-        check_same_device(self.model, model)
-        if self.mode == "assistant":
-            return AssistantDrafter(model, self.model, threshold, weights=self.runner.weights)
-        tokenizer = options.assistant_tokenizer or (processor.tokenizer if processor is not None else None)
-        if tokenizer is None:
-            raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
-        return UniversalDrafter(model, tokenizer, self.processor.tokenizer, language=self.language or "en",
-                                task=self.task, confidence_threshold=threshold, main_model=self.model)
+        context = DrafterContext(self.model, self.processor.tokenizer, self.runner.weights, len(self.runner.layers),
+                                 replace(options, mode=self.mode), self.language, self.task,
+                                 partial(_load, device=device, dtype=dtype))
+        drafter = build_drafter(self.mode, context)
+        self.assistant_name = context.assistant_name
+        return drafter
 
     def _labels(self) -> dict:
         return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,

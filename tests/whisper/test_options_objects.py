@@ -141,3 +141,12 @@ def test_temperature_means_one_thing_in_the_constructor_and_in_a_call():
     _, sampled = constructor_options("base", do_sample=True, temperature=0.6)  # transformers' pair
     assert sampled.sampling == Sampling(True, 0.6) and sampled.recipe.temperatures == (0.0,)
     assert constructor_options("base", do_sample=True)[1].sampling == Sampling(True, 1.0)
+
+
+def test_every_mode_but_off_has_a_drafter_module():
+    from asr_specdec.core.modes import MODES
+    from asr_specdec.whisper.drafters import BUILDERS, build_drafter
+
+    assert set(BUILDERS) == set(MODES) - {"off"}
+    assert build_drafter("off", None) is None
+    assert build_drafter("prompt-lookup", None).name == "prompt-lookup"

@@ -52,6 +52,15 @@ def check_same_device(main: nn.Module, assistant: nn.Module) -> None:
                          "load both on the same device")
 
 
+MODE = "assistant"
+
+
+def build(context) -> AssistantDrafter:
+    """A second model with the main model's tokenizer (a distilled or smaller Whisper)."""
+    model, _ = context.assistant()
+    return AssistantDrafter(model, context.main, context.options.confidence_threshold, weights=context.weights)
+
+
 class AssistantDrafter(ModelDrafter):
     name = "assistant"
 

@@ -14,6 +14,14 @@ from ...core.model_drafter import ModelDrafter
 from ...errors import ModelError
 from ..runtime.decoder import DecoderTarget, KVCache, WhisperDecoderRunner, decoder_parts
 
+MODE = "early-exit"
+
+
+def build(context) -> EarlyExitDrafter:
+    """The first `early_exit_layer` layers of the main decoder (half of them by default)."""
+    layers = context.options.early_exit_layer or max(1, context.decoder_layers // 2)
+    return EarlyExitDrafter(context.main, layers, context.options.confidence_threshold, weights=context.weights)
+
 
 class EarlyExitDrafter(ModelDrafter):
     name = "early-exit"

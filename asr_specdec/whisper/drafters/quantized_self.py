@@ -51,6 +51,13 @@ def quantize_decoder(model: nn.Module) -> nn.Module:
         return torch.ao.quantization.quantize_dynamic(shell, {nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
+MODE = "quantized-self"
+
+
+def build(context) -> QuantizedSelfDrafter:
+    return QuantizedSelfDrafter(context.main, context.options.confidence_threshold)
+
+
 class QuantizedSelfDrafter(ModelDrafter):
     name = "quantized-self"
 

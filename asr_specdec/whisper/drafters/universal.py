@@ -20,6 +20,7 @@ from ...core.drafter import Draft, DraftContext
 from ...core.logits import Sampling
 from ...core.model_drafter import ModelDrafter
 from ...core.retokenize import continuation_tokens
+from ...errors import ModelError
 from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner
 from ..runtime.timestamps import TimestampRules
 from ..runtime.tokens import WhisperTokens
@@ -31,6 +32,20 @@ TIMESTAMP_NAME = re.compile(r"<\|\d+\.\d\d\|>")
 def timestamp_ids(tokenizer) -> dict[str, int]:
     """Timestamp token name -> id, e.g. '<|1.20|>' -> 50424."""
     return {name: id_ for name, id_ in tokenizer.get_added_vocab().items() if TIMESTAMP_NAME.fullmatch(name)}
+
+
+MODE = "universal"
+
+
+def build(context) -> UniversalDrafter:
+    """A second model with its own tokenizer: drafts are carried across as text."""
+    model, processor = context.assistant()
+    tokenizer = context.options.assistant_tokenizer or (processor.tokenizer if processor is not None else None)
+    if tokenizer is None:
+        raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
+    return UniversalDrafter(model, tokenizer, context.main_tokenizer, language=context.language or "en",
+                            task=context.task, confidence_threshold=context.options.confidence_threshold,
+                            main_model=context.main)
 
 
 class UniversalDrafter(ModelDrafter):
