@@ -17,9 +17,6 @@ the audio received so far. `append` and `update` may run in different threads (a
 from __future__ import annotations
 
 import copy
-import dataclasses
-import math
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -28,20 +25,19 @@ import numpy as np
 from ...core.draft_length import DraftLength
 from ...core.hypothesis import HypothesisDrafter, HypothesisUsage
 from ...core.stats import DecodeStats
-from ...errors import AudioError, SpecdecError
+from ...errors import SpecdecError
 from ..io import audio as audio_io
 from ..recipe.fallback import Recipe, is_silent
 from ..recipe.scoring import WindowScore
 from ..runtime.pipeline import Window
-from . import agreement, speech
+from . import agreement, cuts, speech
+from .intake import AudioIntake
 
 # a hypothesis of a 25-s buffer is ~80-100 tokens; drafting it in long runs costs one main pass each
 DEFAULT_HYPOTHESIS_TOKENS = 64
 SILENCE_RMS = 0.001  # -60 dBFS: a 25-ms frame quieter than this holds no speech (quiet speech is louder)
 IDLE_SECONDS = 2.0  # a buffer in which nothing was heard is cut back to its last KEEP_SECONDS past this
 KEEP_SECONDS = 1.0
-# a cut falls at the quietest 20 ms after the last committed word's aligned end, at most this much after it
-CUT_SEARCH_SECONDS = 1.5
 MAX_FINAL_DECODES = 8  # finish() decodes again after speech its decode skipped, at most this many times
 # a hypothesis of a shorter buffer is not agreed with: with under 2.5 s of audio Whisper guesses the first words
 # ("Howdy, Mary, to more amiable" for "Had he married a more amiable" at 1.0-2.0 s, right from 2.5 s)
@@ -172,13 +168,8 @@ class StreamingTranscriber:
         self._prompt_limit = tokens.max_positions // 2 - 1
         self._word_start: dict[int, bool] = {}
         self._token_text: dict[int, str] = {}
-        self._lock = threading.Lock()
-        self._buffer = np.zeros(0, dtype=np.float32)
-        self._buffer_start = 0  # samples
-        self._received = 0
+        self._intake = AudioIntake()
         self._decoded_until = 0
-        self._rate: float | None = None
-        self._resampler = None
         self._finished = False
         self._prompt: list[int] = []  # committed text before the buffer (the conditioning prompt)
         self._hypothesis: list[int] = []  # the last update's tokens, as the next decode would see them
@@ -201,11 +192,11 @@ class StreamingTranscriber:
 
     @property
     def received_seconds(self) -> float:
-        return self._received / audio_io.SAMPLE_RATE
+        return self._intake.received / audio_io.SAMPLE_RATE
 
     @property
     def buffer_seconds(self) -> float:
-        return len(self._buffer) / audio_io.SAMPLE_RATE
+        return len(self._intake.samples) / audio_io.SAMPLE_RATE
 
     @property
     def committed(self) -> str:
@@ -216,41 +207,14 @@ class StreamingTranscriber:
         bytes of 16-bit little-endian PCM. An empty chunk is fine. The rate may not change within a stream."""
         if self._finished:
             raise SpecdecError("this stream has finished: start a new one")
-        if isinstance(samples, (bytes, bytearray, memoryview)):
-            if len(samples) % 2:
-                raise AudioError("PCM chunk: 16-bit samples need an even number of bytes")
-            samples = np.frombuffer(bytes(samples), dtype="<i2")
-        if not isinstance(samples, np.ndarray):
-            raise AudioError(f"audio chunk: expected a sample array or PCM bytes, not {type(samples).__name__}")
-        rate = self._check_rate(sample_rate)
-        if samples.size == 0:
-            return
-        mono = audio_io.load_audio(samples)  # mono float32, scaled, checked (at the chunk's own rate)
-        if rate != audio_io.SAMPLE_RATE:
-            if self._resampler is None:
-                import soxr
-
-                self._resampler = soxr.ResampleStream(rate, audio_io.SAMPLE_RATE, 1, dtype="float32", quality="HQ")
-            mono = self._resampler.resample_chunk(mono)
-        with self._lock:
-            self._buffer = np.concatenate([self._buffer, mono])
-            self._received += len(mono)
+        self._intake.append(samples, sample_rate)
 
     def feed(self, samples, sample_rate: float | None = None) -> StreamingUpdate | None:
         """`append`, then `update` once at least `min_chunk_seconds` of audio arrived since the last decode."""
         self.append(samples, sample_rate)
-        if self._received - self._decoded_until < self.min_chunk_seconds * audio_io.SAMPLE_RATE:
+        if self._intake.received - self._decoded_until < self.min_chunk_seconds * audio_io.SAMPLE_RATE:
             return None
         return self.update()
-
-    def _check_rate(self, sample_rate) -> float:
-        rate = audio_io.SAMPLE_RATE if sample_rate is None else sample_rate
-        if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) or not 0 < rate < 1e6:
-            raise AudioError(f"audio chunk: sample_rate must be a positive number of Hz, got {sample_rate!r}")
-        if self._rate is not None and rate != self._rate:
-            raise AudioError(f"audio chunk: the sample rate changed from {self._rate:g} to {rate:g} Hz mid-stream")
-        self._rate = float(rate)
-        return self._rate
 
     # -- updates -----------------------------------------------------------------------------------------
 
@@ -259,7 +223,7 @@ class StreamingTranscriber:
         since the last update."""
         if self._finished:
             raise SpecdecError("this stream has finished: start a new one")
-        if self._received == self._decoded_until and not self._backlog and self._head is None:
+        if self._intake.received == self._decoded_until and not self._backlog and self._head is None:
             return None
         return self._update(final=False)
 
@@ -267,14 +231,10 @@ class StreamingTranscriber:
         """The end of the stream: decode what is left and commit the whole last hypothesis."""
         if self._finished:
             raise SpecdecError("this stream has finished: start a new one")
-        if self._resampler is not None:
-            tail = self._resampler.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
-            with self._lock:
-                self._buffer = np.concatenate([self._buffer, tail])
-                self._received += len(tail)
+        self._intake.close()
         earlier_tokens, earlier_words, decode_seconds = [], [], 0.0
         # more than a window waiting (decoding fell behind): decoded window by window first
-        while self._backlog or len(self._buffer) > self.pipeline.window_samples:
+        while self._backlog or len(self._intake.samples) > self.pipeline.window_samples:
             update = self._update(final=False)
             earlier_tokens += update.new_tokens
             earlier_words += update.words
@@ -294,12 +254,11 @@ class StreamingTranscriber:
             update.words = earlier_words + update.words
             update.decode_seconds += decode_seconds
         self._finished = True
-        self._buffer = np.zeros(0, dtype=np.float32)
+        self._intake.clear()
         return update
 
     def _update(self, final: bool) -> StreamingUpdate:
-        with self._lock:
-            samples, start, received = self._buffer, self._buffer_start, self._received
+        samples, start, received = self._intake.snapshot()
         # the end of a stream decodes again what is left when the last update cut the buffer (that update's
         # hypothesis may have stopped short of the audio that is left) or when its decode skipped speech
         head, self._head = self._head, None
@@ -406,20 +365,24 @@ class StreamingTranscriber:
         found = agreement.pieces(tokens, timestamp_begin, eot)
         buffer_seconds = self._seconds(buffer_samples)
         full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
-        cut = self._cut(found, committed, buffer_seconds, final or head or heard_end == 0, heard_end)
+        cut = None if final or head or heard_end == 0 else cuts.segment_to_cut(
+            found, committed, buffer_seconds, self._step_seconds, self.trim_seconds, self.max_buffer_seconds,
+            heard_end)
         if final and heard_end is None and not head and self._tail_skipped(aligned if text else None, buffer_start,
                                                                buffer_samples):
             heard_end = committed = len(text)  # the last decode stopped short of speech: decode the rest again
         self._skip_cut = cut is None and bool(heard_end) and (final or full) and heard_end <= len(text)
         if self._skip_cut:
-            cut = self._word_cut(tokens, heard_end, aligned)  # at the skipped speech: decoded again next
+            # at the skipped speech: decoded again next
+            cut = cuts.after_words(tokens, heard_end, aligned, eot, self._step_seconds)
         elif heard_end == 0 and (final or full):  # skipped at the start: that speech alone next, then the rest
-            self._head = self._head_end(aligned, buffer_start, buffer_samples)
+            self._head = cuts.skipped_head(aligned, buffer_start, buffer_samples, self._speech, self._step_seconds)
         self._skip_cut = self._skip_cut or self._head is not None or head and final
         self._skipped = heard_end is not None and heard_end < len(text)
         whole = head or full and heard_end != 0  # committed whole and cut away
         if cut is not None:
-            cut = self._at_last_word(cut, aligned, self._decoded_samples)
+            cut = cuts.at_quiet_after_last_word(cut, aligned, self._decoded_samples, self._decoded_start,
+                                                self._speech, self._step_seconds)
             committed = max(committed, cut.text_end)  # a forced cut commits the segments it cuts away
         elif whole and text:  # no complete segment in a full buffer: commit it whole and start afresh
             committed = len(text)
@@ -443,55 +406,6 @@ class StreamingTranscriber:
         self._hypothesis, self._committed_in_buffer, self._tentative = hypothesis, in_buffer, text[committed:]
         return new_tokens, words
 
-    def _cut(self, found, committed: int, buffer_seconds: float, final: bool, heard_end: int | None = None):
-        """The segment at whose end to cut the buffer, or None: the last committed one once the buffer is longer
-        than trim_seconds; past max_buffer_seconds the last complete one (before speech the decode skipped)."""
-        if final:
-            return None
-        complete = [piece for piece in found
-                    if piece.end is not None and 0 < piece.end * self._step_seconds <= buffer_seconds
-                    and (heard_end is None or piece.text_end <= heard_end)]
-        if buffer_seconds > self.trim_seconds:
-            settled = [piece for piece in complete if piece.text_end <= committed]
-            if settled:
-                return settled[-1]
-        if buffer_seconds > self.max_buffer_seconds and complete:
-            return complete[-1]
-        return None
-
-    def _at_last_word(self, piece: agreement.Piece, aligned: list | None, samples: np.ndarray) -> agreement.Piece:
-        """The piece to cut at, its end moved back to the quietest 20 ms between the end of its last spoken word
-        (aligned; punctuation after it spans the pause) and the first of: the next spoken word's start,
-        CUT_SEARCH_SECONDS later, the next speech after a pause (VAD), the segment's end. Whisper may end a
-        segment well past speech it skipped (a short utterance after it); cutting there would lose that speech."""
-        if not aligned or piece.end is None:
-            return piece
-        count, index = 0, -1
-        while count < piece.text_end and index + 1 < len(aligned):
-            index += 1
-            count += len(aligned[index].tokens)
-        if count != piece.text_end:  # the words do not end with the piece: keep Whisper's time
-            return piece
-        spoken = index
-        while spoken > 0 and not _has_letters(aligned[spoken].word):
-            spoken -= 1
-        following = next((word.start for word in aligned[index + 1:] if _has_letters(word.word)), math.inf)
-        step, rate = self._step_seconds, audio_io.SAMPLE_RATE
-        begin = aligned[spoken].end
-        finish = min(following, begin + CUT_SEARCH_SECONDS, len(samples) / rate)
-        start = self._decoded_start
-        pause = self._speech.first(start + round(begin * rate), start + round(finish * rate), speech=False)
-        if pause is not None:  # stop where speech starts again after the pause that follows the word
-            onset = self._speech.first(pause, start + round(finish * rate))
-            if onset is not None:
-                finish = (onset - start) / rate
-        first, last = math.ceil(begin / step), min(piece.end, math.floor(finish / step))
-        if last <= first:  # never after the segment's end: a later aligned end may be DTW's error near the end
-            return piece if first >= piece.end else dataclasses.replace(piece, end=max(1, first))
-        frames = [samples[k * self._step_samples:(k + 1) * self._step_samples] for k in range(first, last + 1)]
-        loudness = [float(np.square(frame, dtype=np.float64).mean()) if len(frame) else math.inf for frame in frames]
-        return dataclasses.replace(piece, end=max(1, first + int(np.argmin(loudness))))
-
     def _heard_end(self, aligned: list | None, buffer_start: int, from_start: bool) -> int | None:
         """Text tokens of the hypothesis before the first word whose span holds speech the decode skipped
         (punctuation that spans it counts as before), or None when it skipped none (or nothing is aligned).
@@ -505,24 +419,9 @@ class StreamingTranscriber:
             buffer_start + round(begin * rate), buffer_start + round(end * rate)), from_start)
         if at is None:
             return None
-        if at and not _has_letters(aligned[at].word):  # "." spans the skipped speech: it may be committed
+        if at and not cuts.has_letters(aligned[at].word):  # "." spans the skipped speech: it may be committed
             at += 1
         return sum(len(word.tokens) for word in aligned[:at])
-
-    def _head_end(self, aligned: list, buffer_start: int, buffer_samples: int) -> int:
-        """Samples of the buffer that hold the speech its decode skipped at the start: up to the middle of the last
-        pause (VAD) before the first word's end, or to that end when no pause follows more speech than a word
-        could say."""
-        rate = audio_io.SAMPLE_RATE
-        end = buffer_start + round(aligned[0].end * rate)
-        pause_end = self._speech.last(buffer_start, end, speech=False)
-        pause_start = None if pause_end is None else self._speech.last(buffer_start, pause_end)
-        if pause_start is None or (self._speech.seconds(buffer_start, pause_start)
-                                   <= speech.ALLOWANCE_SECONDS + speech.SKIPPED_SECONDS):
-            head_end = end
-        else:
-            head_end = (pause_start + pause_end) // 2
-        return min(max(head_end - buffer_start, self._step_samples), buffer_samples)
 
     def _tail_skipped(self, aligned: list | None, buffer_start: int, buffer_samples: int) -> bool:
         """Whether the buffer holds more speech after the hypothesis's last word than a word could say (the
@@ -533,20 +432,6 @@ class StreamingTranscriber:
         self._speech.update(self._decoded_samples, buffer_start)
         after = self._speech.seconds(buffer_start + round(aligned[-1].end * rate), buffer_start + buffer_samples)
         return after > speech.ALLOWANCE_SECONDS + speech.SKIPPED_SECONDS
-
-    def _word_cut(self, tokens: list[int], text_end: int, aligned: list) -> agreement.Piece:
-        """A piece that ends after the first `text_end` text tokens of the hypothesis `tokens`, at the aligned end
-        of its last word (a cut inside a segment)."""
-        eot, count, index = self.pipeline.tokens.end_of_text, 0, 0
-        while count < text_end and index < len(tokens):
-            count += tokens[index] < eot
-            index += 1
-        words, total = 0, 0
-        while total < text_end:
-            total += len(aligned[words].tokens)
-            words += 1
-        end = max(1, math.ceil(aligned[words - 1].end / self._step_seconds))
-        return agreement.Piece(None, end, (), text_end, index)
 
     def _text_tokens(self, tokens: list[int]) -> list[int]:
         return agreement.text_tokens(tokens, self.pipeline.tokens.end_of_text)
@@ -567,12 +452,9 @@ class StreamingTranscriber:
 
     def _drop(self, count: int) -> None:
         """Cut `count` samples from the start of the buffer (audio appended meanwhile stays)."""
-        with self._lock:
-            count = min(max(count, 0), len(self._buffer))
-            self._buffer = self._buffer[count:].copy()
-            self._buffer_start += count
-            self._cut_since_decode = self._cut_since_decode or count > 0
-        self._speech.forget_before(self._buffer_start)
+        if self._intake.drop(count):
+            self._cut_since_decode = True
+        self._speech.forget_before(self._intake.start)
 
     def _silent(self, samples: np.ndarray) -> bool:
         """True when no 25-ms frame of the buffer is louder than silence_rms."""
@@ -592,10 +474,6 @@ class StreamingTranscriber:
         if token not in self._word_start:
             self._word_start[token] = self._text_of(token).startswith(" ")
         return self._word_start[token]
-
-
-def _has_letters(word: str) -> bool:
-    return any(character.isalnum() for character in word)
 
 
 def _runs_model(drafter) -> bool:
