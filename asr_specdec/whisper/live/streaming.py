@@ -30,7 +30,7 @@ from ..io import audio as audio_io
 from ..recipe.fallback import Recipe, is_silent
 from ..recipe.scoring import WindowScore
 from ..runtime.pipeline import Window
-from . import agreement, cuts, speech
+from . import agreement, commit, cuts, speech
 from .intake import AudioIntake
 
 # a hypothesis of a 25-s buffer is ~80-100 tokens; drafting it in long runs costs one main pass each
@@ -345,23 +345,15 @@ class StreamingTranscriber:
             tokens = []
         heard = score is None or self.no_speech_threshold is None or score.no_speech_prob <= self.no_speech_threshold
         text = agreement.text_tokens(tokens, eot)
-        start, held = agreement.committed_match(self._committed_in_buffer, text, self._starts_word, self._text_of)
-        # committed words this hypothesis stopped short of (it ended early): still in the buffer, kept as committed
-        unreached = self._committed_in_buffer[held:]
-        tail = text[start:]
+        last = commit.Agreement(tuple(self._committed_in_buffer), tuple(self._tentative), self._heard, self._context)
         # the words after speech this decode skipped are neither committed nor cut away (speech.py)
-        heard_end = None if head else self._heard_end(aligned if text else None, buffer_start, not start)
-        if final or head:
-            agreed = len(tail)
-        elif heard and self._heard and self._context and not unreached:
-            agreed = agreement.agreed_length([self._tentative, tail], self._starts_word)
-        else:
-            agreed = 0
+        decision = commit.decide(last, text, heard, final or head, lambda start: None if head else self._heard_end(
+            aligned if text else None, buffer_start, not start), self._starts_word, self._text_of)
+        start, committed, heard_end = decision.start, decision.committed, decision.heard_end
+        # committed words this hypothesis stopped short of (it ended early): still in the buffer, kept as committed
+        unreached = list(decision.unreached)
         self._heard = heard
         self._context = buffer_samples >= self.min_agreed_seconds * audio_io.SAMPLE_RATE
-        committed = start + agreed
-        if heard_end is not None:
-            committed = max(min(committed, heard_end), start)
         found = agreement.pieces(tokens, timestamp_begin, eot)
         buffer_seconds = self._seconds(buffer_samples)
         full = buffer_samples > self.max_buffer_seconds * audio_io.SAMPLE_RATE
