@@ -18,6 +18,7 @@ from .arguments import call_options, constructor_options
 from .drafters import DrafterContext, build_drafter
 from .io import audio as audio_io
 from .io.formats import Segment
+from .loading import LoadedMain, load_model, resolve_device
 from .longform.chunks import independent_segments, window_text_tokens
 from .longform.hallucination import check_applies
 from .longform.sequential import (
@@ -43,74 +44,6 @@ SegmentListener = Callable[[Segment], None]  # gets each segment with text as so
 # transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
 CONDITIONING_TEMPERATURE_LIMIT = 0.5
 FASTER_WHISPER_PADDING = 160  # zero samples faster-whisper's feature extractor appends to the audio
-
-
-def _load(spec, device, dtype):
-    """(model, processor, name) from a spec string, a LoadedWhisper, or a (model, processor) pair. A local
-    Whisper directory (offline packs included) loads without transformers' modeling code (lean_model.py)."""
-    if isinstance(spec, str):
-        from ..weights.whisper_models import load_whisper, resolve_model_dir
-
-        lean = _load_lean(resolve_model_dir(spec), device, dtype)
-        if lean is not None:
-            return (*lean, spec)
-
-        loaded = load_whisper(spec, device=device, dtype=dtype)
-        return loaded.model, loaded.processor, loaded.name
-    if hasattr(spec, "model") and hasattr(spec, "processor"):
-        return spec.model, spec.processor, getattr(spec, "name", type(spec.model).__name__)
-    if isinstance(spec, tuple):
-        model, processor = spec
-        return model, processor, getattr(model.config, "_name_or_path", "") or type(model).__name__
-    return spec, None, getattr(spec.config, "_name_or_path", "") or type(spec).__name__
-
-
-@dataclass(frozen=True)
-class LoadedMain:
-    """A main model already loaded, as ModelOptions.main accepts it: transcribers built on it share the weights."""
-
-    model: object
-    processor: object
-    name: str
-
-
-def _given_model(spec):
-    """The model object inside `spec` (LoadedWhisper, (model, processor) or a model), or None for a name."""
-    if isinstance(spec, str):
-        return None
-    if hasattr(spec, "model") and hasattr(spec, "processor"):
-        return spec.model
-    return spec[0] if isinstance(spec, tuple) else spec
-
-
-def resolve_device(spec, device: str | None) -> torch.device:
-    """Where the main model runs: `device` when given (a model object must already be there), else where a given
-    model object's weights are, else the CPU. Nothing downstream assumes a device: it reads this or the weights'."""
-    model = _given_model(spec)
-    if model is None:
-        return torch.device(device or "cpu")
-    actual = next(model.parameters()).device
-    if device is not None:
-        asked = torch.device(device)
-        if asked.type != actual.type or (asked.index is not None and asked.index != (actual.index or 0)):
-            raise ModelError(f"the model given is on {actual} but device='{device}' was asked for: move it there "
-                             "first (model.to(device)) or leave device out")
-    return actual
-
-
-def _load_lean(location, device, dtype):
-    """(model, processor) of a local directory the lean loader reads, else None."""
-    from pathlib import Path
-
-    from .runtime.lean_model import lean_loadable, load_lean_whisper
-    from .runtime.lean_processor import load_lean_processor
-
-    if not isinstance(location, Path) or not lean_loadable(location):
-        return None
-    processor = load_lean_processor(location)
-    if processor is None:
-        return None
-    return load_lean_whisper(location, device=device, dtype=dtype), processor
 
 
 class SpeculativeWhisper:
@@ -170,7 +103,7 @@ class SpeculativeWhisper:
         self.compute_type = parse_compute_type(model_options.compute_type, device)
         dtype = model_dtype(self.compute_type, device)
         self.options = options  # this transcriber's defaults; a call's overrides are a copy
-        model, loaded_processor, self.main_name = _load(model_options.main, device, dtype)
+        model, loaded_processor, self.main_name = load_model(model_options.main, device, dtype)
         processor = model_options.processor or loaded_processor
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
@@ -208,7 +141,7 @@ class SpeculativeWhisper:
     def _make_drafter(self, options: ModelOptions, device: str, dtype):
         context = DrafterContext(self.model, self.processor.tokenizer, self.runner.weights, len(self.runner.layers),
                                  replace(options, mode=self.mode), self.language, self.task,
-                                 partial(_load, device=device, dtype=dtype))
+                                 partial(load_model, device=device, dtype=dtype))
         drafter = build_drafter(self.mode, context)
         self.assistant_name = context.assistant_name
         return drafter
