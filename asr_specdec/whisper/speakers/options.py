@@ -19,7 +19,7 @@ class SpeakerOptions:
     same_speaker_distance: float = 0.35
     # voices whose centres are closer than this are one, even when more speakers were asked for (clustering.py)
     distinct_voice_distance: float = 0.2
-    step_seconds: float = 0.8  # between embedding windows (each 1.6 s, the model's)
+    step_seconds: float = 1.2  # between embedding windows (each 1.6 s, the model's)
     min_turn_seconds: float = 1.0  # a shorter run of one speaker between two runs of another is theirs
     # stereo: "auto" labels by channel when the two channels carry different voices (a speaker each, as
     # faster-whisper's split_stereo users transcribe them); "mix" diarizes the mixed-down audio

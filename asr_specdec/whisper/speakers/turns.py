@@ -33,9 +33,16 @@ def speaker_label(voice: int) -> str:
     return f"SPEAKER_{voice:02d}"
 
 
-def find_turns(samples: np.ndarray, options: SpeakerOptions, encoder: SpeakerEncoder | None = None) -> list[Turn]:
-    """Turns in time order on the file's timeline; none for audio without speech."""
-    regions = speech_regions(samples, DIARIZATION_VAD)
+def speech_in(samples: np.ndarray) -> list[tuple[int, int]]:
+    """(start, end) samples of the speech diarization looks at (Silero VAD, pauses of 0.3 s kept apart)."""
+    return speech_regions(samples, DIARIZATION_VAD)
+
+
+def find_turns(samples: np.ndarray, options: SpeakerOptions, encoder: SpeakerEncoder | None = None,
+               regions: list[tuple[int, int]] | None = None) -> list[Turn]:
+    """Turns in time order on the file's timeline; none for audio without speech. `regions`: speech_in(samples)
+    when the caller found it already (transcript.py finds it while the audio is transcribed)."""
+    regions = speech_in(samples) if regions is None else regions
     if not regions:
         return []
     speech = _louder(np.concatenate([samples[start:end] for start, end in regions]))
