@@ -13,7 +13,7 @@ import numpy as np
 from ..io.audio import SAMPLE_RATE
 from ..longform.vad import VadOptions, speech_regions
 from .clustering import centres, cluster, in_order
-from .encoder import FRAME_STEP, WINDOW_FRAMES, SpeakerEncoder, mel_frames, shared_encoder
+from .encoder import FRAME_STEP, WINDOW_FRAMES, SpeakerEncoder, encoder_precision, mel_frames, shared_encoder
 from .options import SpeakerOptions
 
 # finer than transcription's VAD: pauses of a third of a second between speakers are kept apart
@@ -49,7 +49,7 @@ def find_turns(samples: np.ndarray, options: SpeakerOptions, encoder: SpeakerEnc
     mel = mel_frames(speech)
     starts = window_starts(len(mel), max(1, round(options.step_seconds * SAMPLE_RATE / FRAME_STEP)))
     windows = np.stack([_padded(mel[start:start + WINDOW_FRAMES]) for start in starts])
-    embeddings = (encoder or shared_encoder()).embed(windows)
+    embeddings = (encoder or shared_encoder()).embed(windows, precision=encoder_precision(options.encoder_precision))
     voices = cluster(embeddings, options.speakers, options.same_speaker_distance, options.max_speakers,
                      options.distinct_voice_distance)
     frame_voices = _frame_voices(embeddings @ centres(embeddings, voices).T, starts, len(mel))
