@@ -1,4 +1,5 @@
-"""The speaker encoder built here gives Resemblyzer's own embeddings, from the weights file in its wheel."""
+"""The speaker encoder built here gives Resemblyzer's own embeddings (float32), from the weights file in its wheel;
+bfloat16 products keep each embedding's direction, and are chosen only where the CPU multiplies bfloat16 natively."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ import types
 import numpy as np
 import pytest
 
-from asr_specdec.whisper.io.audio import load_audio
 from asr_specdec.native import backend
-from asr_specdec.whisper.speakers.encoder import (WINDOW_FRAMES, encoder_precision, mel_frames, shared_encoder,
-                                                  weights_path)
+from asr_specdec.whisper.io.audio import load_audio
+from asr_specdec.whisper.speakers.encoder import (
+    WINDOW_FRAMES,
+    encoder_precision,
+    mel_frames,
+    shared_encoder,
+    weights_path,
+)
 
 
 @pytest.fixture
