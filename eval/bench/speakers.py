@@ -106,7 +106,7 @@ def cost(whisper, audio, repeats: int) -> str:
     best = {name: min(values) for name, values in seconds.items()}
     runs = "; ".join(f"{name} {' / '.join(f'{value:.2f}' for value in values)} s" for name, values in seconds.items())
     return (f"cost on {len(audio) / 16000:.0f} s ({whisper.mode}): {runs}; diarized / default (best) "
-            f"{best['diarize'] / best['default']:.3f} (+{best['diarize'] / best['default'] - 1:.1%}); after the "
+            f"{best['diarize'] / best['default']:.3f} ({best['diarize'] / best['default'] - 1:+.1%}); after the "
             f"transcription {min(diarizing):.2f} s at best")
 
 
