@@ -13,6 +13,8 @@ its middle (the nearest turn's in a pause). Stereo: ../shared/audio/peer/stereo_
 carry its channel's speaker (left SPEAKER_00, right SPEAKER_01) and be a word of that channel transcribed alone.
 Cost: the 64-s joined clips (eval/bench/longform.py) transcribed by default and with `diarize=True`, the two
 taking turns run by run; the ratio of the best times (diarizing turns word timestamps on: their cost is in it).
+"After the transcription" is the time diarizing adds once the transcription is done (the speech is found while it
+runs, transcript.py): the encoder, clustering and labels, and any wait for the VAD.
 """
 
 from __future__ import annotations
@@ -104,8 +106,8 @@ def cost(whisper, audio, repeats: int) -> str:
     best = {name: min(values) for name, values in seconds.items()}
     runs = "; ".join(f"{name} {' / '.join(f'{value:.2f}' for value in values)} s" for name, values in seconds.items())
     return (f"cost on {len(audio) / 16000:.0f} s ({whisper.mode}): {runs}; diarized / default (best) "
-            f"{best['diarize'] / best['default']:.3f} (+{best['diarize'] / best['default'] - 1:.1%}); turns alone "
-            f"{min(diarizing):.2f} s")
+            f"{best['diarize'] / best['default']:.3f} ({best['diarize'] / best['default'] - 1:+.1%}); after the "
+            f"transcription {min(diarizing):.2f} s at best")
 
 
 def main(argv=None) -> int:

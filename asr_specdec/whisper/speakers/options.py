@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ...errors import SpecdecError
 
 CHANNEL_MODES = ("auto", "mix")
+ENCODER_PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class SpeakerOptions:
     # stereo: "auto" labels by channel when the two channels carry different voices (a speaker each, as
     # faster-whisper's split_stereo users transcribe them); "mix" diarizes the mixed-down audio
     channels: str = "auto"
+    # the speaker encoder's products: "float32" gives Resemblyzer's embeddings exactly; "auto" is bfloat16 where the
+    # CPU multiplies it natively (twice as fast there), else float32 (encoder.py)
+    encoder_precision: str = "auto"
 
     def __post_init__(self):
         if self.speakers is not None and (isinstance(self.speakers, bool) or
@@ -31,6 +35,9 @@ class SpeakerOptions:
             raise SpecdecError(f"the number of speakers must be a whole number >= 1, not {self.speakers!r}")
         if self.channels not in CHANNEL_MODES:
             raise SpecdecError(f"unknown channels mode '{self.channels}': choose one of {', '.join(CHANNEL_MODES)}")
+        if self.encoder_precision not in ENCODER_PRECISIONS:
+            raise SpecdecError(f"unknown encoder precision '{self.encoder_precision}': choose one of "
+                               f"{', '.join(ENCODER_PRECISIONS)}")
         if not 0.1 <= self.step_seconds <= 1.6:
             raise SpecdecError(f"step_seconds must be between 0.1 and 1.6, not {self.step_seconds}")
 

@@ -1,12 +1,13 @@
 """A diarized transcription: the audio transcribed with word timestamps (by the caller's function: the decoding
-path does not change), speaker turns found (turns.py, or channels.py for stereo with a voice per channel), and
-the speakers put on its words and segments (labels.py)."""
+path does not change) while its speech is found (VAD, in a thread of its own), speaker turns found (turns.py, or
+channels.py for stereo with a voice per channel), and the speakers put on its words and segments (labels.py)."""
 
 from __future__ import annotations
 
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -17,7 +18,7 @@ from ..result import TranscriptionResult
 from .channels import channel_turns, distinct, stereo_channels
 from .labels import all_spoken_by, labelled, without_words
 from .options import SpeakerOptions
-from .turns import Turn, find_turns, speaker_label
+from .turns import Turn, find_turns, speaker_label, speech_in
 
 Transcribe = Callable[[np.ndarray], TranscriptionResult]  # 16-kHz mono samples -> a result with words
 
@@ -33,9 +34,16 @@ def diarized(transcribe: Transcribe, audio, sample_rate: float | None, options: 
         result = _by_channel(transcribe, channels)
     else:
         samples = audio_io.load_audio(audio, sample_rate)
-        result = transcribe(samples)
-        started = time.perf_counter()
-        turns = find_turns(samples, options)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diarization-vad") as pool:
+            # the speech is found while the audio is transcribed: Silero VAD runs in onnxruntime, one thread (its
+            # session's setting), releasing the GIL, so it needs no torch thread setting; the speaker encoder, a
+            # torch LSTM, runs after the transcription on the caller's thread with the process's torch threads
+            # (torch.set_num_threads is process-wide: a one-thread LSTM beside the decoding would need it)
+            speech = pool.submit(speech_in, samples)
+            result = transcribe(samples)
+            started = time.perf_counter()
+            regions = speech.result()
+        turns = find_turns(samples, options, regions=regions)
         if not turns and result.segments:  # words where VAD heard no speech: one voice
             turns = [Turn(0.0, round(result.duration, 3), speaker_label(0))]
         heard = len({turn.speaker for turn in turns})

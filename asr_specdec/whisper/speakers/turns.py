@@ -13,7 +13,7 @@ import numpy as np
 from ..io.audio import SAMPLE_RATE
 from ..longform.vad import VadOptions, speech_regions
 from .clustering import centres, cluster, in_order
-from .encoder import FRAME_STEP, WINDOW_FRAMES, SpeakerEncoder, mel_frames, shared_encoder
+from .encoder import FRAME_STEP, WINDOW_FRAMES, SpeakerEncoder, encoder_precision, mel_frames, shared_encoder
 from .options import SpeakerOptions
 
 # finer than transcription's VAD: pauses of a third of a second between speakers are kept apart
@@ -33,16 +33,23 @@ def speaker_label(voice: int) -> str:
     return f"SPEAKER_{voice:02d}"
 
 
-def find_turns(samples: np.ndarray, options: SpeakerOptions, encoder: SpeakerEncoder | None = None) -> list[Turn]:
-    """Turns in time order on the file's timeline; none for audio without speech."""
-    regions = speech_regions(samples, DIARIZATION_VAD)
+def speech_in(samples: np.ndarray) -> list[tuple[int, int]]:
+    """(start, end) samples of the speech diarization looks at (Silero VAD, pauses of 0.3 s kept apart)."""
+    return speech_regions(samples, DIARIZATION_VAD)
+
+
+def find_turns(samples: np.ndarray, options: SpeakerOptions, encoder: SpeakerEncoder | None = None,
+               regions: list[tuple[int, int]] | None = None) -> list[Turn]:
+    """Turns in time order on the file's timeline; none for audio without speech. `regions`: speech_in(samples)
+    when the caller found it already (transcript.py finds it while the audio is transcribed)."""
+    regions = speech_in(samples) if regions is None else regions
     if not regions:
         return []
     speech = _louder(np.concatenate([samples[start:end] for start, end in regions]))
     mel = mel_frames(speech)
     starts = window_starts(len(mel), max(1, round(options.step_seconds * SAMPLE_RATE / FRAME_STEP)))
     windows = np.stack([_padded(mel[start:start + WINDOW_FRAMES]) for start in starts])
-    embeddings = (encoder or shared_encoder()).embed(windows)
+    embeddings = (encoder or shared_encoder()).embed(windows, precision=encoder_precision(options.encoder_precision))
     voices = cluster(embeddings, options.speakers, options.same_speaker_distance, options.max_speakers,
                      options.distinct_voice_distance)
     frame_voices = _frame_voices(embeddings @ centres(embeddings, voices).T, starts, len(mel))

@@ -1,4 +1,5 @@
-"""The speaker encoder built here gives Resemblyzer's own embeddings, from the weights file in its wheel."""
+"""The speaker encoder built here gives Resemblyzer's own embeddings (float32), from the weights file in its wheel;
+bfloat16 products keep each embedding's direction, and are chosen only where the CPU multiplies bfloat16 natively."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ import types
 import numpy as np
 import pytest
 
+from asr_specdec.native import backend
 from asr_specdec.whisper.io.audio import load_audio
-from asr_specdec.whisper.speakers.encoder import WINDOW_FRAMES, mel_frames, shared_encoder, weights_path
+from asr_specdec.whisper.speakers.encoder import (
+    WINDOW_FRAMES,
+    encoder_precision,
+    mel_frames,
+    shared_encoder,
+    weights_path,
+)
 
 
 @pytest.fixture
@@ -50,7 +58,7 @@ def test_embeddings_equal_resemblyzers(resemblyzer, shared_audio):
     padded = np.pad(samples, (0, max(0, slices[-1].stop - len(samples))))
     mel = mel_frames(padded)
     windows = np.stack([mel[part.start // 160: part.start // 160 + WINDOW_FRAMES] for part in slices])
-    ours = shared_encoder().embed(windows)
+    ours = shared_encoder().embed(windows, precision="float32")
     assert len(partials) >= 3 and ours.shape == partials.shape
     np.testing.assert_allclose(ours, partials, atol=2e-5)
     mean = ours.mean(axis=0)
@@ -60,3 +68,19 @@ def test_embeddings_equal_resemblyzers(resemblyzer, shared_audio):
 def test_the_encoder_is_loaded_once_and_shared():
     assert shared_encoder() is shared_encoder()
     assert not shared_encoder().training
+
+
+def test_bfloat16_embeddings_point_where_float32_ones_do(shared_audio):
+    mel = mel_frames(load_audio(shared_audio / "librivox-0930.wav"))
+    windows = np.stack([mel[start:start + WINDOW_FRAMES] for start in range(0, len(mel) - WINDOW_FRAMES, 80)])
+    exact = shared_encoder().embed(windows, precision="float32")
+    reduced = shared_encoder().embed(windows, precision="bfloat16")
+    assert reduced.dtype == np.float32 and not np.array_equal(reduced, exact)  # the products were reduced
+    assert np.min(np.sum(exact * reduced, axis=1)) > 0.99
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_is_bfloat16_only_where_the_cpu_multiplies_it_natively(monkeypatch, native):
+    monkeypatch.setattr(backend, "native_bfloat16", lambda: native)
+    assert encoder_precision("auto") == ("bfloat16" if native else "float32")
+    assert encoder_precision("float32") == "float32" and encoder_precision("bfloat16") == "bfloat16"

@@ -90,3 +90,10 @@ def test_transcribe_options_take_diarize_as_given_or_overridden():
     assert TranscribeOptions(diarize=2).diarize == SpeakerOptions(speakers=2)
     assert TranscribeOptions(diarize=False).diarize is None
     assert TranscribeOptions().with_overrides(diarize=True).diarize == SpeakerOptions()
+
+
+def test_an_unknown_encoder_precision_is_a_one_line_error():
+    from asr_specdec.errors import SpecdecError
+
+    with pytest.raises(SpecdecError, match="unknown encoder precision 'int4': choose one of auto, float32, bfloat16"):
+        SpeakerOptions(encoder_precision="int4")
