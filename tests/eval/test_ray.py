@@ -15,7 +15,8 @@ import pytest
 from eval.evaluator import UtteranceEvaluator
 from eval.run import main
 
-pytestmark = pytest.mark.slow
+# one Ray at a time: with pytest-xdist, the Ray tests run in one worker (--dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 PROJECT = Path(__file__).resolve().parents[2]
 FAST = ["--main", "tiny.en", "--modes", "off"]
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# one Ray at a time: with pytest-xdist, the Ray tests run in one worker (--dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 PROJECT = Path(__file__).resolve().parents[2]
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 FAST = ["--main", "tiny.en", "--limit", "2", "--num-workers", "1", "--engine", "ray"]
