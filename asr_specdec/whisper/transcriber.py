@@ -261,6 +261,11 @@ class SpeculativeWhisper:
             results.append(self._result(run, segments, audio))
         return results
 
+    def call_windows(self, options: TranscribeOptions | None = None):
+        """The window builder of a call with `options` (this transcriber's by default): call.py's CallWindows,
+        for callers that decode windows of their own (a live stream)."""
+        return Call.start(self.pipeline, options or self.options, None).windows
+
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see
         streaming.py): `feed(samples)` audio as it arrives, get updates with committed and tentative text."""

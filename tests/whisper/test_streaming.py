@@ -565,3 +565,18 @@ def test_a_run_replayed_from_its_schedule_gives_the_same_updates(asr):
                                   recorded))
     assert [live.update.tokens for live in replayed] == [live.update.tokens for live in again]
     assert replayed[-1].update.committed == again[-1].update.committed
+
+
+def test_a_streams_windows_are_built_as_a_calls_windows_are(tiny_pair):
+    """Hotwords, suppression, limits and the repetition rules of the transcriber reach every live decode."""
+    asr = SpeculativeWhisper(tiny_pair, mode="off", max_new_tokens=12, hotwords="hello", repetition_penalty=1.3,
+                             no_repeat_ngram_size=3)
+    stream = asr.stream()
+    seen = record_windows(stream)
+    stream.feed(noise(3.0))
+    stream.finish()
+    hotwords = asr.processor.tokenizer.encode(" hello", add_special_tokens=False)
+    assert seen and all(window.previous[:len(hotwords)] == hotwords for window, _ in seen)
+    assert all((window.repetition_penalty, window.no_repeat_ngram_size, window.max_new_tokens) == (1.3, 3, 12)
+               for window, _ in seen)
+    assert all(window.word_tokens is not None and window.prefix is None for window, _ in seen)

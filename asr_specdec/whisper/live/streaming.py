@@ -17,6 +17,7 @@ the audio received so far. `append` and `update` may run in different threads (a
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -29,7 +30,6 @@ from ...errors import SpecdecError
 from ..io import audio as audio_io
 from ..recipe.fallback import Recipe, is_silent
 from ..recipe.scoring import WindowScore
-from ..runtime.pipeline import Window
 from . import agreement, commit, cuts, speech
 from .intake import AudioIntake
 
@@ -159,9 +159,9 @@ class StreamingTranscriber:
         # whose no-speech probability alone is over the threshold commits nothing and is agreed with by nothing
         options = getattr(asr, "options", None)
         self.recipe: Recipe = options.recipe if options is not None else Recipe()
-        # faster-whisper's repetition rules over what each decode of the buffer generates, as offline windows
-        self._repetition = {"repetition_penalty": options.repetition_penalty,
-                            "no_repeat_ngram_size": options.no_repeat_ngram_size} if options is not None else {}
+        # each decode's window is built as a transcribe call's windows are (hotwords, suppression, limits, the
+        # repetition rules), with the committed text as its prompt
+        self._windows = asr.call_windows()
         self.no_speech_threshold = self.recipe.no_speech_threshold
         self._step_seconds = base.frames.timestamp_seconds
         self._step_samples = round(self._step_seconds * audio_io.SAMPLE_RATE)
@@ -297,10 +297,12 @@ class StreamingTranscriber:
         started = time.perf_counter()
         # every decode has its words aligned: to find speech it skipped, and so that a cut follows the last word
         frames = -(-len(samples) // self.pipeline.processor.feature_extractor.hop_length)
-        window = Window(self.pipeline.features(samples), self.language_id, True, self._prompt or None,
-                        score=self.no_speech_threshold is not None, silence_threshold=self.recipe.skip_threshold,
-                        word_tokens=self._text_tokens,
-                        audio_frames=min(frames, self.pipeline.frames.window), **self._repetition)
+        window = dataclasses.replace(
+            self._windows.window(self.pipeline.features(samples), self.language_id, True,
+                                 previous=self._prompt or None, audio_frames=min(frames, self.pipeline.frames.window),
+                                 first=False),
+            score=self.no_speech_threshold is not None, silence_threshold=self.recipe.skip_threshold,
+            word_tokens=self._text_tokens, window_frames=None)
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)
