@@ -19,11 +19,9 @@ from .reference_compare import fields
 # Known differences (issue 37, open). strict: a test that starts passing fails the suite, so the mark is dropped then.
 AUDIO_DECODING = pytest.mark.xfail(strict=True, reason=(
     "multilingual.mp3 given by path: decoded by libsndfile and soxr here, by PyAV's resampler in faster-whisper "
-    "(samples up to 0.02 apart), one VAD region ends a frame apart (468608 vs 468096), the first chunk ends at "
-    "29.49 s vs 29.46 s; equal regions from equal samples (test_vad_faster_whisper.py)"))
-WORD_FRAME = pytest.mark.xfail(strict=True, reason=(
-    "one word of multilingual.mp3 starts at 5.18 s where faster-whisper has 5.20 (alignment not yet checked "
-    "against faster-whisper's)"))
+    "(samples up to 0.02 apart): batched, one VAD region ends a frame apart (468608 vs 468096) and the first chunk "
+    "at 29.49 s vs 29.46 s; with words, one word at 5.18 s vs 5.20 s. Given the same samples, regions are equal "
+    "(test_vad_faster_whisper.py) and so are the 60-s file's words, non-batched (checked by hand, docs/dropin.md)"))
 
 
 def same(pair, words: bool = False):
@@ -136,7 +134,7 @@ def test_transcribe_signature():
     assert model_arguments == pipeline_arguments
 
 
-@WORD_FRAME
+@AUDIO_DECODING
 def test_monotonic_timestamps(reference, peer_audio):
     audio = str(peer_audio / "multilingual.mp3")  # physicsworks.wav stands in
     for call in ("model", "batched"):
