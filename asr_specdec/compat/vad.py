@@ -90,21 +90,25 @@ def _session(path: Path):
 
 
 def _package_model() -> Path:
-    try:
-        import silero_vad
-    except ImportError as error:
+    """The installed silero-vad's ONNX file, found without importing the package (its import sets torch to one
+    thread for the whole process)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("silero_vad")
+    if spec is None or not spec.submodule_search_locations:
         from ..errors import SpecdecError
 
-        raise SpecdecError("the VAD filter needs the silero-vad package: pip install silero-vad") from error
-    return Path(silero_vad.__file__).parent / "data" / "silero_vad.onnx"
+        raise SpecdecError("the VAD filter needs the silero-vad package: pip install silero-vad")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "silero_vad.onnx"
 
 
 def _faster_whisper_asset() -> Path | None:
-    try:
-        import faster_whisper
-    except ImportError:
+    from importlib.util import find_spec
+
+    spec = find_spec("faster_whisper")  # not imported: only its file is wanted
+    if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(faster_whisper.__file__).parent / "assets" / "silero_vad_v6.onnx"
+    path = Path(next(iter(spec.submodule_search_locations))) / "assets" / "silero_vad_v6.onnx"
     return path if path.is_file() else None
 
 

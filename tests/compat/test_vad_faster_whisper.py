@@ -5,7 +5,6 @@ model only (no Whisper), a few clips, and random probability sequences."""
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,9 +87,7 @@ def test_regions_from_random_probabilities_are_faster_whispers(monkeypatch):
 
 
 def test_the_model_file_is_chosen_by_its_content_and_a_stand_in_is_announced(monkeypatch):
-    import silero_vad
-
-    package = Path(silero_vad.__file__).parent / "data" / "silero_vad.onnx"
+    package = vad._package_model()
     vad._model.cache_clear()
     try:
         # the installed package's file taken as v6.0 (its hash): it is used, streamed frame by frame, silently
@@ -113,9 +110,7 @@ def test_the_model_file_is_chosen_by_its_content_and_a_stand_in_is_announced(mon
 def test_streaming_a_frame_at_a_time_equals_one_sequence_call(clips):
     """The two calling conventions give the same probabilities on the same weights (silero-vad's streaming file
     and its sequence file), so the package's v6.0 file, streamed, gives faster-whisper's probabilities too."""
-    import silero_vad
-
-    data = Path(silero_vad.__file__).parent / "data"
+    data = vad._package_model().parent  # the package is not imported: its import sets torch's threads to one
     sequence = data / "silero_vad_16k_sequence.onnx"
     if not sequence.is_file():
         pytest.skip("this silero-vad has no sequence model")
