@@ -21,7 +21,6 @@ import hashlib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -32,14 +31,6 @@ FRAME = 512
 CONTEXT = 64
 # sha256 of silero_vad.onnx in the silero-vad 6.0.0 and 6.1.0 wheels: Silero VAD v6.0, faster-whisper 1.2.1's
 V6_0_SHA256 = "597d30b3ec076608d059477bb14cfeffdf951bf5cae370d38f65d33bbfe82004"
-
-
-class SpeechRegions(Protocol):
-    """(start, end) samples of each speech region of 16-kHz `samples`; `max_speech_seconds` overrides the
-    options' limit (faster-whisper's own default is none: infinity)."""
-
-    def __call__(self, samples: np.ndarray, options: VadOptions,
-                 max_speech_seconds: float | None = None) -> list[tuple[int, int]]: ...
 
 
 def framed(samples: np.ndarray) -> np.ndarray:
