@@ -20,7 +20,7 @@ from ..errors import SpecdecError
 from ..whisper.arguments import call_options
 from ..whisper.io import audio as audio_io
 from ..whisper.longform.sequential import window_features
-from ..whisper.longform.vad import VadOptions, speech_regions
+from ..whisper.longform.vad import VadOptions
 from ..whisper.options import TranscribeOptions, check_chunk_length, check_repetition, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from ..whisper.runtime.tokens import Suppression
@@ -37,6 +37,7 @@ from .plan import (
 from .timeline import SpeechTimeline, joined_chunks
 from .types import Segment, TranscriptionInfo, TranscriptionOptions, Word
 from .utils import model_spec
+from .vad import faster_whisper_regions
 
 DEFAULT_TEMPERATURES = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 WINDOW_SECONDS = 30
@@ -176,8 +177,8 @@ class WhisperModel:
                 raise SpecdecError("no clips to decode: set vad_filter=True or give clip_timestamps (batched "
                                    f"transcription of audio over chunk_length, {chunk} s)")
         elif options.vad_filter and clips is None:
-            vad = _vad_options(options.vad_parameters, batched=batch_size is not None, chunk_length=chunk)
-            regions = speech_regions(samples, vad)
+            vad, max_speech = _vad_options(options.vad_parameters, batch_size is not None, chunk)
+            regions = faster_whisper_regions(samples, vad, max_speech)
             speech = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
             # faster-whisper's: the joined speech decoded as one audio (batched: in chunks of up to chunk_length
             # seconds of it, each on its own), times mapped back to the audio's
@@ -313,7 +314,7 @@ class WhisperModel:
         if audio is not None:
             samples = self._samples(audio)
             if vad_filter:
-                regions = speech_regions(samples, vad_options(vad_parameters))
+                regions = faster_whisper_regions(samples, *_vad_options(vad_parameters, batched=False))
                 samples = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
             if not len(samples):
                 samples = np.zeros(audio_io.SAMPLE_RATE, dtype=np.float32)  # something to detect on, as there
@@ -384,16 +385,17 @@ def _segment(number: int, segment, offset: float, timeline: SpeechTimeline | Non
     return converted if timeline is None else timeline.restore(converted)
 
 
-def _vad_options(parameters, batched: bool, chunk_length: int = WINDOW_SECONDS) -> VadOptions:
-    """faster-whisper's VAD options; batched, its own defaults (160-ms silences) and speech of at most chunk_length
-    seconds."""
+def _vad_options(parameters, batched: bool, chunk_length: int = WINDOW_SECONDS) -> tuple[VadOptions, float]:
+    """faster-whisper's VAD options and its limit on a speech region's length: a VadOptions as given; else none
+    unless given; batched, chunk_length seconds whatever was given, and 160-ms silences when nothing was given."""
     if isinstance(parameters, VadOptions):
-        return parameters
-    if not batched:
-        return vad_options(parameters)
-    values = {"min_silence_duration_ms": 160, **(parameters or {})}
-    values["max_speech_duration_s"] = chunk_length
-    return vad_options(values)
+        return parameters, parameters.max_speech_duration_s
+    if batched:
+        values = {"min_silence_duration_ms": 160} if parameters is None else dict(parameters)
+        values["max_speech_duration_s"] = chunk_length
+        return vad_options(values), chunk_length
+    options = vad_options(parameters)
+    return options, options.max_speech_duration_s if "max_speech_duration_s" in (parameters or {}) else float("inf")
 
 
 def _device(device: str, device_index: int | list[int]) -> str:

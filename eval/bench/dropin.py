@@ -1,12 +1,14 @@
 """The drop-in duel: `asr_specdec.WhisperModel` against `faster_whisper.WhisperModel` (int8 and float32), both
 called as a faster-whisper user calls them, `model.transcribe(samples)` with every default (beam 5, timestamps on,
 language detected, the temperature ladder, previous-text conditioning), on the shared clips one at a time and on
-the 64-s long file, the systems taking turns, the same CTranslate2 weights and threads.
+the 64-s long file, the systems taking turns, the same CTranslate2 weights and threads. The drop-in runs twice:
+with its default compute type and with compute_type="int8", faster-whisper's int8 beside it.
 
     python -m eval.bench.dropin [--main base] [--threads 2] [--repeats 2] [--limit N]
 
 Each clip's time is the minimum over the repeats, from samples in memory to the last segment read (the segment
-generators are lazy on both sides). WER is on the clips with a reference.
+generators are lazy on both sides). WER is on the clips with a reference (jiwer after transformers' Whisper
+English normaliser, eval/metrics.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def systems(main: str, threads: int, scratch: Path) -> dict:
     ct2_dir.mkdir()
     assemble_pack(main, ct2_dir)
     return {"asr_specdec.WhisperModel, defaults": WhisperModel(main, cpu_threads=threads),
+            "asr_specdec.WhisperModel, int8": WhisperModel(main, cpu_threads=threads, compute_type="int8"),
             **{f"faster-whisper {kind}": FasterWhisperModel(str(ct2_dir), device="cpu", compute_type=kind,
                                                              cpu_threads=threads, num_workers=1)
                for kind in ("float32", "int8")}}

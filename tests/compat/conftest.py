@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 
@@ -28,8 +31,10 @@ def plain_model(pack_cache):
 @pytest.fixture(scope="session")
 def reference(tmp_path_factory):
     """faster-whisper 1.2.1 itself and the drop-in, on the same CTranslate2 weights of `base` at float32
-    (reference_compare.py); faster-whisper's outputs are kept for the session."""
+    (reference_compare.py); faster-whisper's outputs kept for the session, and in ASR_SPECDEC_TEST_CACHE across
+    sessions."""
     pytest.importorskip("faster_whisper")
     from .reference_compare import Reference
 
-    return Reference(tmp_path_factory.mktemp("faster-whisper-base"))
+    store = os.environ.get("ASR_SPECDEC_TEST_CACHE")  # faster-whisper's outputs kept across sessions there
+    return Reference(tmp_path_factory.mktemp("faster-whisper-base"), Path(store) if store else None)

@@ -12,17 +12,13 @@ from .reference_compare import fields
 SETTINGS = {"defaults": ("model", {}), "vad_filter": ("model", {"vad_filter": True}), "batched": ("batched", {})}
 ALLOWED: dict[tuple[str, str], str] = {}
 REQUIRED = 11  # equal clips of the 12 (issue 37's target); the others are listed in the failure
-# issue 37, open; strict: the day it passes, the suite fails until the mark is dropped
-BATCHED_VAD = pytest.mark.xfail(strict=True, reason=(
-    "9 of 12 clips equal (text equal on all 12): VAD region boundaries differ, the silero-vad package's model and "
-    "the ONNX model faster-whisper bundles giving different speech probabilities"))
 
 
 def clips(manifest) -> list[str]:
     return [entry["audio"] for entry in manifest]
 
 
-@pytest.mark.parametrize("setting", ["defaults", "vad_filter", pytest.param("batched", marks=BATCHED_VAD)])
+@pytest.mark.parametrize("setting", ["defaults", "vad_filter", "batched"])
 def test_segments_equal_faster_whispers_on_the_shared_clips(reference, shared_audio, manifest, setting):
     call, arguments = SETTINGS[setting]
     differing = {}

@@ -17,12 +17,11 @@ from asr_specdec import BatchedInferencePipeline, WhisperModel, decode_audio
 from .reference_compare import fields
 
 # Known differences (issue 37, open). strict: a test that starts passing fails the suite, so the mark is dropped then.
-VAD_WEIGHTS = pytest.mark.xfail(strict=True, reason=(
-    "VAD regions: the silero-vad package's model and the ONNX model faster-whisper bundles give different speech "
-    "probabilities (up to 0.63 apart), so region boundaries differ by 512-1024 samples"))
-WORD_FRAME = pytest.mark.xfail(strict=True, reason=(
-    "one word of multilingual.mp3 starts at 5.18 s where faster-whisper has 5.20 (alignment not yet checked "
-    "against faster-whisper's)"))
+AUDIO_DECODING = pytest.mark.xfail(strict=True, reason=(
+    "multilingual.mp3 given by path: decoded by libsndfile and soxr here, by PyAV's resampler in faster-whisper "
+    "(samples up to 0.02 apart): batched, one VAD region ends a frame apart (468608 vs 468096) and the first chunk "
+    "at 29.49 s vs 29.46 s; with words, one word at 5.18 s vs 5.20 s. Given the same samples, regions are equal "
+    "(test_vad_faster_whisper.py) and so are the 60-s file's words, non-batched (checked by hand, docs/dropin.md)"))
 
 
 def same(pair, words: bool = False):
@@ -68,7 +67,7 @@ def test_transcribe(reference, peer_audio):
     assert len(ours) == 1 and pair[1][1].language == "en" and pair[1][1].language_probability > 0.7
 
 
-@VAD_WEIGHTS
+@AUDIO_DECODING
 def test_batched_transcribe(reference, peer_audio):
     audio = str(peer_audio / "multilingual.mp3")
     pair = reference.pair("batched", audio, batch_size=16)
@@ -94,12 +93,13 @@ def test_prefix_with_timestamps(reference, peer_audio):
     assert ours[0].start == 0 and 10 < ours[-1].end <= 11
 
 
-@VAD_WEIGHTS
 def test_vad(reference, peer_audio):
     pair = reference.pair("model", str(peer_audio / "jfk.flac"), vad_filter=True,
                           vad_parameters=dict(min_silence_duration_ms=500, speech_pad_ms=200))
     theirs, ours = same(pair)
-    assert len(ours) == 1 and 0 < ours[0].start < 1 and 10 < ours[0].end < 11
+    # on base, two segments where tiny gives faster-whisper's test one
+    assert 0 < ours[0].start < 1 and 10 < ours[-1].end < 11 and "".join(segment.text for segment in ours) == (
+        " And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country.")
     info = pair[1][1]
     assert info.vad_options.min_silence_duration_ms == 500 and info.vad_options.speech_pad_ms == 200
 
@@ -110,7 +110,6 @@ def test_stereo_diarization(reference, peer_audio):
     same(reference.pair("model", right, key="stereo_diarization:right"))
 
 
-@VAD_WEIGHTS
 def test_multilingual_transcription(reference, peer_audio):
     audio = decode_audio(str(peer_audio / "multilingual.mp3"))
     theirs, ours = same(reference.pair("model", audio, key="multilingual", multilingual=True,
@@ -135,7 +134,7 @@ def test_transcribe_signature():
     assert model_arguments == pipeline_arguments
 
 
-@WORD_FRAME
+@AUDIO_DECODING
 def test_monotonic_timestamps(reference, peer_audio):
     audio = str(peer_audio / "multilingual.mp3")  # physicsworks.wav stands in
     for call in ("model", "batched"):
