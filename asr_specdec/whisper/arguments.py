@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..core.draft_length import DEFAULT_DRAFT_TOKENS
 from ..core.drafter import Drafter
 from ..core.logits import Sampling
-from ..errors import SpecdecError
+from ..errors import OptionError
 from .model_options import DEFAULT_SCHEDULE, ModelOptions
 from .options import TranscribeOptions, temperature_ladder, vad_options
 
@@ -93,8 +93,8 @@ def _is_number(value) -> bool:
 def _call_temperature(temperature):
     if temperature is None or isinstance(temperature, (list, tuple)):
         return temperature
-    if temperature < 0:
-        raise SpecdecError(f"temperature must be 0 (greedy) or positive, got {temperature}")
+    if not temperature >= 0:
+        raise OptionError("temperature", f"{{temperature}} must be a number >= 0 (0: greedy), not {temperature}")
     return None if temperature == 0 else [float(temperature)]
 
 
