@@ -24,6 +24,7 @@ from ..whisper.longform.vad import VadOptions
 from ..whisper.options import TranscribeOptions, check_chunk_length, check_repetition, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from ..whisper.runtime.tokens import Suppression
+from .audio import decode
 from .lazy import lazy_segments
 from .plan import (
     UnsupportedOption,
@@ -300,9 +301,9 @@ class WhisperModel:
         """16-kHz mono samples of a path, a file-like object or an array (an empty array stays empty)."""
         if isinstance(audio, np.ndarray) and audio.size == 0:
             return np.zeros(0, dtype=np.float32)
-        if hasattr(audio, "read"):
-            audio = audio.read()
-        return audio_io.load_audio(audio)
+        if isinstance(audio, np.ndarray):
+            return audio_io.load_audio(audio)
+        return decode(audio)  # as faster-whisper decodes a file (PyAV)
 
     def _detection_windows(self, audio, features, vad_filter: bool, vad_parameters, segments: int,
                            chunk_length: int = WINDOW_SECONDS) -> list:
