@@ -122,7 +122,7 @@ class WhisperModel:
         votes: dict[str, list[float]] = {}
         for window in windows:
             with self._lock:
-                ranked = self.speculative.pipeline.language_probabilities(window)
+                ranked = self.speculative.language_probabilities(window)
             language, probability = ranked[0]
             if language_detection_threshold is None or probability > language_detection_threshold:
                 break
@@ -276,7 +276,7 @@ class WhisperModel:
 
     def _decode(self, windows, generator=None, sampling=None):
         with self._lock:
-            return self.speculative.pipeline.decode(windows, generator, sampling)
+            return self.speculative.decode_windows(windows, generator, sampling)
 
     def _language(self, language: str | None, samples: np.ndarray, threshold: float | None, segments: int,
                   chunk_length: int = WINDOW_SECONDS) -> tuple[str, float, list[tuple[str, float]] | None]:
@@ -302,8 +302,7 @@ class WhisperModel:
                            chunk_length: int = WINDOW_SECONDS) -> list:
         import torch
 
-        pipeline = self.speculative.pipeline
-        frames = pipeline.chunk_frames(chunk_length)
+        frames = self.speculative.chunk_frames(chunk_length)
         window_frames = frames.window
         if audio is not None:
             samples = self._samples(audio)
