@@ -24,8 +24,10 @@ from ..whisper.longform.vad import VadOptions
 from ..whisper.options import TranscribeOptions, check_chunk_length, check_repetition, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from ..whisper.runtime.tokens import Suppression
+from .audio import decode
 from .lazy import lazy_segments
 from .plan import (
+    Arguments,
     UnsupportedOption,
     clip_ranges,
     diarize_option,
@@ -120,7 +122,7 @@ class WhisperModel:
         votes: dict[str, list[float]] = {}
         for window in windows:
             with self._lock:
-                ranked = self.speculative.pipeline.language_probabilities(window)
+                ranked = self.speculative.language_probabilities(window)
             language, probability = ranked[0]
             if language_detection_threshold is None or probability > language_detection_threshold:
                 break
@@ -155,7 +157,7 @@ class WhisperModel:
 
     # the shared body of WhisperModel.transcribe and BatchedInferencePipeline.transcribe
     def _transcribe(self, audio, batch_size: int | None, **arguments):
-        options = _Arguments(arguments)
+        options = Arguments(**arguments)
         check_chunk_length(options.chunk_length)
         chunk = options.chunk_length or WINDOW_SECONDS  # faster-whisper's: the window's seconds
         check_repetition(options.repetition_penalty, options.no_repeat_ngram_size)  # before any decoding
@@ -202,20 +204,12 @@ class WhisperModel:
         initial_prompt = options.initial_prompt
         if initial_prompt is not None and not isinstance(initial_prompt, str):
             initial_prompt = tuple(int(token) for token in initial_prompt)
-        used = TranscriptionOptions(
-            beam_size=options.beam_size, best_of=options.best_of, patience=options.patience,
-            length_penalty=options.length_penalty, repetition_penalty=options.repetition_penalty,
-            no_repeat_ngram_size=options.no_repeat_ngram_size, log_prob_threshold=options.log_prob_threshold,
-            no_speech_threshold=options.no_speech_threshold,
-            compression_ratio_threshold=options.compression_ratio_threshold, condition_on_previous_text=condition,
-            prompt_reset_on_temperature=options.prompt_reset_on_temperature, temperatures=list(ladder),
-            initial_prompt=options.initial_prompt, prefix=options.prefix, suppress_blank=options.suppress_blank,
-            suppress_tokens=list(suppress) if options.suppress_tokens else options.suppress_tokens,
-            without_timestamps=options.without_timestamps, max_initial_timestamp=max_initial,
-            word_timestamps=options.word_timestamps, prepend_punctuations=options.prepend_punctuations,
-            append_punctuations=options.append_punctuations, multilingual=multilingual,
-            max_new_tokens=options.max_new_tokens, clip_timestamps=options.clip_timestamps,
-            hallucination_silence_threshold=options.hallucination_silence_threshold, hotwords=options.hotwords)
+        used = TranscriptionOptions(**{  # what ran, under faster-whisper's names (its info record)
+            **{name: getattr(options, name) for name in TranscriptionOptions.__dataclass_fields__
+               if hasattr(options, name)},
+            "condition_on_previous_text": condition, "temperatures": list(ladder), "max_initial_timestamp": max_initial,
+            "multilingual": multilingual,
+            "suppress_tokens": list(suppress) if options.suppress_tokens else options.suppress_tokens})
         call = call_options(
             self.speculative.options, language=None if multilingual else language, task=options.task,
             timestamps=not options.without_timestamps,
@@ -282,7 +276,7 @@ class WhisperModel:
 
     def _decode(self, windows, generator=None, sampling=None):
         with self._lock:
-            return self.speculative.pipeline.decode(windows, generator, sampling)
+            return self.speculative.decode_windows(windows, generator, sampling)
 
     def _language(self, language: str | None, samples: np.ndarray, threshold: float | None, segments: int,
                   chunk_length: int = WINDOW_SECONDS) -> tuple[str, float, list[tuple[str, float]] | None]:
@@ -300,16 +294,15 @@ class WhisperModel:
         """16-kHz mono samples of a path, a file-like object or an array (an empty array stays empty)."""
         if isinstance(audio, np.ndarray) and audio.size == 0:
             return np.zeros(0, dtype=np.float32)
-        if hasattr(audio, "read"):
-            audio = audio.read()
-        return audio_io.load_audio(audio)
+        if isinstance(audio, np.ndarray):
+            return audio_io.load_audio(audio)
+        return decode(audio)  # as faster-whisper decodes a file (PyAV)
 
     def _detection_windows(self, audio, features, vad_filter: bool, vad_parameters, segments: int,
                            chunk_length: int = WINDOW_SECONDS) -> list:
         import torch
 
-        pipeline = self.speculative.pipeline
-        frames = pipeline.chunk_frames(chunk_length)
+        frames = self.speculative.chunk_frames(chunk_length)
         window_frames = frames.window
         if audio is not None:
             samples = self._samples(audio)
@@ -363,13 +356,6 @@ class BatchedInferencePipeline:
         if batch_size < 1:
             raise SpecdecError(f"batch_size must be at least 1, not {batch_size}")
         return self.model._transcribe(**arguments)
-
-
-class _Arguments:
-    """The transcribe arguments by name."""
-
-    def __init__(self, arguments: dict):
-        self.__dict__.update(arguments)
 
 
 def _segment(number: int, segment, offset: float, timeline: SpeechTimeline | None = None) -> Segment:

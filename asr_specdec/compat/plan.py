@@ -3,11 +3,55 @@ suppressed tokens, what is refused. Pure functions over the arguments; nothing h
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import SpecdecError
 
 
 class UnsupportedOption(SpecdecError, NotImplementedError):
     """A faster-whisper option this drop-in cannot honour: refused with its name, never accepted and ignored."""
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """A transcribe call's arguments under faster-whisper's names, typed; their defaults are the two signatures'
+    (WhisperModel.transcribe and BatchedInferencePipeline.transcribe keep faster-whisper's text)."""
+
+    language: str | None
+    task: str
+    log_progress: bool
+    beam_size: int
+    best_of: int
+    patience: float
+    length_penalty: float
+    repetition_penalty: float
+    no_repeat_ngram_size: int
+    temperature: float | list[float] | tuple[float, ...]
+    compression_ratio_threshold: float | None
+    log_prob_threshold: float | None
+    no_speech_threshold: float | None
+    condition_on_previous_text: bool
+    prompt_reset_on_temperature: float
+    initial_prompt: str | list[int] | None
+    prefix: str | None
+    suppress_blank: bool
+    suppress_tokens: list[int] | None
+    without_timestamps: bool
+    max_initial_timestamp: float
+    word_timestamps: bool
+    prepend_punctuations: str
+    append_punctuations: str
+    multilingual: bool
+    vad_filter: bool
+    vad_parameters: object
+    max_new_tokens: int | None
+    chunk_length: int | None
+    clip_timestamps: object
+    hallucination_silence_threshold: float | None
+    hotwords: str | None
+    language_detection_threshold: float | None
+    language_detection_segments: int
+    diarize: bool | int | None
 
 
 def search_options(beam_size: int, patience: float, length_penalty: float) -> dict:

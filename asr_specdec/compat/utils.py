@@ -3,10 +3,6 @@ faster-whisper size name means here."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..whisper.io import audio as audio_io
-
 # faster-whisper's size names, as the transformers checkpoints of the same weights (our offline packs come first)
 HUB_IDS = {
     "tiny.en": "openai/whisper-tiny.en",
@@ -61,15 +57,8 @@ def format_timestamp(seconds: float, always_include_hours: bool = False, decimal
 
 
 def decode_audio(input_file, sampling_rate: int = 16000, split_stereo: bool = False):
-    """Float32 samples at `sampling_rate` from a path or a file-like object; with `split_stereo`, the (left,
-    right) channels (a mono file gives its channel twice)."""
-    source = input_file.read() if hasattr(input_file, "read") else input_file
-    if split_stereo:
-        return audio_io.load_stereo(source, sampling_rate)
-    samples = audio_io.load_audio(source)
-    if sampling_rate != audio_io.SAMPLE_RATE:
-        import soxr
+    """Float32 samples at `sampling_rate` from a path or a file-like object, as faster-whisper decodes them (PyAV;
+    compat/audio.py); with `split_stereo`, the (left, right) channels (a mono file gives its channel twice)."""
+    from .audio import decode
 
-        samples = np.ascontiguousarray(soxr.resample(samples, audio_io.SAMPLE_RATE, sampling_rate, quality="HQ"),
-                                       dtype=np.float32)
-    return samples
+    return decode(input_file, sampling_rate, split_stereo)

@@ -261,6 +261,19 @@ class SpeculativeWhisper:
             results.append(self._result(run, segments, audio))
         return results
 
+    def language_probabilities(self, features: torch.Tensor) -> list[tuple[str, float]]:
+        """Every (language, probability) of one window's features, likeliest first."""
+        return self.pipeline.language_probabilities(features)
+
+    def decode_windows(self, windows: list, generator: torch.Generator | None = None, sampling=None) -> list:
+        """Windows (runtime/pipeline.py's Window) decoded as the rows of one call: what `window_decoder` stands
+        in for (a front end that decodes a call's windows itself, e.g. under its own lock)."""
+        return self.pipeline.decode(windows, generator, sampling)
+
+    def chunk_frames(self, chunk_length: int | None = None):
+        """The time grid of a window of `chunk_length` seconds (None: the model's 30 s): runtime/frames.py."""
+        return self.pipeline.chunk_frames(chunk_length)
+
     def call_windows(self, options: TranscribeOptions | None = None):
         """The window builder of a call with `options` (this transcriber's by default): call.py's CallWindows,
         for callers that decode windows of their own (a live stream)."""

@@ -64,6 +64,13 @@ def test_transcribe_arguments_match_between_model_and_pipeline():  # faster-whis
     pipeline = set(inspect.getargs(asr_specdec.BatchedInferencePipeline.transcribe.__code__).args)
     pipeline.remove("batch_size")
     assert model == pipeline
+    from dataclasses import fields
+
+    from asr_specdec.compat.plan import Arguments
+
+    # one typed value carries them (compat/plan.py), whichever signature took them
+    keyword_only = {"diarize"}
+    assert {field.name for field in fields(Arguments)} == model - {"self", "audio"} | keyword_only
 
 
 @pytest.mark.parametrize("name", ["Segment", "Word", "TranscriptionInfo", "TranscriptionOptions"])
