@@ -133,9 +133,7 @@ class Call:
         return window_features(self.whole_features(samples), 0, frames)[0]
 
     def whole_features(self, samples: np.ndarray) -> torch.Tensor:
-        """faster-whisper's log-mel of all of `samples`: its frames of the audio, without the padding's own."""
-        features = self.pipeline.features(np.pad(samples, (0, FASTER_WHISPER_PADDING)), whole=True)
-        return features[..., : len(samples) // self.pipeline.processor.feature_extractor.hop_length]
+        return faster_whisper_features(self.pipeline, samples)
 
     @property
     def place_words(self):
@@ -154,3 +152,9 @@ class Call:
     def report(self, fraction: float, description: str) -> None:
         if self.progress is not None:
             self.progress(fraction, description)
+
+
+def faster_whisper_features(pipeline: WindowPipeline, samples: np.ndarray) -> torch.Tensor:
+    """faster-whisper's log-mel of all of `samples`: its frames of the audio, without the padding's own."""
+    features = pipeline.features(np.pad(samples, (0, FASTER_WHISPER_PADDING)), whole=True)
+    return features[..., : len(samples) // pipeline.processor.feature_extractor.hop_length]

@@ -13,7 +13,7 @@ from ..core.drafter import Drafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
 from .arguments import call_options, constructor_options
-from .call import Call, Progress, SegmentListener
+from .call import Call, Progress, SegmentListener, faster_whisper_features
 from .drafters import DrafterContext, build_drafter
 from .io import audio as audio_io
 from .loading import LoadedMain, load_model, resolve_device
@@ -288,7 +288,7 @@ class SpeculativeWhisper:
 
     def faster_whisper_features(self, samples: np.ndarray) -> torch.Tensor:
         """faster-whisper's log-mel of all of `samples` (call.py)."""
-        return Call.start(self.pipeline, self.options, None).whole_features(samples)
+        return faster_whisper_features(self.pipeline, samples)
 
     def _text(self, segments: list[TextSegment]) -> str:
         if all(segment.tokens is None for segment in segments):
