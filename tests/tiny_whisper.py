@@ -82,3 +82,29 @@ def features_for(model, seed: int) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
     frames = 2 * model.config.max_source_positions
     return torch.randn(1, model.config.num_mel_bins, frames, generator=generator)
+
+
+class DraftedPipeline:
+    """A window pipeline and the speculation (drafter, draft length) its decodes run under, and a limit on each
+    row's new tokens: the tests' shorthand for `pipeline.decode(windows, speculation)`; anything else is the
+    pipeline's."""
+
+    def __init__(self, pipeline, drafter=None, draft_tokens: int = 4, max_new_tokens: int | None = None):
+        from asr_specdec.core.draft_length import DraftLength
+        from asr_specdec.whisper.runtime.pipeline import Speculation
+
+        self.pipeline, self.max_new_tokens = pipeline, max_new_tokens
+        self.speculation = Speculation(drafter, DraftLength(draft_tokens, schedule="fixed"))
+
+    @property
+    def drafter(self):
+        return self.speculation.drafter
+
+    def decode(self, windows, generator=None):
+        from dataclasses import replace
+
+        limited = [replace(window, max_new_tokens=window.max_new_tokens or self.max_new_tokens) for window in windows]
+        return self.pipeline.decode(limited, self.speculation, generator)
+
+    def __getattr__(self, name):
+        return getattr(self.pipeline, name)

@@ -274,9 +274,9 @@ class WhisperModel:
 
         return lazy_segments(transcribe)
 
-    def _decode(self, windows, generator=None, sampling=None):
+    def _decode(self, windows, speculation, generator=None):
         with self._lock:
-            return self.speculative.decode_windows(windows, generator, sampling)
+            return self.speculative.decode_windows(windows, speculation, generator)
 
     def _language(self, language: str | None, samples: np.ndarray, threshold: float | None, segments: int,
                   chunk_length: int = WINDOW_SECONDS) -> tuple[str, float, list[tuple[str, float]] | None]:

@@ -4,19 +4,19 @@ Each request runs the ordinary `SpeculativeWhisper.transcribe` in its own worker
 routed here (`transcribe(window_decoder=...)`). One decoding thread owns the models (drafters keep state, so
 only one thread may decode at a time): it takes the oldest waiting window, lets others join it for
 `max_wait` seconds or for as long as a batch is running, up to `max_batch_size` rows, decodes them with one
-`pipeline.decode(windows)` call, and hands each request its own rows. A row decoded in a batch has the tokens
-it has alone (tests/whisper/test_batch_real.py), so batching changes nobody's answer. Long files join window
-by window, each window as soon as the one before it is done (sequential long-form keeps its exact seeking).
+`pipeline.decode(windows, speculation)` call, and hands each request its own rows. A row decoded in a batch has
+the tokens it has alone (tests/whisper/test_batch_real.py), so batching changes nobody's answer. Long files join
+window by window, each window as soon as the one before it is done (sequential long-form keeps its exact seeking).
 
-Only rows that can share a decode call are batched: the same pipeline (mode and draft length), the same
-sampling settings, the same beam search settings (a batch decodes all its rows with beams or none), and the
-same timestamp setting (so a batch keeps the greedy fast path that rows without
-timestamps get). A sampled request has its own random generator and is decoded alone.
+Only rows that can share a decode call are batched: the same pipeline (the models), the same speculation (the
+drafter and its draft length: a drafter starts once per batch), the same beam search settings (a batch decodes all
+its rows with beams or none), and the same timestamp setting (so a batch keeps the greedy fast path that rows
+without timestamps get). A sampled request has its own random generator and is decoded alone.
 
 Other work that decodes with the same models (a live stream's update) runs on the decoding thread too, between
 batches (`call`).
 
-This module knows nothing about Whisper: a pipeline is anything with `decode(windows, generator, sampling)`.
+This module knows nothing about Whisper: a pipeline is anything with `decode(windows, speculation, generator)`.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ class Ticket:
 @dataclass(eq=False)
 class _Job:
     pipeline: object
+    speculation: object
     windows: list
     generator: object
-    sampling: object
     ticket: Ticket
     call: Callable[[], object] | None = None  # work run alone on the decoding thread instead of a decode
     queued: float = field(default_factory=time.monotonic)
@@ -74,7 +74,7 @@ class _Job:
         """Jobs with equal keys can be rows of one decode call; a sampled job has its own generator and key."""
         if self.generator is not None or self.call is not None:
             return self
-        return (id(self.pipeline), self.sampling, tuple(window.timestamps for window in self.windows),
+        return (id(self.pipeline), id(self.speculation), tuple(window.timestamps for window in self.windows),
                 tuple(getattr(window, "beam", None) for window in self.windows))
 
     def finish(self, rows: list | None = None, error: BaseException | None = None) -> None:
@@ -112,16 +112,16 @@ class WindowBatcher:
     def waiting(self) -> int:
         return len(self._pending)
 
-    def decode(self, pipeline, windows: list, generator, sampling, ticket: Ticket) -> list:
-        """Decode `windows` (as `pipeline.decode(windows, generator, sampling)` would) in a batch with whatever
+    def decode(self, pipeline, windows: list, speculation, generator, ticket: Ticket) -> list:
+        """Decode `windows` (as `pipeline.decode(windows, speculation, generator)` would) in a batch with whatever
         else is waiting; blocks the calling worker thread until its rows are done. Raises Cancelled when the
         ticket is cancelled before its windows were taken into a batch, or the batcher is closed."""
-        return self._wait(_Job(pipeline, list(windows), generator, sampling, ticket))
+        return self._wait(_Job(pipeline, speculation, list(windows), generator, ticket))
 
     def call(self, function: Callable[[], object], ticket: Ticket):
         """`function()` run on the decoding thread, between batches (no decode overlaps it); blocks the calling
         thread until it returns, and returns its result (or raises its error, or Cancelled as `decode` does)."""
-        return self._wait(_Job(None, [], None, None, ticket, call=function))
+        return self._wait(_Job(None, None, [], None, ticket, call=function))
 
     def _wait(self, job: _Job):
         ticket = job.ticket
@@ -213,7 +213,7 @@ class WindowBatcher:
                 first.finish(error=error)
             return
         try:
-            rows = first.pipeline.decode(windows, first.generator, first.sampling)
+            rows = first.pipeline.decode(windows, first.speculation, first.generator)
         except Exception as error:
             if len(batch) == 1:
                 first.finish(error=error)

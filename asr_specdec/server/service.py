@@ -45,17 +45,16 @@ class RequestDecoder:
         self.batcher, self.pipeline, self.ticket = batcher, pipeline, ticket
         self.prompt_tokens, self.first = prompt_tokens, True
 
-    def __call__(self, windows, generator, sampling):
+    def __call__(self, windows, speculation, generator):
         if self.prompt_tokens:
             windows = [replace(window, previous=self.prompt_tokens + (window.previous or []))
                        if self.first or window.previous else window for window in windows]
         self.first = False
         # greedy rows draw nothing from the generator (a run's first try when the server has a fallback
         # ladder): without it they may share batches with other requests
-        if not (sampling or self.pipeline.sampling).do_sample and \
-                not any(window.sampling is not None and window.sampling.do_sample for window in windows):
+        if not any(window.sampling.do_sample for window in windows):
             generator = None
-        return self.batcher.decode(self.pipeline, windows, generator, sampling, self.ticket)
+        return self.batcher.decode(self.pipeline, windows, speculation, generator, self.ticket)
 
 
 class TranscriptionService:

@@ -23,7 +23,7 @@ from .longform.strategies import TextSegment, window_text_tokens
 from .options import PromptTokens, TranscribeOptions, prompt_tokens, window_context
 from .recipe.fallback import WindowResult, decode_with_fallback
 from .recipe.words import place_words
-from .runtime.pipeline import Window, WindowDecoder, WindowPipeline
+from .runtime.pipeline import Speculation, Window, WindowDecoder, WindowPipeline
 
 Progress = Callable[[float, str], None]  # (fraction done, what is happening)
 SegmentListener = Callable[[Segment], None]  # gets each segment with text as soon as it is final
@@ -57,7 +57,7 @@ class CallWindows:
                       suppression=options.suppression, max_new_tokens=options.max_new_tokens,
                       repetition_penalty=options.repetition_penalty,
                       no_repeat_ngram_size=options.no_repeat_ngram_size,
-                      sampling=None if options.sampling == self.pipeline.sampling else options.sampling,
+                      sampling=options.sampling,
                       window_frames=None if options.chunk_length is None
                       else self.pipeline.chunk_frames(options.chunk_length).window)
 
@@ -65,6 +65,7 @@ class CallWindows:
 @dataclass
 class Call:
     pipeline: WindowPipeline
+    speculation: Speculation
     options: TranscribeOptions
     prompts: PromptTokens
     windows: CallWindows
@@ -80,14 +81,15 @@ class Call:
     results: list[WindowResult] = field(default_factory=list)  # per decoded window, in order
 
     @classmethod
-    def start(cls, pipeline: WindowPipeline, options: TranscribeOptions, generator: torch.Generator | None,
-              progress: Progress | None = None, window_decoder: WindowDecoder | None = None,
-              on_segment: SegmentListener | None = None) -> Call:
-        """A call with these options (its windows built by CallWindows) on `pipeline`."""
+    def start(cls, pipeline: WindowPipeline, speculation: Speculation, options: TranscribeOptions,
+              generator: torch.Generator | None, progress: Progress | None = None,
+              window_decoder: WindowDecoder | None = None, on_segment: SegmentListener | None = None) -> Call:
+        """A call with these options (its windows built by CallWindows) on `pipeline`, drafted by `speculation`."""
         tokens = pipeline.tokens
         prompts = prompt_tokens(pipeline.processor.tokenizer, options, tokens.prompt_limit)
         language_id = tokens.language_token(options.language) if options.language and tokens.multilingual else None
-        return cls(pipeline, options, prompts, CallWindows(pipeline, options, prompts), language_id, generator,
+        return cls(pipeline, speculation, options, prompts, CallWindows(pipeline, options, prompts), language_id,
+                   generator,
                    progress=progress, decode=window_decoder or pipeline.decode, on_segment=on_segment)
 
     @staticmethod
@@ -106,11 +108,14 @@ class Call:
 
     def decode_windows(self, windows: list[Window]) -> list[WindowResult]:
         """Windows of the call as rows of one decode (with fallback retries)."""
-        results = decode_with_fallback(self.pipeline, windows, self.options.recipe, self.generator, self.stats,
-                                       self.decode)
+        results = decode_with_fallback(self.pipeline, windows, self.options.recipe, self.stats, self.decode_rows)
         for result in results:
             self.record(result, len(self.results))
         return results
+
+    def decode_rows(self, windows: list[Window]):
+        """Windows of the call as rows of one decode, once (no retries): the call's decoder, drafter and generator."""
+        return self.decode(windows, self.speculation, self.generator)
 
     def record(self, result: WindowResult, number: int) -> None:
         """Window `number` decoded: its tokens kept, and the first window's detected language kept for the rest

@@ -26,7 +26,7 @@ from .recipe.fallback import decode_with_fallback
 from .recipe.window_extras import recipe_analysis
 from .result import TranscriptionResult
 from .runtime.compute import model_dtype, parse_compute_type
-from .runtime.pipeline import WindowDecoder, WindowPipeline
+from .runtime.pipeline import Speculation, WindowDecoder, WindowPipeline
 
 
 class SpeculativeWhisper:
@@ -90,13 +90,12 @@ class SpeculativeWhisper:
         processor = model_options.processor or loaded_processor
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
-        self.pipeline = WindowPipeline(model.eval(), processor, None, task=options.task, sampling=options.sampling,
-                                       draft_length=model_options.draft_length(),
-                                       max_new_tokens=options.max_new_tokens, compute=self.compute_type,
-                                       analysis=recipe_analysis)
+        self.pipeline = WindowPipeline(model.eval(), processor, compute=self.compute_type, analysis=recipe_analysis)
         self.mode = model_options.resolved_mode(device)
         self.assistant_name = None
-        self.pipeline.drafter = model_options.drafter or self._make_drafter(model_options, device, dtype)
+        # who drafts this transcriber's decodes, and how far: kept across its calls (an adaptive schedule learns)
+        self.speculation = Speculation(model_options.drafter or self._make_drafter(model_options, device, dtype),
+                                       model_options.draft_length())
         # what this transcriber is, as resolved: a variant is a `replace` of it (with `main` the loaded weights)
         self.model_options = replace(model_options, mode=self.mode, device=device, compute_type=self.compute_type)
 
@@ -105,12 +104,12 @@ class SpeculativeWhisper:
     processor = property(lambda self: self.pipeline.processor)
     tokens = property(lambda self: self.pipeline.tokens)
     runner = property(lambda self: self.pipeline.runner)
-    drafter = property(lambda self: self.pipeline.drafter)
-    task = property(lambda self: self.pipeline.task)
-    sampling = property(lambda self: self.pipeline.sampling)
-    draft_length = property(lambda self: self.pipeline.draft_length)
-    max_new_tokens = property(lambda self: self.pipeline.max_new_tokens)
+    drafter = property(lambda self: self.speculation.drafter)
+    draft_length = property(lambda self: self.speculation.draft_length)
     # this transcriber's transcription defaults (self.options)
+    task = property(lambda self: self.options.task)
+    sampling = property(lambda self: self.options.sampling)
+    max_new_tokens = property(lambda self: self.options.max_new_tokens or self.tokens.max_positions)
     language = property(lambda self: self.options.language)
     seed = property(lambda self: self.options.seed)
     timestamps = property(lambda self: self.options.timestamps)
@@ -170,7 +169,8 @@ class SpeculativeWhisper:
             timestamps = True
         long_form, condition = options.long_form, options.condition_on_previous_text
         is_long = len(samples) > self.pipeline.chunk_samples(options.chunk_length)
-        call = Call.start(self.pipeline, options, Call.generator(options), progress, window_decoder, on_segment)
+        call = Call.start(self.pipeline, self.speculation, options, Call.generator(options), progress, window_decoder,
+                          on_segment)
         if options.hallucination_silence_threshold is not None:
             check_applies(options.word_timestamps, not options.vad_filter and (
                 long_form == "sequential" if is_long else timestamps is not False))
@@ -234,7 +234,7 @@ class SpeculativeWhisper:
             check_applies(options.word_timestamps, False)
         samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
         generator = Call.generator(options)
-        runs = [Call.start(self.pipeline, options, generator) for _ in samples]
+        runs = [Call.start(self.pipeline, self.speculation, options, generator) for _ in samples]
         timestamps = bool(options.timestamps if options.timestamps is not None else options.word_timestamps)
         plans = [strategies.chunk_plan(run, audio) for audio, run in zip(samples, runs)]
         # the first windows first where the rest keep their language (as a transcribe call's windows do)
@@ -248,7 +248,7 @@ class SpeculativeWhisper:
                 built = [run.window(run.features(window.samples), timestamps, audio_frames=window.frames,
                                     first=number == 0, previous=(run.prompts.initial or None) if number == 0 else None)
                          for run, number, window in group]
-                results = decode_with_fallback(self.pipeline, built, options.recipe, generator, DecodeStats())
+                results = decode_with_fallback(self.pipeline, built, options.recipe, DecodeStats(), runs[0].decode_rows)
                 for (run, number, _), result in zip(group, results):
                     run.stats.add(result.decoded.stats)
                     run.record(result, number)
@@ -265,10 +265,12 @@ class SpeculativeWhisper:
         """Every (language, probability) of one window's features, likeliest first."""
         return self.pipeline.language_probabilities(features)
 
-    def decode_windows(self, windows: list, generator: torch.Generator | None = None, sampling=None) -> list:
-        """Windows (runtime/pipeline.py's Window) decoded as the rows of one call: what `window_decoder` stands
-        in for (a front end that decodes a call's windows itself, e.g. under its own lock)."""
-        return self.pipeline.decode(windows, generator, sampling)
+    def decode_windows(self, windows: list, speculation: Speculation | None = None,
+                       generator: torch.Generator | None = None) -> list:
+        """Windows (runtime/pipeline.py's Window) decoded as the rows of one call, drafted by `speculation` (this
+        transcriber's by default): what `window_decoder` stands in for (a front end that decodes a call's windows
+        itself, e.g. under its own lock)."""
+        return self.pipeline.decode(windows, speculation or self.speculation, generator)
 
     def chunk_frames(self, chunk_length: int | None = None):
         """The time grid of a window of `chunk_length` seconds (None: the model's 30 s): runtime/frames.py."""
@@ -277,7 +279,7 @@ class SpeculativeWhisper:
     def call_windows(self, options: TranscribeOptions | None = None):
         """The window builder of a call with `options` (this transcriber's by default): call.py's CallWindows,
         for callers that decode windows of their own (a live stream)."""
-        return Call.start(self.pipeline, options or self.options, None).windows
+        return Call.start(self.pipeline, self.speculation, options or self.options, None).windows
 
     def stream(self, **options):
         """A live transcription stream on these models, drafting each update from the last hypothesis (see

@@ -38,18 +38,16 @@ def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: f
     from asr_specdec.whisper.live.replay import play, summarize
     from asr_specdec.whisper.live.streaming import StreamingTranscriber
 
-    stream = StreamingTranscriber(asr, min_chunk_seconds=min_chunk)
     windows, cpu = [], {name: [] for name in ("hypothesis", *arms)}
-    decode = stream.pipeline.decode
 
-    def recording(batch, generator=None):
+    def recording(batch, speculation):
         windows.append(batch[0])
         started = time.process_time()
-        decoded = decode(batch, generator)
+        decoded = asr.pipeline.decode(batch, speculation)
         cpu["hypothesis"].append(time.process_time() - started)
         return decoded
 
-    stream.pipeline.decode = recording
+    stream = StreamingTranscriber(asr, min_chunk_seconds=min_chunk, decode_windows=recording)
     seconds = {name: [] for name in ("hypothesis", *arms)}
     encoder, updates, identical, order = [], [], True, list(arms)
     for live in play(stream, samples, chunk_seconds=chunk, clock=clock):
@@ -65,9 +63,9 @@ def stream_clip(asr, arms: dict, samples: np.ndarray, chunk: float, min_chunk: f
         order.reverse()
         for name in order:
             started, cpu_started = time.perf_counter(), time.process_time()
-            pipeline = arms[name]
             # the live update's own window (prompt, rules, silence judgement, words), on this arm's features
-            tokens = pipeline.decode([replace(window, features=pipeline.features(buffer))])[0].tokens
+            tokens = asr.pipeline.decode([replace(window, features=asr.pipeline.features(buffer))],
+                                         arms[name])[0].tokens
             seconds[name].append(time.perf_counter() - started)
             cpu[name].append(time.process_time() - cpu_started)
             identical = identical and tokens == update.tokens
@@ -115,10 +113,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    import copy
-
     from asr_specdec.whisper import SpeculativeWhisper
     from asr_specdec.whisper.io.audio import load_audio
+    from asr_specdec.whisper.runtime.pipeline import PLAIN
     from eval.metrics import word_errors
 
     folder = Path(args.audio)
@@ -129,9 +126,7 @@ def main(argv=None) -> int:
     if not args.no_joined:
         clips["all clips joined"] = joined_clips(folder)
     asr = SpeculativeWhisper(args.main, mode=args.mode, language="en", dtype=DTYPES[args.dtype])
-    plain, own = copy.copy(asr.pipeline), copy.copy(asr.pipeline)
-    plain.drafter = None
-    arms = {"plain": plain, "own drafter": own}
+    arms = {"plain": PLAIN, "own drafter": asr.speculation}
     asr.transcribe(next(iter(clips.values()))[:16000 * 5])  # warm-up
     print(f"{args.main} {args.dtype}, fallback drafter {args.mode}, {args.threads} threads, chunks of "
           f"{args.chunk} s, updates after at least {args.min_chunk} s of new audio, {args.clock} clock\n")

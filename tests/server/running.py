@@ -61,12 +61,12 @@ class DecodeGate:
         self.windows = 0  # windows decoded so far
         self.pipeline.decode = self._decode
 
-    def _decode(self, windows, generator=None, sampling=None):
+    def _decode(self, windows, speculation, generator=None):
         if not self.open.is_set():
             self.waiting.set()
             self.open.wait(60)
         self.windows += len(windows)
-        return self.original(windows, generator, sampling)
+        return self.original(windows, speculation, generator)
 
     def hold(self):
         self.waiting.clear()

@@ -145,8 +145,8 @@ def test_the_prompt_conditions_the_first_window_on_previous_text(served, whisper
     answer = post(served.url, clip, prompt=prompt).json()
     previous = whisper.processor.tokenizer.encode(" " + prompt, add_special_tokens=False)
     features = whisper.pipeline.features(decoded(clip))
-    expected = whisper.pipeline.decode([Window(features, previous=previous)])[0].tokens
-    unprompted = whisper.pipeline.decode([Window(features)])[0].tokens
+    expected = whisper.decode_windows([Window(features, previous=previous)])[0].tokens
+    unprompted = whisper.decode_windows([Window(features)])[0].tokens
     assert expected != unprompted
     assert answer["text"] == whisper.pipeline.text(expected)
 

@@ -28,7 +28,7 @@ class RecordingPipeline:
         self.gate.set()
         self.entered = threading.Event()
 
-    def decode(self, windows, generator, sampling):
+    def decode(self, windows, speculation, generator):
         self.entered.set()
         self.gate.wait(10)
         names = [window.name for window in windows]
@@ -39,12 +39,12 @@ class RecordingPipeline:
 
 
 def submit_all(batcher, jobs, pipeline, stagger: float = 0.0):
-    """Submit (window, generator, sampling) jobs from threads; returns {name: result or exception}."""
+    """Submit (window, speculation, generator) jobs from threads; returns {name: result or exception}."""
     results, threads = {}, []
 
-    def run(window, generator, sampling):
+    def run(window, speculation, generator):
         try:
-            results[window.name] = batcher.decode(pipeline, [window], generator, sampling, Ticket())
+            results[window.name] = batcher.decode(pipeline, [window], speculation, generator, Ticket())
         except Exception as error:
             results[window.name] = error
 
@@ -60,7 +60,7 @@ def submit_all(batcher, jobs, pipeline, stagger: float = 0.0):
 def test_windows_arriving_together_share_one_batch_and_each_gets_its_own_row():
     pipeline = RecordingPipeline()
     batcher = WindowBatcher(max_batch_size=8, max_wait=0.3).start()
-    results = submit_all(batcher, [(FakeWindow(f"w{index}"), None, "greedy") for index in range(5)], pipeline)
+    results = submit_all(batcher, [(FakeWindow(f"w{index}"), "greedy", None) for index in range(5)], pipeline)
     batcher.close()
     assert results == {f"w{index}": [f"decoded w{index}"] for index in range(5)}
     assert len(pipeline.calls) == 1 and sorted(pipeline.calls[0]) == [f"w{index}" for index in range(5)]
@@ -70,7 +70,7 @@ def test_windows_arriving_together_share_one_batch_and_each_gets_its_own_row():
 def test_batches_hold_at_most_max_batch_size_rows():
     pipeline = RecordingPipeline()
     batcher = WindowBatcher(max_batch_size=3, max_wait=0.3).start()
-    results = submit_all(batcher, [(FakeWindow(f"w{index}"), None, "greedy") for index in range(7)], pipeline)
+    results = submit_all(batcher, [(FakeWindow(f"w{index}"), "greedy", None) for index in range(7)], pipeline)
     batcher.close()
     assert all(results[f"w{index}"] == [f"decoded w{index}"] for index in range(7))
     assert [len(call) for call in pipeline.calls] == [3, 3, 1]
@@ -80,11 +80,11 @@ def test_windows_queued_while_a_batch_runs_form_the_next_batch():
     pipeline = RecordingPipeline()
     pipeline.gate.clear()
     batcher = WindowBatcher(max_batch_size=8, max_wait=0.0).start()
-    first = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("first")], None, "g", Ticket()))
+    first = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("first")], "g", None, Ticket()))
     first.start()
     assert pipeline.entered.wait(5)
     later = threading.Thread(target=submit_all, args=(
-        batcher, [(FakeWindow(f"later{index}"), None, "g") for index in range(3)], pipeline))
+        batcher, [(FakeWindow(f"later{index}"), "g", None) for index in range(3)], pipeline))
     later.start()
     while batcher.waiting < 3:
         time.sleep(0.01)
@@ -99,14 +99,14 @@ def test_only_rows_that_can_share_a_decode_call_are_batched():
     pipeline, other_pipeline = RecordingPipeline(), RecordingPipeline()
     batcher = WindowBatcher(max_batch_size=8, max_wait=0.3).start()
     sampled = object()  # a sampling generator: that request is decoded alone
-    jobs = [(FakeWindow("a"), None, "greedy"), (FakeWindow("b"), None, "greedy"),
-            (FakeWindow("hot"), None, "temperature 0.7"), (FakeWindow("timed", timestamps=True), None, "greedy"),
-            (FakeWindow("sampled"), sampled, "temperature 0.7")]
+    jobs = [(FakeWindow("a"), "greedy", None), (FakeWindow("b"), "greedy", None),
+            (FakeWindow("other"), "another drafter", None), (FakeWindow("timed", timestamps=True), "greedy", None),
+            (FakeWindow("sampled"), "greedy", sampled)]
     results = submit_all(batcher, jobs, pipeline)
-    results.update(submit_all(batcher, [(FakeWindow("elsewhere"), None, "greedy")], other_pipeline))
+    results.update(submit_all(batcher, [(FakeWindow("elsewhere"), "greedy", None)], other_pipeline))
     batcher.close()
     assert all(results[name] == [f"decoded {name}"] for name in results)
-    assert sorted(sorted(call) for call in pipeline.calls) == [["a", "b"], ["hot"], ["sampled"], ["timed"]]
+    assert sorted(sorted(call) for call in pipeline.calls) == [["a", "b"], ["other"], ["sampled"], ["timed"]]
     assert other_pipeline.calls == [["elsewhere"]]
 
 
@@ -114,14 +114,14 @@ def test_a_cancelled_request_loses_its_queued_window_and_the_others_are_decoded(
     pipeline = RecordingPipeline()
     pipeline.gate.clear()
     batcher = WindowBatcher(max_batch_size=8, max_wait=0.0).start()
-    running = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("running")], None, "g", Ticket()))
+    running = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("running")], "g", None, Ticket()))
     running.start()
     assert pipeline.entered.wait(5)
     ticket, outcome = Ticket(), {}
 
     def queued():
         try:
-            batcher.decode(pipeline, [FakeWindow("gone")], None, "g", ticket)
+            batcher.decode(pipeline, [FakeWindow("gone")], "g", None, ticket)
         except Cancelled as error:
             outcome["error"] = error
 
@@ -134,17 +134,17 @@ def test_a_cancelled_request_loses_its_queued_window_and_the_others_are_decoded(
     assert str(outcome["error"]) == "the client disconnected" and batcher.waiting == 0
     pipeline.gate.set()
     running.join(5)
-    assert submit_all(batcher, [(FakeWindow("next"), None, "g")], pipeline) == {"next": ["decoded next"]}
+    assert submit_all(batcher, [(FakeWindow("next"), "g", None)], pipeline) == {"next": ["decoded next"]}
     batcher.close()
     assert pipeline.calls == [["running"], ["next"]]
     with pytest.raises(Cancelled, match="disconnected"):
-        batcher.decode(pipeline, [FakeWindow("late")], None, "g", ticket)
+        batcher.decode(pipeline, [FakeWindow("late")], "g", None, ticket)
 
 
 def test_a_failing_window_fails_only_its_own_request():
     pipeline = RecordingPipeline(fail_on="bad")
     batcher = WindowBatcher(max_batch_size=8, max_wait=0.3).start()
-    results = submit_all(batcher, [(FakeWindow(name), None, "g") for name in ("good1", "bad", "good2")], pipeline)
+    results = submit_all(batcher, [(FakeWindow(name), "g", None) for name in ("good1", "bad", "good2")], pipeline)
     batcher.close()
     assert results["good1"] == ["decoded good1"] and results["good2"] == ["decoded good2"]
     assert isinstance(results["bad"], ValueError)
@@ -154,12 +154,12 @@ def test_closing_fails_waiting_windows_and_refuses_new_ones():
     pipeline = RecordingPipeline()
     pipeline.gate.clear()
     batcher = WindowBatcher(max_batch_size=1, max_wait=0.0).start()
-    running = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("running")], None, "g", Ticket()))
+    running = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("running")], "g", None, Ticket()))
     running.start()
     assert pipeline.entered.wait(5)
     results = {}
     waiting = threading.Thread(target=lambda: results.update(
-        submit_all(batcher, [(FakeWindow("waiting"), None, "g")], pipeline)))
+        submit_all(batcher, [(FakeWindow("waiting"), "g", None)], pipeline)))
     waiting.start()
     while batcher.waiting < 1:
         time.sleep(0.01)
@@ -172,14 +172,14 @@ def test_closing_fails_waiting_windows_and_refuses_new_ones():
     running.join(5)
     assert pipeline.calls == [["running"]]
     with pytest.raises(Cancelled, match="shutting down"):
-        batcher.decode(pipeline, [FakeWindow("after")], None, "g", Ticket())
+        batcher.decode(pipeline, [FakeWindow("after")], "g", None, Ticket())
 
 
 def test_a_call_runs_on_the_decoding_thread_between_batches_and_returns_its_result():
     pipeline = RecordingPipeline()
     pipeline.gate.clear()
     batcher = WindowBatcher(max_batch_size=4, max_wait=0.0).start()
-    running = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("running")], None, "g", Ticket()))
+    running = threading.Thread(target=batcher.decode, args=(pipeline, [FakeWindow("running")], "g", None, Ticket()))
     running.start()
     assert pipeline.entered.wait(5)
     outcome = {}
@@ -203,6 +203,6 @@ def test_a_call_runs_on_the_decoding_thread_between_batches_and_returns_its_resu
 
     with pytest.raises(ValueError, match="bad stream chunk"):
         batcher.call(failing, Ticket())
-    assert batcher.decode(pipeline, [FakeWindow("after")], None, "g", Ticket()) == ["decoded after"]
+    assert batcher.decode(pipeline, [FakeWindow("after")], "g", None, Ticket()) == ["decoded after"]
     assert batcher.counts.batches == 2  # calls are not batches
     batcher.close()

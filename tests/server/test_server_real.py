@@ -71,7 +71,7 @@ def test_the_prompt_is_previous_text_conditioning(served, whisper):
                         files={"file": ("message.wav", MESSAGE.read_bytes())}, timeout=120).json()
     previous = whisper.processor.tokenizer.encode(" " + prompt, add_special_tokens=False)
     features = whisper.pipeline.features(load_audio(MESSAGE))
-    expected = whisper.pipeline.decode([Window(features, previous=previous)])[0]
+    expected = whisper.decode_windows([Window(features, previous=previous)])[0]
     assert answer["text"] == whisper.pipeline.text(expected.tokens)
 
 

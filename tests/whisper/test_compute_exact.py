@@ -7,8 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from asr_specdec.core.draft_length import DraftLength
-from asr_specdec.core.logits import Sampling
 from asr_specdec.core.prompt_lookup import PromptLookupDrafter
 from asr_specdec.errors import ModelError
 from asr_specdec.whisper.drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter
@@ -16,7 +14,7 @@ from asr_specdec.whisper.runtime.compute import ComputeType, parse_compute_type
 from asr_specdec.whisper.runtime.decoder import native_decoder_unavailable
 from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 
-from ..tiny_whisper import distil_assistant, features_for, large_v3_layout, tiny_whisper
+from ..tiny_whisper import DraftedPipeline, distil_assistant, features_for, large_v3_layout, tiny_whisper
 
 MAIN, OTHER = tiny_whisper(0), tiny_whisper(1)
 LARGE = large_v3_layout(2)
@@ -36,15 +34,13 @@ DRAFTERS = {
 }
 
 
-def pipeline_for(model, compute: str, drafter=None, draft_tokens: int = 4) -> WindowPipeline:
-    pipeline = WindowPipeline(model, None, None, task="transcribe", sampling=Sampling(),
-                              draft_length=DraftLength(draft_tokens, schedule="fixed"), max_new_tokens=40,
-                              compute=parse_compute_type(compute))
-    pipeline.drafter = drafter(pipeline) if drafter else None
-    return pipeline
+def pipeline_for(model, compute: str, drafter=None, draft_tokens: int = 4) -> DraftedPipeline:
+    """The pipeline of `model` at `compute`, its decodes drafted by `drafter(pipeline)` (None: plain)."""
+    pipeline = WindowPipeline(model, None, compute=parse_compute_type(compute))
+    return DraftedPipeline(pipeline, drafter(pipeline) if drafter else None, draft_tokens, max_new_tokens=40)
 
 
-def decode(pipeline: WindowPipeline, seeds, timestamps: bool = False) -> list[list[int]]:
+def decode(pipeline: DraftedPipeline, seeds, timestamps: bool = False) -> list[list[int]]:
     windows = [Window(features_for(pipeline.model, seed), timestamps=timestamps) for seed in seeds]
     return [row.tokens for row in pipeline.decode(windows)]
 

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from asr_specdec.core.draft_length import DraftLength
-from asr_specdec.core.logits import Sampling
 from asr_specdec.whisper.drafters import AssistantDrafter
 from asr_specdec.whisper.runtime import decoder as decoder_module
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner, native_decoder_unavailable
 from asr_specdec.whisper.runtime.kv_cache import blocked_keys, is_blocked, key_columns, row_keys
+from asr_specdec.whisper.runtime.pipeline import Speculation
 
 from ..tiny_whisper import encoder_output, tiny_whisper
 
@@ -86,9 +86,7 @@ def _pipeline(model):
     class Processor:  # the pipeline reads the tokenizer only for text, which these tests do not ask for
         tokenizer = None
 
-    return WindowPipeline(model, Processor(), None, task="transcribe", sampling=Sampling(),
-                          draft_length=DraftLength(4), compute=ComputeType("float32", "float32"),
-                          analysis=recipe_analysis)
+    return WindowPipeline(model, Processor(), compute=ComputeType("float32", "float32"), analysis=recipe_analysis)
 
 
 def test_the_pytorch_path_scores_in_a_pass_of_its_own_and_encodes_rows_in_one_call(monkeypatch):
@@ -132,8 +130,8 @@ def test_the_pytorch_path_scores_a_speculative_run_with_plain_bits(monkeypatch):
     window = Window(encoder_output(main, 4)[0], language_id=None, score=True, max_new_tokens=12)
     with torch.inference_mode():
         plain = pipeline.decode([window])[0]
-        pipeline.drafter = AssistantDrafter(tiny_whisper(3), main)  # the same weights: drafts get accepted
-        speculative = pipeline.decode([window])[0]
+        drafter = AssistantDrafter(tiny_whisper(3), main)  # the same weights: drafts get accepted
+        speculative = pipeline.decode([window], Speculation(drafter, DraftLength(4)))[0]
     assert speculative.stats.accepted_tokens > 0
     assert speculative.tokens == plain.tokens
     assert speculative.extras.score == plain.extras.score  # exactly: a fallback decided on it decides the same

@@ -13,8 +13,6 @@ import pytest
 import torch
 
 from asr_specdec.core.beam import BeamSearch
-from asr_specdec.core.draft_length import DraftLength
-from asr_specdec.core.logits import Sampling
 from asr_specdec.errors import ModelError
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.drafters import EarlyExitDrafter
@@ -26,6 +24,7 @@ from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 
 from ..devices import explicit_devices
 from ..tiny_ct2 import converted_dir
+from ..tiny_whisper import DraftedPipeline
 
 pytest.importorskip("ctranslate2")
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
@@ -70,10 +69,10 @@ def test_beam_search_creates_every_tensor_on_its_data_device(model_dir, assistan
         alone = whisper.transcribe(clips[0], beam_size=3)
         whisper.transcribe(clips[1], beam_size=3, word_timestamps=True, temperature=(0.0, 0.6),
                            compression_ratio_threshold=0.1)
-        batched = whisper.pipeline.decode(windows)  # rows of two audios, beams leaving as their audio finishes
+        batched = whisper.decode_windows(windows)  # rows of two audios, beams leaving as their audio finishes
     assert calls == []
-    assert [row.tokens for row in batched] == [row.tokens for row in whisper.pipeline.decode(windows[:1])] + [
-        row.tokens for row in whisper.pipeline.decode(windows[1:])]
+    assert [row.tokens for row in batched] == [row.tokens for row in whisper.decode_windows(windows[:1])] + [
+        row.tokens for row in whisper.decode_windows(windows[1:])]
     assert alone.text == SpeculativeWhisper(str(model_dir), mode="off", compute_type="float32", max_new_tokens=24
                                             ).transcribe(clips[0], beam_size=3).text
 
@@ -129,8 +128,7 @@ def test_the_float16_pytorch_path_runs_and_speculative_equals_plain(model_dir):
     compute = ComputeType("float16", "float16")
 
     def pipeline(drafter):
-        return WindowPipeline(model, processor, drafter, task="transcribe", sampling=Sampling(),
-                              draft_length=DraftLength(4), compute=compute)
+        return DraftedPipeline(WindowPipeline(model, processor, compute=compute), drafter)
 
     plain, speculative = pipeline(None), pipeline(EarlyExitDrafter(model, 1))
     assert plain.runner.native is None and plain.runner.dtype == torch.float16

@@ -10,8 +10,6 @@ import random
 import pytest
 import torch
 
-from asr_specdec.core.draft_length import DraftLength
-from asr_specdec.core.logits import Sampling
 from asr_specdec.whisper.recipe.window_extras import recipe_analysis
 from asr_specdec.whisper.runtime import native_decoder
 from asr_specdec.whisper.runtime.compute import parse_compute_type
@@ -19,7 +17,7 @@ from asr_specdec.whisper.runtime.decoder import DecoderTarget, WhisperDecoderRun
 from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 from asr_specdec.whisper.runtime.tokens import WhisperTokens
 
-from ..tiny_whisper import encoder_output, features_for, tiny_whisper
+from ..tiny_whisper import DraftedPipeline, encoder_output, features_for, tiny_whisper
 
 MODEL = tiny_whisper(0)
 TOKENS = WhisperTokens.from_model(MODEL)
@@ -96,12 +94,10 @@ def test_close_calls_are_settled_by_the_full_logits(monkeypatch, margin):
             assert choices == expected
 
 
-def pipeline(certified: bool = True) -> WindowPipeline:
-    result = WindowPipeline(MODEL, None, None, task="transcribe", sampling=Sampling(),
-                            draft_length=DraftLength(4, schedule="fixed"), max_new_tokens=40,
-                            compute=parse_compute_type("float32"), analysis=recipe_analysis)
+def pipeline(certified: bool = True) -> DraftedPipeline:
+    result = WindowPipeline(MODEL, None, compute=parse_compute_type("float32"), analysis=recipe_analysis)
     result.runner.certified_argmax = certified  # False: the full logits at every step
-    return result
+    return DraftedPipeline(result, max_new_tokens=40)
 
 
 def test_timestamped_decoding_equals_decoding_from_full_logits():

@@ -13,7 +13,6 @@ import pytest
 import torch
 from scipy.stats import chi2_contingency
 
-from asr_specdec.core.draft_length import DraftLength
 from asr_specdec.core.logits import Sampling
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper import SpeculativeWhisper
@@ -23,7 +22,7 @@ from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 from eval.bench.recipe import paused_clips
 
 from ..tiny_ct2 import converted_whisper
-from ..tiny_whisper import tiny_whisper
+from ..tiny_whisper import DraftedPipeline, tiny_whisper
 
 pytest.importorskip("ctranslate2")
 
@@ -144,8 +143,7 @@ def test_sampled_retries_keep_the_main_models_distribution():
     sampling = Sampling(True, 0.8)
 
     def pipeline(drafter):
-        return WindowPipeline(model, None, drafter, task="transcribe", sampling=Sampling(),
-                              draft_length=DraftLength(3), max_new_tokens=3)
+        return DraftedPipeline(WindowPipeline(model, None), drafter, draft_tokens=3, max_new_tokens=3)
 
     plain_samples = sampled_tokens(pipeline(None), sampling, 800, seed=1)
     speculative_samples = sampled_tokens(pipeline(QuantizedSelfDrafter(model)), sampling, 800, seed=2)
@@ -162,12 +160,13 @@ def test_sampled_retries_keep_the_main_models_distribution():
 
 
 def test_rows_with_their_own_sampling_leave_a_greedy_row_exact(main_pair, audio):
-    pipeline = SpeculativeWhisper(main_pair, mode="quantized-self", num_draft_tokens=3).pipeline
-    features = pipeline.features(audio[:16000 * 5])
-    alone = pipeline.decode([Window(features, None, True)])[0].tokens
-    mixed = pipeline.decode([Window(features, None, True, sampling=Sampling(True, 1.0)),
-                             Window(features, None, True), Window(features, None, True, sampling=Sampling(True, 0.5))],
-                            torch.Generator().manual_seed(0))
+    whisper = SpeculativeWhisper(main_pair, mode="quantized-self", num_draft_tokens=3)
+    features = whisper.pipeline.features(audio[:16000 * 5])
+    alone = whisper.decode_windows([Window(features, None, True)])[0].tokens
+    mixed = whisper.decode_windows([Window(features, None, True, sampling=Sampling(True, 1.0)),
+                                    Window(features, None, True),
+                                    Window(features, None, True, sampling=Sampling(True, 0.5))],
+                                   generator=torch.Generator().manual_seed(0))
     assert mixed[1].tokens == alone and mixed[0].tokens != alone
 
 

@@ -49,15 +49,17 @@ def noise(seconds: float, seed: int = 0, level: float = 0.1) -> np.ndarray:
 
 
 def record_windows(stream: StreamingTranscriber) -> list:
-    """Wrap the stream's pipeline so that every window it decodes (features, prompt) is kept, with its tokens."""
-    seen, decode = [], stream.pipeline.decode
+    """Wrap the stream's decodes so that every window it decodes with its own drafting (features, prompt) is kept,
+    with its tokens (not compare=True's plain decodes of the same windows)."""
+    seen, decode = [], stream.decode_windows
 
-    def recording(windows, generator=None):
-        decoded = decode(windows, generator)
-        seen.append((windows[0], decoded[0].tokens))
+    def recording(windows, speculation):
+        decoded = decode(windows, speculation)
+        if speculation is stream.speculation:
+            seen.append((windows[0], decoded[0].tokens))
         return decoded
 
-    stream.pipeline.decode = recording
+    stream.decode_windows = recording
     return seen
 
 
@@ -81,7 +83,8 @@ def test_every_update_is_plain_greedy_on_its_buffer_and_prompt(asr, tiny_pair, t
         buffer = audio[begin:begin + round(update.buffer_seconds * RATE)]
         features = plain.pipeline.features(buffer)
         assert np.array_equal(features.numpy(), window.features.numpy())
-        expected = plain.pipeline.decode([window.__class__(features, None, True, window.previous)])[0].tokens
+        expected = plain.decode_windows([window.__class__(features, None, True, window.previous,
+                                                          max_new_tokens=plain.max_new_tokens)])[0].tokens
         assert tokens == expected
     drafted = sum(update.drafting.hypothesis_accepted for update in decoded)
     assert drafted > 0, "nothing was accepted from the previous hypothesis"
@@ -103,8 +106,8 @@ def test_the_tail_is_drafted_by_the_transcribers_drafter_only_when_it_runs_no_mo
     quantized = SpeculativeWhisper(tiny_pair, mode="quantized-self", max_new_tokens=24)
     lookup = SpeculativeWhisper(tiny_pair, mode="prompt-lookup", max_new_tokens=24)
     assert quantized.stream().hypothesis_drafter.fallback is None
-    assert quantized.stream(tail_drafting=True).hypothesis_drafter.fallback is quantized.pipeline.drafter
-    assert lookup.stream().hypothesis_drafter.fallback is lookup.pipeline.drafter
+    assert quantized.stream(tail_drafting=True).hypothesis_drafter.fallback is quantized.drafter
+    assert lookup.stream().hypothesis_drafter.fallback is lookup.drafter
     assert lookup.stream(tail_drafting=False).hypothesis_drafter.fallback is None
 
 
@@ -118,9 +121,9 @@ def test_decodes_run_where_decode_windows_says(asr):
     direct = [live.update for live in play(StreamingTranscriber(asr), audio, chunk_seconds=1.0, clock="fixed")]
     threads = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoder") as executor:
-        def on_decoder_thread(pipeline, windows):
+        def on_decoder_thread(windows, speculation):
             threads.append(executor.submit(lambda: threading.current_thread().name).result())
-            return executor.submit(pipeline.decode, windows).result()
+            return executor.submit(asr.pipeline.decode, windows, speculation).result()
 
         stream = StreamingTranscriber(asr, compare=True, decode_windows=on_decoder_thread)
         routed = [live.update for live in play(stream, audio, chunk_seconds=1.0, clock="fixed")]
@@ -141,9 +144,9 @@ class Script:
         self.scores = list(scores) if scores is not None else None
         self.words = list(words) if words is not None else None
         self.stream = stream
-        stream.pipeline.decode = self
+        stream.decode_windows = self
 
-    def __call__(self, windows, generator=None):
+    def __call__(self, windows, speculation):
         self.windows.append(windows[0])
         self.expected.append(list(self.stream.hypothesis_drafter.hypothesis))
         extras = None
@@ -247,13 +250,13 @@ class SkippingDecoder:
                  first_at_clip: bool = False):
         self.stream, self.layout, self.words, self.buffers = stream, layout, words, []
         self.first_at_clip = first_at_clip  # the first word starts where its clip does, not at the buffer's start
-        stream.pipeline.decode = self
+        stream.decode_windows = self
 
     def left_out(self, heard: list[int]) -> list[int]:
         """The clips (indices into the layout) that a decode of a buffer holding `heard` leaves out."""
         return [heard[1]] if len(heard) > 1 and heard[0] == 0 else []
 
-    def __call__(self, windows, generator=None):
+    def __call__(self, windows, speculation):
         ts, eot = self.stream.pipeline.tokens.timestamp_begin, self.stream.pipeline.tokens.end_of_text
         start = self.stream.received_seconds - self.stream.buffer_seconds
         end = start + windows[0].audio_frames * 0.01  # a decode may cover only the head of the buffer

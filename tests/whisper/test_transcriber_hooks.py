@@ -29,9 +29,9 @@ class Recorder:
     def __init__(self, pipeline):
         self.pipeline, self.calls = pipeline, []
 
-    def __call__(self, windows, generator, sampling):
-        self.calls.append((windows, generator, sampling))
-        return self.pipeline.decode(windows, generator, sampling)
+    def __call__(self, windows, speculation, generator):
+        self.calls.append((windows, speculation, generator))
+        return self.pipeline.decode(windows, speculation, generator)
 
 
 @pytest.mark.parametrize("seconds, options", [(4.0, {}), (4.0, {"timestamps": True}), (70.0, {}),
@@ -51,10 +51,11 @@ def test_temperature_per_call_sets_the_windows_sampling(whisper):
     recorder = Recorder(whisper.pipeline)
     whisper.transcribe(noise(2.0, 4), temperature=0.7, window_decoder=recorder)
     whisper.transcribe(noise(2.0, 4), temperature=0.0, window_decoder=recorder)
-    (sampled_windows, sampled_generator, _), (greedy_windows, greedy_generator, _) = recorder.calls
+    (sampled_windows, speculation, sampled_generator), (greedy_windows, _, greedy_generator) = recorder.calls
     sampled = sampled_windows[0].sampling
     assert sampled.do_sample and sampled.temperature == 0.7 and sampled_generator is not None
-    assert greedy_windows[0].sampling is None and greedy_generator is None  # the pipeline's greedy settings
+    assert not greedy_windows[0].sampling.do_sample and greedy_generator is None
+    assert speculation is whisper.speculation  # the transcriber's drafter and draft length
     assert not whisper.sampling.do_sample  # the shared settings are untouched
     with pytest.raises(SpecdecError, match="temperature"):
         whisper.transcribe(noise(1.0, 4), temperature=-1.0)

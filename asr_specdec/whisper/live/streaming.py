@@ -16,7 +16,6 @@ the audio received so far. `append` and `update` may run in different threads (a
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from ...errors import SpecdecError
 from ..io import audio as audio_io
 from ..recipe.fallback import Recipe, is_silent
 from ..recipe.scoring import WindowScore
+from ..runtime.pipeline import PLAIN, Speculation
 from . import agreement, commit, cuts, speech
 from .intake import AudioIntake
 
@@ -122,8 +122,8 @@ class StreamingTranscriber:
     costly as the main model's verification of them, which a tail of a few tokens does not pay back. `compare=True`
     also decodes each update plain and reports both times and whether the tokens are identical. The transcriber's
     drafter keeps per-decode state, so decodes of streams and files sharing one SpeculativeWhisper must not
-    overlap (one at a time, as the web app's queue and a server's lock ensure). `decode_windows(pipeline, windows)`
-    runs each decode (default: `pipeline.decode(windows)`), e.g. on the one thread a server decodes with.
+    overlap (one at a time, as the web app's queue and a server's lock ensure). `decode_windows(windows, speculation)`
+    runs each decode (default: the transcriber's pipeline), e.g. on the one thread a server decodes with.
     """
 
     def __init__(self, asr, *, language: str | None = None, hypothesis_drafting: bool = True,
@@ -137,18 +137,16 @@ class StreamingTranscriber:
             raise SpecdecError(f"need 0 < trim_seconds <= max_buffer_seconds < {window_seconds:g} s")
         if not min_agreed_seconds >= 0:
             raise SpecdecError("need min_agreed_seconds >= 0")
-        self.pipeline = copy.copy(base)  # the same models, runner and tokens; its own drafter and draft length
-        self.hypothesis_drafter = None
+        self.pipeline = base  # the same models, runner and tokens; its own drafter and draft length
+        self.speculation, self.hypothesis_drafter = asr.speculation, None
         if hypothesis_drafting:
-            tail = base.drafter if tail_drafting or tail_drafting is None and not _runs_model(base.drafter) else None
-            self.hypothesis_drafter = HypothesisDrafter(tail, base.draft_length.tokens)
-            self.pipeline.drafter = self.hypothesis_drafter
-            self.pipeline.draft_length = DraftLength(max(hypothesis_tokens, base.draft_length.tokens))
-        self._decode_windows = decode_windows or (lambda pipeline, windows: pipeline.decode(windows))
-        self.plain = None
-        if compare:
-            self.plain = copy.copy(base)
-            self.plain.drafter = None
+            drafter, length = asr.speculation.drafter, asr.speculation.draft_length
+            tail = drafter if tail_drafting or tail_drafting is None and not _runs_model(drafter) else None
+            self.hypothesis_drafter = HypothesisDrafter(tail, length.tokens)
+            self.speculation = Speculation(self.hypothesis_drafter, DraftLength(max(hypothesis_tokens, length.tokens)))
+        # what runs each decode: (windows, speculation) -> decoded windows
+        self.decode_windows = decode_windows or (lambda windows, speculation: base.decode(windows, speculation))
+        self.plain = PLAIN if compare else None
         tokens = base.tokens
         language = language or asr.language
         self.language_id = tokens.language_token(language) if language and tokens.multilingual else None
@@ -306,7 +304,7 @@ class StreamingTranscriber:
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)
-        decoded = self._decode_windows(self.pipeline, [window])[0]
+        decoded = self.decode_windows([window], self.speculation)[0]
         result = _Decode(decoded.tokens, decoded.stats, time.perf_counter() - started,
                          score=decoded.extras.score if decoded.extras else None,
                          words=decoded.extras.words if decoded.extras else None)
@@ -316,7 +314,7 @@ class StreamingTranscriber:
             self.language_id = decoded.language_id  # keep the language first heard
         if self.plain is not None:
             started = time.perf_counter()
-            plain_tokens = self._decode_windows(self.plain, [window])[0].tokens
+            plain_tokens = self.decode_windows([window], self.plain)[0].tokens
             result.plain_seconds = features_seconds + time.perf_counter() - started
             result.identical = plain_tokens == decoded.tokens
         return result

@@ -23,16 +23,15 @@ log-probability, so it still judges after decoding.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-
-import torch
 
 from ...core.beam import BeamSearch
 from ...core.beam_ctranslate2 import CTranslate2BeamSearch
 from ...core.logits import Sampling
 from ...core.stats import DecodeStats
 from ...errors import OptionError
-from ..runtime.pipeline import DecodedWindow, Window, WindowDecoder, WindowPipeline
+from ..runtime.pipeline import DecodedWindow, Window, WindowPipeline
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 # the beam search algorithms by name: openai-whisper's (SpeculativeWhisper's) and CTranslate2's (the drop-in's)
@@ -116,11 +115,10 @@ def compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
-def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe: Recipe,
-                         generator: torch.Generator | None, stats: DecodeStats,
-                         decode: WindowDecoder | None = None) -> list[WindowResult]:
-    """Decode `windows` (rows of one call) with `decode` (default: the pipeline's), retrying the ones that fail up
-    the temperature ladder; every decode call's telemetry is added to `stats`."""
+def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe: Recipe, stats: DecodeStats,
+                         decode: Callable[[list[Window]], list[DecodedWindow]]) -> list[WindowResult]:
+    """Decode `windows` (rows of one call) with `decode` (the call's: its drafter and random source), retrying the
+    ones that fail up the temperature ladder; every decode call's telemetry is added to `stats`."""
     if recipe.scores_windows:
         windows = [replace(window, score=True, silence_threshold=recipe.skip_threshold) for window in windows]
     tried: list[list[WindowResult]] = [[] for _ in windows]
@@ -137,7 +135,7 @@ def decode_with_fallback(pipeline: WindowPipeline, windows: list[Window], recipe
                 rows += [(index, sampled)] * recipe.best_of
             else:
                 rows.append((index, replace(window, beam=recipe.beam) if recipe.beam else window))
-        decoded = (decode or pipeline.decode)([window for _, window in rows], generator, None)
+        decoded = decode([window for _, window in rows])
         candidates: dict[int, list[WindowResult]] = {}
         for (index, _), row in zip(rows, decoded):
             stats.add(row.stats)

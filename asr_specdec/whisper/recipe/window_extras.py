@@ -47,7 +47,7 @@ def _aligned_words(pipeline, window, cross_states, text_tokens: list[int], langu
     text_tokens = [token for token in text_tokens if token < tokens.end_of_text]
     if not text_tokens:
         return []
-    start = tokens.prompt(language_id, pipeline.task, False)  # ends with <|notimestamps|>
+    start = tokens.prompt(language_id, window.task, False)  # ends with <|notimestamps|>
     sequence = start + text_tokens + [tokens.end_of_text]
     logits, head_scores = decode_with_cross_attention(pipeline.runner, cross_states[0], cross_states[1], sequence,
                                                       default_alignment_heads(pipeline.model))

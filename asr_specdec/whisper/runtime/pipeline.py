@@ -2,20 +2,20 @@
 
 A short utterance is one window, a long file a sequence of windows, a batch of files (or of a long file's
 windows) many windows decoded together: all of them call `WindowPipeline.decode` with a list of windows, which
-become the rows of one engine batch. Each window carries what may differ between rows (its language, its task,
-whether it is decoded with timestamps, the previous text it is conditioned on); what is the same for every row
-(the models, the drafter, sampling and draft length) belongs to the pipeline, sampling overridable per call.
-A caller that routes window decodes elsewhere (the server's batcher) takes a `WindowDecoder`, which
-`WindowPipeline.decode` is. What a window asks for besides its tokens (scores, aligned words) is the recipe's
-business: the pipeline calls the `WindowAnalysis` it was given (recipe/window_extras.py) while the window's encoder
-output and hidden states are at hand, and imports nothing of the recipe.
+become the rows of one engine batch. The pipeline holds the main model and what runs it, nothing of a call: each
+`Window` carries everything its row is decoded under (language, task, timestamps, previous text, sampling, rules
+and limits), and the `Speculation` a decode is given says who drafts for every row of it and how far (a drafter
+starts once per batch). A caller that routes window decodes elsewhere (the server's batcher) takes a
+`WindowDecoder`, which `WindowPipeline.decode` is. What a window asks for besides its tokens (scores, aligned words)
+is the recipe's business: the pipeline calls the `WindowAnalysis` it was given (recipe/window_extras.py) while the
+window's encoder output and hidden states are at hand, and imports nothing of the recipe.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -44,14 +44,14 @@ class Window:
     timestamps: bool = False
     previous: list[int] | None = None  # text tokens to condition on (<|startofprev|> prompt)
     prefix: tuple[int, ...] | None = None  # text tokens the transcript is made to begin with (kept in `tokens`)
-    sampling: Sampling | None = None  # this row's sampling (a fallback retry); None: the pipeline's
+    sampling: Sampling = Sampling()  # greedy unless the call (or a fallback retry) samples
     score: bool = False  # also read avg log-probability and no-speech probability (scoring.py)
     # word timestamps: given the window's tokens, the text tokens to time word by word (None: no words)
     word_tokens: Callable[[list[int]], list[int]] | None = None
     audio_frames: int | None = None  # feature frames that hold real audio (None: the whole window)
-    task: str | None = None  # transcribe or translate; None: the pipeline's task
+    task: str = "transcribe"  # or translate
     suppression: Suppression | None = None  # what the row may not produce; None: the model's generation config
-    max_new_tokens: int | None = None  # None: the pipeline's
+    max_new_tokens: int | None = None  # None: as many as the model's context holds
     beam: BeamSearch | None = None  # beam search (core/beam.py) instead of greedy decoding; every row or none
     repetition_penalty: float = 1.0  # CTranslate2's, over what the row generates (core/logits.py); 1: off
     no_repeat_ngram_size: int = 0  # no n-gram of this size twice in what the row generates; 0: off
@@ -61,6 +61,19 @@ class Window:
     # a row whose no-speech probability (at start-of-transcript) is above this is silent whatever it would say:
     # it is not generated (no tokens; its score carries that probability). None: always generated
     silence_threshold: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Speculation:
+    """Who drafts the tokens a decode verifies, and how many at a time: the same for every row of one decode. Both
+    keep state across decodes (a drafter's caches, an adaptive schedule's measurements), so a transcriber, a live
+    stream or a comparison keeps one of its own; decodes sharing one must not overlap."""
+
+    drafter: Drafter | None = None  # None: plain decoding
+    draft_length: DraftLength = field(default_factory=DraftLength)
+
+
+PLAIN = Speculation()  # no drafter: the main model's own greedy/sampled/beam decoding
 
 
 class WindowAnalysis(Protocol):
@@ -87,8 +100,8 @@ class DecodedWindow:
     beam: BeamOutcome | None = None  # beam search's candidates and sums, when the window was decoded with beams
 
 
-# decodes windows as rows of one batch: (windows, sampling generator, sampling or None for the pipeline's) -> rows
-WindowDecoder = Callable[[list[Window], torch.Generator | None, Sampling | None], list[DecodedWindow]]
+# decodes windows as rows of one batch: (windows, speculation, the sampling generator) -> rows
+WindowDecoder = Callable[[list[Window], Speculation, torch.Generator | None], list[DecodedWindow]]
 
 
 def _row_states(cross_states: tuple[list, list], row: int) -> tuple[list, list]:
@@ -101,13 +114,12 @@ def _rows(tensors: list[torch.Tensor]) -> torch.Tensor:
 
 
 class WindowPipeline:
-    """A main Whisper model (and a drafter) turning windows of audio features into tokens, its encoder and decoder
-    in the precisions of `compute`."""
+    """A main Whisper model turning windows of audio features into tokens, its encoder and decoder in the
+    precisions of `compute`."""
 
-    def __init__(self, model, processor, drafter: Drafter | None, *, task: str, sampling: Sampling,
-                 draft_length: DraftLength, max_new_tokens: int | None = None, compute: ComputeType | None = None,
+    def __init__(self, model, processor, *, compute: ComputeType | None = None,
                  analysis: WindowAnalysis | None = None):
-        self.model, self.processor, self.drafter = model, processor, drafter
+        self.model, self.processor = model, processor
         self.analysis = analysis  # scores and words of windows that ask for them; None: no window may ask
         self.tokens = WhisperTokens.from_model(model)
         self.compute = compute or ComputeType()
@@ -117,8 +129,6 @@ class WindowPipeline:
         reduced = self.compute.encoder == "bfloat16" or self.encoder.cross_projection is not None
         cross_dtype = torch.bfloat16 if reduced else None
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
-        self.task, self.sampling, self.draft_length = task, sampling, draft_length
-        self.max_new_tokens = max_new_tokens or self.tokens.max_positions
         # language detection's window: (features, encoder output, cross states), for the next encode only (the
         # first window's decode usually has the same features)
         self._detection_encoding: tuple | None = None
@@ -162,17 +172,17 @@ class WindowPipeline:
         segments joined with "" read right, and a result's tokens decode to exactly its text."""
         return self.processor.tokenizer.decode(tokens, skip_special_tokens=True)
 
-    def decode(self, windows: list[Window], generator: torch.Generator | None = None,
-               sampling: Sampling | None = None) -> list[DecodedWindow]:
-        """Decode `windows` as the rows of one batch, each under its own sampling, else `sampling`, else the
-        pipeline's. Each row's times in its stats are its share of the batch's, so that they add up to the whole
-        call."""
+    def decode(self, windows: list[Window], speculation: Speculation = PLAIN,
+               generator: torch.Generator | None = None) -> list[DecodedWindow]:
+        """Decode `windows` as the rows of one batch, each under its own settings, drafted by `speculation`'s
+        drafter (`generator`: what sampled rows draw from). Each row's times in its stats are its share of the
+        batch's, so that they add up to the whole call."""
         started = time.perf_counter()
         with torch.inference_mode():
             features, encoder_output, cross_states, cache = self._encode([window.features for window in windows])
             encoder_seconds = time.perf_counter() - started
             languages = self._languages(cache, windows)
-            prompts = [self.tokens.prompt(language_id, window.task or self.task, window.timestamps, window.previous)
+            prompts = [self.tokens.prompt(language_id, window.task, window.timestamps, window.previous)
                        for window, (language_id, _, _) in zip(windows, languages)]
             no_speech = [None if window.silence_threshold is None
                          else self._no_speech_probability(prompt, encoder_output[row:row + 1],
@@ -187,7 +197,7 @@ class WindowPipeline:
                 cache = self.runner.new_cache(encoder_output, cross_states=cross_states)
         decoded = self._generate([windows[row] for row in spoken], features, encoder_output, cross_states, cache,
                                  [languages[row] for row in spoken], [prompts[row] for row in spoken],
-                                 [no_speech[row] for row in spoken], generator, sampling or self.sampling, started,
+                                 [no_speech[row] for row in spoken], speculation, generator, started,
                                  encoder_seconds * len(spoken) / len(windows)) if spoken else []
         by_row = dict(zip(spoken, decoded))
         seconds = encoder_seconds / len(windows)
@@ -212,20 +222,21 @@ class WindowPipeline:
 
     def _generate(self, windows: list[Window], features, encoder_output, cross_states, cache: KVCache,
                   languages: list[tuple], prompts: list[list[int]], no_speech: list[float | None],
-                  generator: torch.Generator | None, sampling: Sampling, started: float,
+                  speculation: Speculation, generator: torch.Generator | None, started: float,
                   encoder_seconds: float) -> list[DecodedWindow]:
         """The engine over encoded rows (`no_speech`: a row's probability read before, which its score keeps)."""
         with torch.inference_mode():
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
-                eos_token_id=self.tokens.end_of_text, max_new_tokens=window.max_new_tokens or self.max_new_tokens,
+                eos_token_id=self.tokens.end_of_text,
+                max_new_tokens=window.max_new_tokens or self.tokens.max_positions,
                 rules=self.tokens.rules(len(prompt), window.timestamps, window.suppression, window.repetition_penalty,
                                         window.no_repeat_ngram_size, self._last_timestamp(window)),
-                sampling=window.sampling or sampling,
-                draft_length=self.draft_length, beam=window.beam) for window, prompt in zip(windows, prompts)]
+                sampling=window.sampling, draft_length=speculation.draft_length, beam=window.beam)
+                for window, prompt in zip(windows, prompts)]
             beams = any(window.beam is not None for window in windows)
-            drafter_seconds = self._start_drafter([row.rules for row in settings], generator, features,
-                                                  encoder_output, cross_states, cache,
+            drafter_seconds = self._start_drafter(speculation.drafter, [row.rules for row in settings], generator,
+                                                  features, encoder_output, cross_states, cache,
                                                   [row.sampling for row in settings])
             # a score reads the hidden states decoding computed instead of a pass of its own (decoder.py), where
             # they are the same bits whether a token was stepped alone or verified among others (batch-invariant
@@ -234,9 +245,9 @@ class WindowPipeline:
             target = DecoderTarget(self.runner, cache, record_hidden=self.runner.backend.batch_invariant
                                    and not beams and any(window.score for window in windows))
             fed = [prompt + extra for prompt, extra in zip(prompts, forced)]
-            outcomes = generate_beams(target, fed, settings, self.drafter) if beams else None
+            outcomes = generate_beams(target, fed, settings, speculation.drafter) if beams else None
             rows = ([(outcome.tokens, outcome.stats) for outcome in outcomes] if beams
-                    else generate_batch(target, fed, settings, self.drafter, generator))
+                    else generate_batch(target, fed, settings, speculation.drafter, generator))
             asking = any(window.score or window.word_tokens for window in windows)
             if asking and self.analysis is None:
                 raise ValueError("a window asks for scores or words, and this pipeline was given no analysis")
@@ -327,13 +338,13 @@ class WindowPipeline:
         candidates = torch.tensor(list(self.tokens.language_ids.values()), device=logits.device)
         return candidates, logits[:, candidates]
 
-    def _start_drafter(self, rules: list[LogitRules], generator, features, encoder_output, cross_states,
-                       cache: KVCache, sampling: list[Sampling]) -> float:
-        """Start the drafter (if any) on the rows of `cache`, each row under its own rules; the seconds it took."""
-        if self.drafter is None:
+    def _start_drafter(self, drafter: Drafter | None, rules: list[LogitRules], generator, features, encoder_output,
+                       cross_states, cache: KVCache, sampling: list[Sampling]) -> float:
+        """Start `drafter` (if any) on the rows of `cache`, each row under its own rules; the seconds it took."""
+        if drafter is None:
             return 0.0
         started = time.perf_counter()
-        self.drafter.start(DraftContext(
+        drafter.start(DraftContext(
             rules=rules[0], sampling=sampling[0], max_positions=cache.max_positions,
             eos_token_id=self.tokens.end_of_text, generator=generator, encoder_output=encoder_output,
             input_features=features, main_cache=cache, main_cross_states=cross_states,
