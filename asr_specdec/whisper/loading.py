@@ -33,11 +33,13 @@ def load_model(spec, device, dtype):
 
 @dataclass(frozen=True)
 class LoadedMain:
-    """A main model already loaded, as ModelOptions.main accepts it: transcribers built on it share the weights."""
+    """A main model already loaded, as ModelOptions.main accepts it: transcribers built on it share the weights, and
+    the window pipeline run on them (its packed kernels' weights) where they ask for the same compute type."""
 
     model: object
     processor: object
     name: str
+    pipeline: object | None = None  # runtime/pipeline.py's WindowPipeline on these weights, if one was built
 
 
 def given_model(spec):

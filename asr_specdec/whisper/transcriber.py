@@ -90,7 +90,13 @@ class SpeculativeWhisper:
         processor = model_options.processor or loaded_processor
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")
-        self.pipeline = WindowPipeline(model.eval(), processor, compute=self.compute_type, analysis=recipe_analysis)
+        shared = getattr(model_options.main, "pipeline", None)  # a LoadedMain's: the same models, already packed
+        if shared is not None and shared.model is model and shared.processor is processor \
+                and shared.compute == self.compute_type:
+            self.pipeline = shared
+        else:
+            self.pipeline = WindowPipeline(model.eval(), processor, compute=self.compute_type,
+                                           analysis=recipe_analysis)
         self.mode = model_options.resolved_mode(device)
         self.assistant_name = None
         # who drafts this transcriber's decodes, and how far: kept across its calls (an adaptive schedule learns)
@@ -117,8 +123,9 @@ class SpeculativeWhisper:
     condition_on_previous_text = property(lambda self: self.options.condition_on_previous_text)
 
     def loaded(self) -> LoadedMain:
-        """The main model as loaded, for ModelOptions.main: a variant built on it reuses these weights."""
-        return LoadedMain(self.model, self.processor, self.main_name)
+        """The main model as loaded, for ModelOptions.main: a variant built on it reuses these weights (and this
+        pipeline, at the same compute type: a variant differs in its drafting and transcription options only)."""
+        return LoadedMain(self.model, self.processor, self.main_name, self.pipeline)
 
     def _make_drafter(self, options: ModelOptions, device: str, dtype):
         context = DrafterContext(self.model, self.processor.tokenizer, self.runner.weights, len(self.runner.layers),

@@ -53,6 +53,8 @@ def test_siblings_of_a_lean_model(lean_whisper):
     for mode, tokens in (("prompt-lookup", None), (None, 4), ("quantized-self", 3)):
         sibling = transcribers.get(mode, tokens)
         assert sibling is not lean_whisper and sibling.model is lean_whisper.model  # the main model is shared
+        assert sibling.pipeline is lean_whisper.pipeline  # and what runs it: a sibling differs in its drafting only
+        assert sibling.speculation is not lean_whisper.speculation
         assert sibling.device == lean_whisper.device
         assert sibling.mode == (mode or "off") and sibling.draft_length.tokens == (tokens or 8)
     assert transcribers.get("off", None) is lean_whisper
