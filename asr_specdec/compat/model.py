@@ -43,6 +43,7 @@ from .vad import faster_whisper_regions
 
 DEFAULT_TEMPERATURES = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 WINDOW_SECONDS = 30
+FRAMES_PER_SECOND = 100  # feature frames a second: a hop of 160 samples at 16 kHz
 # faster-whisper's compute types, as ours (compute.py); "default" and "auto" are the project's choice for the device
 COMPUTE_TYPES = {"default": None, "auto": None, "float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
                  "int8": "int8", "int8_float32": "int8"}
@@ -213,7 +214,9 @@ class WhisperModel:
         call = call_options(
             self.speculative.options, language=None if multilingual else language, task=options.task,
             timestamps=not options.without_timestamps,
-            long_form="sequential", condition_on_previous_text=condition, temperature=ladder,
+            # batched: each clip one window decoded once, split as faster-whisper's batched pipeline splits it
+            long_form="chunked" if batched else "sequential", faster_whisper_windows=batched,
+            condition_on_previous_text=condition, temperature=ladder,
             compression_ratio_threshold=options.compression_ratio_threshold,
             logprob_threshold=options.log_prob_threshold, no_speech_threshold=options.no_speech_threshold,
             best_of=options.best_of, prompt_reset_on_temperature=options.prompt_reset_on_temperature,
@@ -267,7 +270,7 @@ class WhisperModel:
                     result = whisper.transcribe(
                         part, window_decoder=self._decode, progress=progress,
                         on_segment=lambda segment, start=start: emit(_segment(next(numbers), segment, start,
-                                                                              timeline)),
+                                                                              timeline, batched)),
                         options=arguments)
                     previous = [token for token in result.tokens if token < end_of_text]
                     clip_call = replace(clip_call, prefix=None)  # the prefix starts the first clip only
@@ -358,13 +361,18 @@ class BatchedInferencePipeline:
         return self.model._transcribe(**arguments)
 
 
-def _segment(number: int, segment, offset: float, timeline: SpeechTimeline | None = None) -> Segment:
+def _segment(number: int, segment, offset: float, timeline: SpeechTimeline | None = None,
+             batched: bool = False) -> Segment:
     """One of our segments (formats.Segment) as faster-whisper's, `offset` seconds later (on the joined speech's
-    `timeline` mapped back to the audio's)."""
+    `timeline` mapped back to the audio's). faster-whisper's batched pipeline places a clip's words from its first
+    feature frame (the offset cut down to 10 ms) and its segments from the offset itself; its seek is that frame."""
+    frame = int(offset * FRAMES_PER_SECOND)
+    word_offset, places = (frame / FRAMES_PER_SECOND, 2) if batched else (offset, 3)
     start, end = round(segment.start + offset, 3), round(segment.end + offset, 3)
-    words = [Word(round(word.start + offset, 3), round(word.end + offset, 3), word.word, word.probability,
-                  word.speaker) for word in segment.words] if segment.words else None
-    converted = Segment(id=number, seek=round(start * 100), start=start, end=end, text=segment.text,
+    words = [Word(round(word.start + word_offset, places), round(word.end + word_offset, places), word.word,
+                  word.probability, word.speaker) for word in segment.words] if segment.words else None
+    converted = Segment(id=number, seek=frame if batched else round(start * 100), start=start, end=end,
+                        text=segment.text,
                         tokens=list(segment.tokens), avg_logprob=segment.avg_logprob,
                         compression_ratio=segment.compression_ratio, no_speech_prob=segment.no_speech_prob,
                         words=words, temperature=segment.temperature, speaker=segment.speaker)

@@ -34,7 +34,10 @@ class TranscribeOptions:
     seed: int | None = None  # the random source of sampling and fallback retries; None: a fresh one
     # decode with timestamp tokens: None decides by the audio (over 30 s, or word timestamps: with)
     timestamps: bool | None = None
-    long_form: str = "sequential"  # audio over 30 s: Whisper's sequential windows, or "chunked" at quiet points
+    # Whisper's sequential windows (each seeking where the last one's segments end), or "chunked": windows cut at
+    # quiet points, each decoded once
+    long_form: str = "sequential"
+
     condition_on_previous_text: bool = False  # prompt each window with the text before it (openai's default: on)
     # long audio: a window the next one starts inside hands over at its last word's end (aligned), not at its
     # closing timestamp, which may fall inside the next utterance's first word; False: openai's/transformers' seek
@@ -64,6 +67,11 @@ class TranscribeOptions:
     # faster-whisper's log-mel: always of the whole audio (with its 160 trailing zero samples), each window cut from
     # it and zero-padded as features; else openai's (audio up to a window padded with 30 s of zero samples)
     whole_features: bool = False
+    # chunked windows (each decoded once) as faster-whisper's batched pipeline treats them: a last segment without
+    # its closing timestamp dropped (with no pair of timestamps, one segment from the window's start), words aligned
+    # over the window's whole seconds of frames; else ours: that segment ends where the window ends, words aligned
+    # over its audio
+    faster_whisper_windows: bool = False
 
     def __post_init__(self):
         if self.long_form not in LONG_FORM_MODES:

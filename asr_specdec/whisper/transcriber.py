@@ -179,11 +179,11 @@ class SpeculativeWhisper:
         call = Call.start(self.pipeline, self.speculation, options, Call.generator(options), progress, window_decoder,
                           on_segment)
         if options.hallucination_silence_threshold is not None:
-            check_applies(options.word_timestamps, not options.vad_filter and (
-                long_form == "sequential" if is_long else timestamps is not False))
+            check_applies(options.word_timestamps, not options.vad_filter and long_form == "sequential" and (
+                is_long or timestamps is not False))
         if options.vad_filter:
             segments = strategies.speech_only(call, samples, timestamps is not False)
-        elif is_long and long_form == "chunked":
+        elif long_form == "chunked":  # audio up to a window too: one window, decoded once
             segments = strategies.chunked(call, samples, bool(timestamps))
         elif is_long or timestamps:
             # without timestamps, each 30-s window is one segment and the next one starts where it ends (openai's)

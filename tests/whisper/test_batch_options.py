@@ -50,6 +50,9 @@ COVERED_OTHERWISE = {
     "vad_batch_size": "only with vad_filter, which is refused",
     "prepend_punctuations": "with word_timestamps (words.py; one path for both)",
     "append_punctuations": "with word_timestamps (words.py; one path for both)",
+    "faster_whisper_windows": "splits timestamped windows and aligns words as faster-whisper's batched pipeline: "
+                              "test_longform.py::test_batched_segments_split_as_faster_whispers_batched_pipeline, "
+                              "compat/test_faster_whisper_reference.py::test_batched_transcribe",
 }
 
 

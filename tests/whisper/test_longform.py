@@ -13,6 +13,7 @@ from asr_specdec.whisper.longform.sequential import (
     Frames,
     TimedTokens,
     WindowOutcome,
+    batched_segments,
     chunk_segments,
     previous_tokens,
     seek_text_tokens,
@@ -127,6 +128,22 @@ def test_chunk_segments_keep_every_piece():
     past_the_end = chunk_segments([ts(9), 11, ts(12), ts(12), 12, ts(14), EOT], TB, EOT, 30.0, 10.0, FULL)
     assert [(p.start, p.end) for p in past_the_end] == [(39.0, 40.0), (40.0, 40.0)]
     assert chunk_segments([EOT], TB, EOT, 0.0, 10.0, FULL) == []
+
+
+def test_batched_segments_split_as_faster_whispers_batched_pipeline():
+    """faster-whisper's batched split of a window it never decodes again: the unfinished last piece is dropped,
+    a window ending on a single timestamp keeps its last piece, one with no pair of timestamps is one segment from
+    the window's start to its last timestamp (the window's end without one); times are not clipped."""
+    tokens = [ts(0), 11, ts(1), ts(1.2), 12, 13, EOT]
+    pieces = batched_segments(tokens, TB, EOT, offset=60.0, duration=28.5, frames=FULL)
+    assert [(round(p.start, 6), round(p.end, 6), p.tokens) for p in pieces] == [(60.0, 61.0, (ts(0), 11, ts(1)))]
+    ending = batched_segments([ts(0), 11, ts(1), ts(1.2), 12, ts(3), EOT], TB, EOT, 0.0, 10.0, FULL)
+    assert [(round(p.start, 6), round(p.end, 6)) for p in ending] == [(0.0, 1.0), (1.2, 3.0)]
+    single = batched_segments([ts(0.5), 11, ts(2), EOT], TB, EOT, 5.0, 10.0, FULL)
+    assert [(p.start, p.end) for p in single] == [(5.0, 7.0)]  # chunk_segments: (5.5, 7.0)
+    assert [(p.start, p.end) for p in batched_segments([11, 12, EOT], TB, EOT, 5.0, 10.0, FULL)] == [(5.0, 15.0)]
+    past_the_end = batched_segments([ts(9), 11, ts(12), ts(12), 12, ts(14), EOT], TB, EOT, 30.0, 10.0, FULL)
+    assert [(p.start, p.end) for p in past_the_end] == [(39.0, 42.0), (42.0, 44.0)]
 
 
 class ScriptedDecoder:

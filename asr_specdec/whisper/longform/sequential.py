@@ -116,6 +116,31 @@ def chunk_segments(tokens: list[int], timestamp_begin: int, end_of_text: int, of
     return segments
 
 
+def batched_segments(tokens: list[int], timestamp_begin: int, end_of_text: int, offset: float, duration: float,
+                     frames: Frames) -> list[TimedTokens]:
+    """Segments of a window that is never decoded again, as faster-whisper's batched pipeline splits one: every
+    piece between pairs of timestamps, a last piece without its closing timestamp dropped (unless the window ends
+    on a single timestamp); with no pair, the whole window one segment from its start to its last timestamp (or
+    its end)."""
+    if tokens and tokens[-1] == end_of_text:
+        tokens = tokens[:-1]
+    step = frames.timestamp_seconds
+    cuts = [index for index in range(1, len(tokens))
+            if tokens[index - 1] >= timestamp_begin and tokens[index] >= timestamp_begin]
+    if not cuts:
+        stamps = [token for token in tokens if token >= timestamp_begin]
+        end = (stamps[-1] - timestamp_begin) * step if stamps and stamps[-1] != timestamp_begin else duration
+        return [TimedTokens(offset, offset + end, tuple(tokens))]
+    if len(tokens) >= 2 and tokens[-2] < timestamp_begin <= tokens[-1]:  # no speech after its last timestamp
+        cuts.append(len(tokens))
+    segments = []
+    for begin, end in zip([0] + cuts, cuts):
+        piece = tokens[begin:end]
+        segments.append(TimedTokens(offset + (piece[0] - timestamp_begin) * step,
+                                    offset + (piece[-1] - timestamp_begin) * step, tuple(piece)))
+    return segments
+
+
 def previous_tokens(segments: list[TimedTokens], timestamp_begin: int) -> list[int]:
     """The conditioning text: every segment's tokens, a segment's trailing second timestamp left out."""
     tokens: list[int] = []

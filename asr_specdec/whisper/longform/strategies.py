@@ -5,6 +5,7 @@ decoding, features and segments), so every path builds and decodes its windows t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -19,13 +20,12 @@ from ..runtime.frames import Frames
 from .sequential import (
     TimedTokens,
     WindowOutcome,
+    batched_segments,
     seek_text_tokens,
     text_token_count,
     transcribe_sequential,
 )
-from .sequential import (
-    chunk_segments as timed_chunk_segments,
-)
+from .sequential import chunk_segments as timed_chunk_segments
 from .vad import on_file_timeline, speech_regions, speech_windows
 
 # transformers stops conditioning on previous text from this sampling temperature up (openai: above it)
@@ -65,13 +65,18 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
+# how a window decoded once is split into segments, by TranscribeOptions.faster_whisper_windows
+WINDOW_SPLITS = {False: timed_chunk_segments, True: batched_segments}
+
+
 def independent_segments(tokens: list[int], window: int, offset: float, duration: float, timestamps: bool,
                          timestamp_begin: int, end_of_text: int, frames: Frames, words: list | None = None,
-                         place_words: Callable | None = None, last_speech: float = 0.0
-                         ) -> tuple[list[TimedTokens], float]:
-    """(segments of window number `window`, starting at `offset` s and `duration` s long, where speech last ended)."""
+                         place_words: Callable | None = None, last_speech: float = 0.0,
+                         faster_whisper: bool = False) -> tuple[list[TimedTokens], float]:
+    """(segments of window number `window`, starting at `offset` s and `duration` s long, where speech last ended),
+    split as ours or (`faster_whisper`) as faster-whisper's batched pipeline splits (WINDOW_SPLITS)."""
     if timestamps:
-        segments = timed_chunk_segments(tokens, timestamp_begin, end_of_text, offset, duration, frames)
+        segments = WINDOW_SPLITS[faster_whisper](tokens, timestamp_begin, end_of_text, offset, duration, frames)
     else:
         body = tokens[:-1] if tokens and tokens[-1] == end_of_text else tokens
         segments = [TimedTokens(offset, offset + duration, tuple(body))]
@@ -116,18 +121,21 @@ def independent(call, result: WindowResult, number: int, offset: float, duration
     words = result.decoded.extras.words if result.decoded.extras else None
     return independent_segments(result.decoded.tokens, number, offset, duration, timestamps, tokens.timestamp_begin,
                                 tokens.end_of_text, call.pipeline.chunk_frames(call.options.chunk_length), words,
-                                call.place_words, last_speech)
+                                call.place_words, last_speech, call.options.faster_whisper_windows)
 
 
 def chunked(call, samples: np.ndarray, timestamps: bool) -> list[TextSegment]:
     """Windows cut at quiet points, each decoded on its own (one window for audio up to 30 s)."""
     plan = chunk_plan(call, samples)
     segments, last_speech = [], 0.0
+    per_second = audio_io.SAMPLE_RATE // call.pipeline.processor.feature_extractor.hop_length
     for number, window in plan:
         call.report(number / len(plan), f"transcribing window {number + 1} of {len(plan)}")
+        # faster-whisper's batched pipeline aligns words over the window's whole seconds
+        frames = math.ceil(window.duration) * per_second if call.options.faster_whisper_windows else window.frames
         call.decode_windows([call.window(call.features(window.samples), timestamps,
                                          previous=(call.prompts.initial or None) if number == 0 else None,
-                                         audio_frames=window.frames)])
+                                         audio_frames=frames)])
         pieces, last_speech = chunk_segments(call, number, window, timestamps, last_speech)
         call.emit(pieces)
         segments += pieces
