@@ -1,6 +1,7 @@
 """Conversations made from the shared clips, with who spoke when: each speaker's clips (one voice per group below)
 cut into turns of a few seconds at quiet points, the speakers taking turns with a pause, none, or a short
-overlap between turns. The reference speech of a turn is where Silero VAD hears speech in that piece alone."""
+overlap between turns. The reference speech of a turn is where Silero VAD hears speech in that piece alone
+(`REFERENCE_VAD`); diarization itself takes its speech from the transcript's words (speakers/speech.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ VOICES = {
                         "librivox-0930.wav"),
     "common-voice": ("common_voice_en_651325.mp3",),
 }
+# the reference speech: pauses of 0.3 s split it, 0.1 s of padding (the settings diarization's own VAD had before
+# its speech came from the transcript)
+REFERENCE_VAD = {"min_silence_duration_ms": 300, "speech_pad_ms": 100}
 TURN_SECONDS = 4.0  # long clips are cut near every this many seconds, at the quietest 20 ms
 
 
@@ -55,8 +59,7 @@ def _quietest(samples: np.ndarray, near: int) -> int:
 def conversation(folder: Path, voices: tuple[str, ...], gap: float, turns: int, name: str = "") -> Conversation:
     """`turns` turns, the voices in rotation, each next piece of that voice (wrapping round); `gap` seconds of
     silence between turns, negative for an overlap."""
-    from asr_specdec.whisper.longform.vad import speech_regions
-    from asr_specdec.whisper.speakers.turns import DIARIZATION_VAD
+    from asr_specdec.whisper.longform.vad import VadOptions, speech_regions
 
     available = {voice: pieces(folder, voice) for voice in voices}
     placed, cursor = [], 0
@@ -71,7 +74,7 @@ def conversation(folder: Path, voices: tuple[str, ...], gap: float, turns: int, 
     for index, (start, piece, voice) in enumerate(placed):
         samples[start:start + len(piece)] += piece
         reference += [((start + begin) / RATE, (start + end) / RATE, voice)
-                      for begin, end in speech_regions(piece, DIARIZATION_VAD)]
+                      for begin, end in speech_regions(piece, VadOptions(**REFERENCE_VAD))]
         if index:
             previous_end = placed[index - 1][0] + len(placed[index - 1][1])
             changes.append((start + previous_end) / 2 / RATE)

@@ -8,8 +8,9 @@ import os
 import numpy as np
 
 from ..io import audio as audio_io
-from ..longform.vad import speech_regions
-from .turns import DIARIZATION_VAD, Turn, speaker_label
+from ..result import TranscriptionResult
+from .speech import speech_of
+from .turns import Turn, one_voice_turns, speaker_label
 
 # channels this little correlated are two recordings, not one sound in two channels
 DISTINCT_CORRELATION = 0.5
@@ -36,8 +37,9 @@ def distinct(left: np.ndarray, right: np.ndarray) -> bool:
     return abs(float(np.corrcoef(left, right)[0, 1])) < DISTINCT_CORRELATION
 
 
-def channel_turns(channels: tuple[np.ndarray, ...]) -> list[Turn]:
-    """Each channel's speech as its speaker's turns, in time order (overlapping where both speak)."""
-    turns = [Turn(round(start / audio_io.SAMPLE_RATE, 3), round(end / audio_io.SAMPLE_RATE, 3), speaker_label(index))
-             for index, samples in enumerate(channels) for start, end in speech_regions(samples, DIARIZATION_VAD)]
+def channel_turns(channels: tuple[np.ndarray, ...], results: list[TranscriptionResult]) -> list[Turn]:
+    """Each channel's speech (its transcript's words, speech.py) as its speaker's turns, in time order
+    (overlapping where both speak)."""
+    turns = [turn for index, (samples, result) in enumerate(zip(channels, results))
+             for turn in one_voice_turns(samples, speech_of(result.segments, len(samples)), speaker_label(index))]
     return sorted(turns, key=lambda turn: (turn.start, turn.speaker))

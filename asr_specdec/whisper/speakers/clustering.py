@@ -2,7 +2,9 @@
 given count or where the closest clusters are further apart than the same-speaker distance, then refined by
 reassigning every window to its nearest voice centre. Voices whose centres are closer than the distinct-voice
 distance are one voice even when more speakers were asked for (one voice split in two measures 0.06-0.18 on the
-shared clips, two people 0.22-0.30)."""
+shared clips, two people 0.22-0.30). A voice of fewer windows than the fewest a voice needs is not a voice, given
+count or estimated: its windows join their nearest voice (windows straddling two people or holding a pause, or a
+stretch the transcript's words cut short, make such small groups)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ REFINE_ROUNDS = 3
 
 
 def cluster(embeddings: np.ndarray, count: int | None, same_speaker_distance: float, max_count: int,
-            distinct_voice_distance: float = 0.0) -> np.ndarray:
+            distinct_voice_distance: float = 0.0, fewest_windows: int = 1) -> np.ndarray:
     """A voice number (0..) per window; numbered in order of first appearance."""
     if len(embeddings) < 2 or count == 1:
         return np.zeros(len(embeddings), dtype=np.int64)
@@ -25,7 +27,8 @@ def cluster(embeddings: np.ndarray, count: int | None, same_speaker_distance: fl
             labels = fcluster(tree, t=max_count, criterion="maxclust")
     else:
         labels = fcluster(tree, t=min(count, len(embeddings)), criterion="maxclust")
-    return in_order(_merged(embeddings, _refined(embeddings, labels - 1), distinct_voice_distance))
+    labels = _merged(embeddings, _refined(embeddings, labels - 1), distinct_voice_distance)
+    return in_order(_absorbed(embeddings, labels, fewest_windows))
 
 
 def centres(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -53,6 +56,21 @@ def _merged(embeddings: np.ndarray, labels: np.ndarray, distance: float) -> np.n
         if distances[first, second] >= distance:
             break
         labels = _compact(np.where(labels == max(first, second), min(first, second), labels))
+    return labels
+
+
+def _absorbed(embeddings: np.ndarray, labels: np.ndarray, fewest: int) -> np.ndarray:
+    """The smallest voice's windows moved to their nearest other voice while it has fewer than `fewest`."""
+    while labels.max() > 0:
+        sizes = np.bincount(labels)
+        smallest = int(np.argmin(sizes))
+        if sizes[smallest] >= fewest:
+            break
+        scores = embeddings[labels == smallest] @ centres(embeddings, labels).T
+        scores[:, smallest] = -np.inf
+        labels = labels.copy()
+        labels[labels == smallest] = scores.argmax(axis=1)
+        labels = _compact(labels)
     return labels
 
 

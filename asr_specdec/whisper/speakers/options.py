@@ -20,6 +20,9 @@ class SpeakerOptions:
     same_speaker_distance: float = 0.35
     # voices whose centres are closer than this are one, even when more speakers were asked for (clustering.py)
     distinct_voice_distance: float = 0.2
+    # a voice needs at least this many embedding windows (3: 3.2 s of speech at the default step), given count or
+    # estimated; a smaller group's windows join their nearest voice (clustering.py)
+    fewest_voice_windows: int = 3
     step_seconds: float = 0.8  # between embedding windows (each 1.6 s, the model's)
     min_turn_seconds: float = 1.0  # a shorter run of one speaker between two runs of another is theirs
     # stereo: "auto" labels by channel when the two channels carry different voices (a speaker each, as
@@ -38,6 +41,9 @@ class SpeakerOptions:
         if self.encoder_precision not in ENCODER_PRECISIONS:
             raise SpecdecError(f"unknown encoder precision '{self.encoder_precision}': choose one of "
                                f"{', '.join(ENCODER_PRECISIONS)}")
+        if isinstance(self.fewest_voice_windows, bool) or not isinstance(self.fewest_voice_windows, numbers.Integral) \
+                or self.fewest_voice_windows < 1:
+            raise SpecdecError(f"fewest_voice_windows must be a whole number >= 1, not {self.fewest_voice_windows!r}")
         if not 0.1 <= self.step_seconds <= 1.6:
             raise SpecdecError(f"step_seconds must be between 0.1 and 1.6, not {self.step_seconds}")
 

@@ -1,13 +1,13 @@
 """A diarized transcription: the audio transcribed with word timestamps (by the caller's function: the decoding
-path does not change) while its speech is found (VAD, in a thread of its own), speaker turns found (turns.py, or
-channels.py for stereo with a voice per channel), and the speakers put on its words and segments (labels.py)."""
+path does not change), its speech taken from those words (speech.py: no VAD model runs), speaker turns found in
+that speech (turns.py, or channels.py for stereo with a voice per channel), and the speakers put on its words and
+segments (labels.py)."""
 
 from __future__ import annotations
 
 import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +18,8 @@ from ..result import TranscriptionResult
 from .channels import channel_turns, distinct, stereo_channels
 from .labels import all_spoken_by, labelled, without_words
 from .options import SpeakerOptions
-from .turns import Turn, find_turns, speaker_label, speech_in
+from .speech import speech_of
+from .turns import Turn, find_turns, speaker_label
 
 Transcribe = Callable[[np.ndarray], TranscriptionResult]  # 16-kHz mono samples -> a result with words
 
@@ -34,18 +35,9 @@ def diarized(transcribe: Transcribe, audio, sample_rate: float | None, options: 
         result = _by_channel(transcribe, channels)
     else:
         samples = audio_io.load_audio(audio, sample_rate)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diarization-vad") as pool:
-            # the speech is found while the audio is transcribed: Silero VAD runs in onnxruntime, one thread (its
-            # session's setting), releasing the GIL, so it needs no torch thread setting; the speaker encoder, a
-            # torch LSTM, runs after the transcription on the caller's thread with the process's torch threads
-            # (torch.set_num_threads is process-wide: a one-thread LSTM beside the decoding would need it)
-            speech = pool.submit(speech_in, samples)
-            result = transcribe(samples)
-            started = time.perf_counter()
-            regions = speech.result()
-        turns = find_turns(samples, options, regions=regions)
-        if not turns and result.segments:  # words where VAD heard no speech: one voice
-            turns = [Turn(0.0, round(result.duration, 3), speaker_label(0))]
+        result = transcribe(samples)
+        started = time.perf_counter()
+        turns = speaker_turns(samples, result, options)
         heard = len({turn.speaker for turn in turns})
         if options.speakers is not None and heard < options.speakers:
             warnings.warn(f"{options.speakers} speakers asked for, {heard} heard", FewerSpeakers, stacklevel=3)
@@ -53,6 +45,14 @@ def diarized(transcribe: Transcribe, audio, sample_rate: float | None, options: 
                          timings=result.timings | {"diarization_seconds": round(time.perf_counter() - started, 4)})
         result.stats.total_seconds += result.timings["diarization_seconds"]
     return result if keep_words else replace(result, segments=without_words(result.segments))
+
+
+def speaker_turns(samples: np.ndarray, result: TranscriptionResult, options: SpeakerOptions) -> list[Turn]:
+    """Who spoke when in `samples`, given their transcription with words: turns in the words' speech."""
+    turns = find_turns(samples, speech_of(result.segments, len(samples)), options)
+    if not turns and result.segments:  # text but all of it in pauses (or no words): one voice
+        turns = [Turn(0.0, round(result.duration, 3), speaker_label(0))]
+    return turns
 
 
 def _by_channel(transcribe: Transcribe, channels: tuple[np.ndarray, np.ndarray]) -> TranscriptionResult:
@@ -67,5 +67,5 @@ def _by_channel(transcribe: Transcribe, channels: tuple[np.ndarray, np.ndarray])
     first = results[0]
     return replace(first, text="".join(segment.text for segment in segments), segments=segments,
                    window_tokens=[tokens for result in results for tokens in result.window_tokens], stats=stats,
-                   duration=max(result.duration for result in results), turns=channel_turns(channels),
+                   duration=max(result.duration for result in results), turns=channel_turns(channels, results),
                    timings=first.timings | {"channels": "a speaker per channel"})

@@ -1,8 +1,8 @@
-"""Speaker turns of mono audio: Silero VAD finds the speech; the speech, joined, is cut into 1.6-s windows every
-`step_seconds`; each window's d-vector (encoder.py) is clustered into voices (clustering.py); every 10-ms frame
-takes the voice its covering windows are most similar to on average; runs shorter than `min_turn_seconds` join a
-neighbour; a change of voice moves to the quietest frame near it (speakers change in pauses); turns never span
-the silence between speech regions."""
+"""Speaker turns of mono audio: the speech regions (the transcript's words, speech.py) joined are cut into 1.6-s
+windows every `step_seconds`; each window's d-vector (encoder.py) is clustered into voices (clustering.py); every
+10-ms frame takes the voice its covering windows are most similar to on average; runs shorter than
+`min_turn_seconds` join a neighbour; a change of voice moves to the quietest frame near it (speakers change in
+pauses); the pauses inside the speech (speech.py) and the silence between regions are in no turn."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.audio import SAMPLE_RATE
-from ..longform.vad import VadOptions, speech_regions
 from .clustering import centres, cluster, in_order
 from .encoder import FRAME_STEP, WINDOW_FRAMES, SpeakerEncoder, encoder_precision, mel_frames, shared_encoder
 from .options import SpeakerOptions
+from .speech import pauses
 
-# finer than transcription's VAD: pauses of a third of a second between speakers are kept apart
-DIARIZATION_VAD = VadOptions(min_silence_duration_ms=300, speech_pad_ms=100)
+NO_VOICE = -1  # a frame in a pause
 LOUDNESS_DBFS = -30.0  # speech is raised to this level before embedding (Resemblyzer's preprocessing)
 SNAP_SECONDS = 0.3  # a change of voice moves to the quietest frame within this distance
 
@@ -33,29 +32,39 @@ def speaker_label(voice: int) -> str:
     return f"SPEAKER_{voice:02d}"
 
 
-def speech_in(samples: np.ndarray) -> list[tuple[int, int]]:
-    """(start, end) samples of the speech diarization looks at (Silero VAD, pauses of 0.3 s kept apart)."""
-    return speech_regions(samples, DIARIZATION_VAD)
-
-
-def find_turns(samples: np.ndarray, options: SpeakerOptions, encoder: SpeakerEncoder | None = None,
-               regions: list[tuple[int, int]] | None = None) -> list[Turn]:
-    """Turns in time order on the file's timeline; none for audio without speech. `regions`: speech_in(samples)
-    when the caller found it already (transcript.py finds it while the audio is transcribed)."""
-    regions = speech_in(samples) if regions is None else regions
+def find_turns(samples: np.ndarray, regions: list[tuple[int, int]], options: SpeakerOptions,
+               encoder: SpeakerEncoder | None = None) -> list[Turn]:
+    """Turns in time order on the file's timeline; none without speech. `regions`: (start, end) samples of the
+    speech, in order (speech.speech_of: the transcript's words)."""
     if not regions:
         return []
-    speech = _louder(np.concatenate([samples[start:end] for start, end in regions]))
-    mel = mel_frames(speech)
+    mel = mel_frames(_louder(np.concatenate([samples[start:end] for start, end in regions])))
     starts = window_starts(len(mel), max(1, round(options.step_seconds * SAMPLE_RATE / FRAME_STEP)))
     windows = np.stack([_padded(mel[start:start + WINDOW_FRAMES]) for start in starts])
     embeddings = (encoder or shared_encoder()).embed(windows, precision=encoder_precision(options.encoder_precision))
     voices = cluster(embeddings, options.speakers, options.same_speaker_distance, options.max_speakers,
-                     options.distinct_voice_distance)
+                     options.distinct_voice_distance, options.fewest_voice_windows)
     frame_voices = _frame_voices(embeddings @ centres(embeddings, voices).T, starts, len(mel))
     frame_voices = _smoothed(frame_voices, round(options.min_turn_seconds * SAMPLE_RATE / FRAME_STEP))
-    frame_voices = _snapped(frame_voices, mel.sum(axis=1), round(SNAP_SECONDS * SAMPLE_RATE / FRAME_STEP))
-    return _on_timeline(in_order(frame_voices), regions)
+    power = mel.sum(axis=1)
+    frame_voices = _snapped(frame_voices, power, round(SNAP_SECONDS * SAMPLE_RATE / FRAME_STEP))
+    return _on_timeline(_voiced(frame_voices, pauses(power)), regions)
+
+
+def one_voice_turns(samples: np.ndarray, regions: list[tuple[int, int]], speaker: str) -> list[Turn]:
+    """The speech of a recording with one voice (a stereo channel) as its turns: the regions less their pauses."""
+    if not regions:
+        return []
+    power = mel_frames(np.concatenate([samples[start:end] for start, end in regions])).sum(axis=1)
+    turns = _on_timeline(np.where(pauses(power), NO_VOICE, 0), regions)
+    return [Turn(turn.start, turn.end, speaker) for turn in turns]
+
+
+def _voiced(frame_voices: np.ndarray, paused: np.ndarray) -> np.ndarray:
+    """Frames in pauses NO_VOICE; the voices left numbered in order of first appearance."""
+    labels = np.full(len(frame_voices), NO_VOICE, dtype=np.int64)
+    labels[~paused] = in_order(frame_voices[~paused])
+    return labels
 
 
 def window_starts(frames: int, step: int) -> list[int]:
@@ -130,11 +139,13 @@ def _snapped(labels: np.ndarray, energy: np.ndarray, reach: int) -> np.ndarray:
 
 
 def _on_timeline(labels: np.ndarray, regions: list[tuple[int, int]]) -> list[Turn]:
-    """Runs of each speech region as turns at the region's place in the file."""
+    """Runs of each speech region as turns at the region's place in the file (pauses, NO_VOICE, left out)."""
     turns, local = [], 0
     for start, end in regions:
         first, last = local // FRAME_STEP, min(len(labels), -(-(local + end - start) // FRAME_STEP))
         for begin, finish, voice in _runs(labels[first:last]) if last > first else []:
+            if voice == NO_VOICE:
+                continue
             turn_start = start + max(0, (first + begin) * FRAME_STEP - local)
             turn_end = start + min(end - start, (first + finish) * FRAME_STEP - local)
             if turn_end > turn_start:

@@ -37,3 +37,13 @@ def test_an_estimate_stops_at_max_speakers_and_one_window_is_one_voice():
     assert cluster(embeddings, None, 0.35, max_count=3).max() == 2
     assert cluster(embeddings[:1], None, 0.35, 8).tolist() == [0]
     assert cluster(embeddings, 1, 0.35, 8).max() == 0
+
+
+def test_a_voice_of_too_few_windows_is_left_out_estimated_or_asked_for():
+    embeddings, truth = voices(3, windows=8)
+    few = np.concatenate([np.flatnonzero(truth != 2), np.flatnonzero(truth == 2)[:2]])  # the third voice: 2 windows
+    estimated = cluster(embeddings[few], None, 0.35, 8, fewest_windows=3)
+    assert estimated.max() == 1 and np.array_equal(estimated[:16], truth[:16])
+    assert cluster(embeddings[few], None, 0.35, 8, fewest_windows=2).max() == 2  # enough windows: counted
+    assert cluster(embeddings[few], 3, 0.35, 8, fewest_windows=3).max() == 1  # asked for three: two heard
+    assert cluster(embeddings[few], 3, 0.35, 8, fewest_windows=2).max() == 2

@@ -1,20 +1,35 @@
-"""Speaker turns of real speech: a constructed two-speaker conversation's changes found within half a second, and
-the awkward inputs (one speaker, silence, speech shorter than one embedding window, more speakers asked for than
-speak) answered sensibly."""
+"""Speaker turns of real speech: a constructed two-speaker conversation's changes found within half a second (its
+speech from a real transcription's words, tiny.en), and the awkward inputs (one speaker, silence, speech shorter
+than one embedding window, more speakers asked for than speak) answered sensibly."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.io.audio import load_audio
 from asr_specdec.whisper.speakers.options import SpeakerOptions, speaker_options
+from asr_specdec.whisper.speakers.transcript import speaker_turns
 from asr_specdec.whisper.speakers.turns import WINDOW_FRAMES, find_turns, window_starts
 from eval.bench.conversations import conversation
 
 from ...threads import one_thread  # noqa: F401 (an autouse fixture)
 
 TOLERANCE = 0.5  # seconds
+
+
+@pytest.fixture(scope="module")
+def transcribed(shared_audio, tiny_en_dir):
+    """The two-speaker conversations (0.5-s pauses, back to back) and their transcriptions with words."""
+    whisper = SpeculativeWhisper(str(tiny_en_dir), mode="off")
+    talks = {gap: conversation(shared_audio, ("librispeech-1088", "librivox-reader"), gap, turns=6)
+             for gap in (0.5, 0.0)}
+    return {gap: (talk, whisper.transcribe(talk.samples, word_timestamps=True)) for gap, talk in talks.items()}
+
+
+def whole(samples: np.ndarray) -> list[tuple[int, int]]:
+    return [(0, len(samples))]
 
 
 def changes(turns) -> list[float]:
@@ -25,9 +40,9 @@ def changes(turns) -> list[float]:
 
 @pytest.mark.parametrize("gap", [0.5, 0.0])
 @pytest.mark.parametrize("known", [True, False])
-def test_turns_of_two_speakers_change_within_half_a_second_of_the_truth(shared_audio, gap, known):
-    talk = conversation(shared_audio, ("librispeech-1088", "librivox-reader"), gap, turns=6)
-    turns = find_turns(talk.samples, SpeakerOptions(speakers=2 if known else None))
+def test_turns_of_two_speakers_change_within_half_a_second_of_the_truth(transcribed, gap, known):
+    talk, result = transcribed[gap]
+    turns = speaker_turns(talk.samples, result, SpeakerOptions(speakers=2 if known else None))
     assert {turn.speaker for turn in turns} == {"SPEAKER_00", "SPEAKER_01"}
     found = changes(turns)
     assert len(found) == len(talk.changes), (found, talk.changes)
@@ -40,24 +55,25 @@ def test_turns_of_two_speakers_change_within_half_a_second_of_the_truth(shared_a
 
 
 def test_one_speaker_is_one_speaker(shared_audio):
-    turns = find_turns(load_audio(shared_audio / "libri-1088-134315-0000.wav"), SpeakerOptions())
+    samples = load_audio(shared_audio / "libri-1088-134315-0000.wav")
+    turns = find_turns(samples, whole(samples), SpeakerOptions())
     assert turns and {turn.speaker for turn in turns} == {"SPEAKER_00"}
 
 
-def test_silence_has_no_turns():
-    assert find_turns(np.zeros(16000 * 5, dtype=np.float32), SpeakerOptions(speakers=2)) == []
+def test_no_speech_has_no_turns():
+    assert find_turns(np.zeros(16000 * 5, dtype=np.float32), [], SpeakerOptions(speakers=2)) == []
 
 
 def test_speech_shorter_than_one_embedding_window_is_one_speaker(shared_audio):
     samples = load_audio(shared_audio / "LJ002-0020.wav")
     assert len(samples) < WINDOW_FRAMES * 160
-    turns = find_turns(samples, SpeakerOptions(speakers=3))
+    turns = find_turns(samples, whole(samples), SpeakerOptions(speakers=3))
     assert [turn.speaker for turn in turns] == ["SPEAKER_00"] and 0 <= turns[0].start < turns[0].end <= 1.6
 
 
-def test_more_speakers_asked_than_speak_gives_those_who_speak(shared_audio):
-    talk = conversation(shared_audio, ("librispeech-1088", "librivox-reader"), 0.5, turns=4)
-    assert {turn.speaker for turn in find_turns(talk.samples, SpeakerOptions(speakers=4))} == \
+def test_more_speakers_asked_than_speak_gives_those_who_speak(transcribed):
+    talk, result = transcribed[0.5]
+    assert {turn.speaker for turn in speaker_turns(talk.samples, result, SpeakerOptions(speakers=4))} == \
         {"SPEAKER_00", "SPEAKER_01"}
 
 
