@@ -264,6 +264,43 @@ static void check_encoder_attention(void) {
     check(worst < 0.06, "encoder attention within 0.06 of float64");
 }
 
+/* encoder_attention_f32 within 1e-5 of float64 attention over the same float32 inputs, at a length whose last block
+   of 32 keys is partial, with the same bits on one thread as on two (heads are independent) */
+static void check_encoder_attention_f32(void) {
+    const int length = 45, heads = 2, head_dim = 64, width = heads * head_dim, padded = 64;
+    float *qkv = randoms((size_t)length * 3 * width, 2.0f);
+    float *out = malloc((size_t)length * width * sizeof(float)), *alone = malloc((size_t)length * width * sizeof(float));
+    float *scratch = malloc((size_t)2 * 2 * padded * head_dim * sizeof(float));
+    const float scaling = 0.125f;
+    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, out, scratch, 2) == 0, "f32 attention runs");
+    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, alone, scratch, 1) == 0, "f32 attention runs");
+    check(memcmp(out, alone, (size_t)length * width * sizeof(float)) == 0, "f32 attention: one thread = two");
+    absorb(out, (size_t)length * width * sizeof(float));
+    double worst = 0.0;
+    for (int h = 0; h < heads; h++)
+        for (int q = 0; q < length; q++) {
+            double scores[64], top = -INFINITY, total = 0.0;
+            for (int j = 0; j < length; j++) {
+                scores[j] = 0.0;
+                for (int i = 0; i < head_dim; i++)
+                    scores[j] += (double)(qkv[(size_t)q * 3 * width + h * head_dim + i] * scaling)
+                                 * qkv[(size_t)j * 3 * width + width + h * head_dim + i];
+                top = fmax(top, scores[j]);
+            }
+            for (int j = 0; j < length; j++) total += scores[j] = exp(scores[j] - top);
+            for (int i = 0; i < head_dim; i++) {
+                double value = 0.0;
+                for (int j = 0; j < length; j++) value += scores[j] / total * qkv[(size_t)j * 3 * width + 2 * width + h * head_dim + i];
+                worst = fmax(worst, fabs(value - out[(size_t)q * width + h * head_dim + i]));
+            }
+        }
+    check(worst < 1e-5, "f32 encoder attention within 1e-5 of float64");
+    free(qkv);
+    free(out);
+    free(alone);
+    free(scratch);
+}
+
 int main(void) {
     const int formats[] = {FMT_F32, FMT_BF16, FMT_I8, FMT_I8_VNNI};
     for (int f = 0; f < 4; f++) check_linear(formats[f]);
@@ -272,6 +309,7 @@ int main(void) {
     check_certified_argmax(FMT_I8);
     check_certified_argmax(FMT_I8_VNNI);
     check_encoder_attention();
+    check_encoder_attention_f32();
     check_encoder_int8(0);
     check_encoder_int8(1);
     if (failures) return 1;

@@ -1,5 +1,5 @@
-"""The encoder's bfloat16 self-attention kernel against float32 attention over the same bfloat16 inputs, at
-lengths whose last block of keys is full, partial, or holds fewer than one vector of keys."""
+"""The encoder's self-attention kernels, bfloat16 and float32, against PyTorch's float32 attention over the same
+inputs, at lengths whose last block of keys is full, partial, or holds fewer than one vector of keys."""
 
 from __future__ import annotations
 
@@ -30,3 +30,29 @@ def test_bfloat16_attention_matches_float32_attention(length, threads):
     expected = expected.transpose(1, 2).reshape(length, heads * head_dim)
     error = (out.float() - expected).abs()
     assert error.max() < 0.06 and error.mean() < 0.004, (error.max().item(), error.mean().item())
+
+
+@pytest.mark.parametrize("length", [1, 16, 17, 37, 64, 300])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float32_attention_matches_pytorchs_and_is_the_same_on_any_thread_count(length, threads):
+    heads, head_dim = 4, 64
+    generator = torch.Generator().manual_seed(length)
+    qkv = 2 * torch.randn(length, 3 * heads * head_dim, generator=generator)
+    padded = -(-length // 32) * 32
+    outputs = []
+    for count in (threads, 3 - threads):
+        out = torch.full((length, heads * head_dim), float("nan"))
+        scratch = torch.empty(count * 2 * padded * head_dim)
+        assert kernels().encoder_attention_f32(qkv.data_ptr(), length, heads, head_dim, head_dim ** -0.5,
+                                               out.data_ptr(), scratch.data_ptr(), count) == 0
+        outputs.append(out)
+    assert torch.equal(outputs[0], outputs[1])
+    query, key, value = qkv.view(1, length, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
+    expected = F.scaled_dot_product_attention(query * head_dim ** -0.5, key, value, scale=1.0)
+    expected = expected.transpose(1, 2).reshape(length, heads * head_dim)
+    assert (outputs[0] - expected).abs().max() < 1e-5
+
+
+def test_float32_attention_refuses_a_head_size_it_has_no_layout_for():
+    qkv, out, scratch = torch.zeros(4, 3 * 48), torch.zeros(4, 48), torch.zeros(2 * 32 * 48)
+    assert kernels().encoder_attention_f32(qkv.data_ptr(), 4, 1, 48, 1.0, out.data_ptr(), scratch.data_ptr(), 1) == -1

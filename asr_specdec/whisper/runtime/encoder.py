@@ -139,29 +139,29 @@ def float_products(encoder: nn.Module):
 
 def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.Tensor:
     """Whisper's encoder forward with its linear layers from `project` (float_products, Int8Products): q, k
-    and v by one product per layer (queries scaled after it, as transformers does), and, in bfloat16 on a CPU
-    with AVX512-BF16, attention by the native flash kernel (bfloat16 products, float32 softmax and sums); the
-    same operations otherwise."""
+    and v by one product per layer (queries scaled after it, as transformers does), and, on a CPU with the native
+    kernels, attention by their flash kernel in bfloat16 (bfloat16 products, float32 softmax and sums) or float32
+    (the int8 encoder's float32 form); PyTorch's attention otherwise."""
     from ...native import capabilities, kernels
 
     hidden = F.gelu(encoder.conv1(features))
     hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
     hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
     batch, length, width = hidden.shape
-    native = (hidden.dtype == torch.bfloat16 and hidden.device.type == "cpu" and capabilities().encoder_attention
-              and encoder.layers[0].self_attn.head_dim % 32 == 0)
+    native = (hidden.dtype in (torch.bfloat16, torch.float32) and hidden.device.type == "cpu"
+              and capabilities().encoder_attention and encoder.layers[0].self_attn.head_dim % 32 == 0)
     for index, layer in enumerate(encoder.layers):
         attention = layer.self_attn
         projected = project(index, "qkv", layer.self_attn_layer_norm(hidden))
         if native:
+            attend = (kernels().encoder_attention_bf16 if hidden.dtype == torch.bfloat16
+                      else kernels().encoder_attention_f32)
             attended = torch.empty(batch, length, width, dtype=hidden.dtype)
             scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
                                   dtype=hidden.dtype)
             for row in range(batch):
-                kernels().encoder_attention_bf16(projected[row].contiguous().data_ptr(), length, attention.num_heads,
-                                                 attention.head_dim, float(attention.scaling),
-                                                 attended[row].data_ptr(), scratch.data_ptr(),
-                                                 torch.get_num_threads())
+                attend(projected[row].contiguous().data_ptr(), length, attention.num_heads, attention.head_dim,
+                       float(attention.scaling), attended[row].data_ptr(), scratch.data_ptr(), torch.get_num_threads())
         else:
             query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
                 2, 0, 3, 1, 4)
