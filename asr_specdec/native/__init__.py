@@ -124,7 +124,7 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     library.linear_int8_f32.restype = i32
     library.encoder_attention_bf16.argtypes = [pointer, i32, i32, i32, ctypes.c_float, pointer, pointer, i32]
     library.encoder_attention_bf16.restype = i32
-    library.encoder_attention_f32.argtypes = [pointer, i32, i32, i32, ctypes.c_float, pointer, pointer, i32]
+    library.encoder_attention_f32.argtypes = [pointer, i32, i32, i32, ctypes.c_float, i32, pointer, pointer, i32]
     library.encoder_attention_f32.restype = i32
     return library
 

@@ -244,13 +244,58 @@ static inline __attribute__((always_inline)) void weigh_values_f32(const float *
     }
 }
 
+/* One head's keys quantized for int8 scores: each key to int8 with its own scale (its max |value| / 127), stored + 128
+   as an FMT_I8_VNNI pack whose columns are the keys ([padded / 64][head_dim / 4][64][4]; zero keys from `length`). */
+static void pack_keys_int8(const float *qkv, int length, int padded, int width, int head, int head_dim,
+                           uint8_t *keys, float *scales) {
+    const int stride = 3 * width;
+    for (int j = 0; j < padded; j++) {
+        const float *key = qkv + (size_t)j * stride + width + head * head_dim;
+        float largest = 0.0f;
+        for (int i = 0; j < length && i < head_dim; i++) largest = fmaxf(largest, fabsf(key[i]));
+        const float step = largest > 0.0f ? largest / 127.0f : 1.0f;
+        scales[j] = step;
+        for (int i = 0; i < head_dim; i++) {
+            const float q = j < length ? nearbyintf(key[i] / step) : 0.0f;
+            keys[((size_t)(j / TILE) * (head_dim / 4) + i / 4) * TILE * 4 + (j % TILE) * 4 + i % 4] =
+                (uint8_t)((int)q + 128);
+        }
+    }
+}
+
+/* scores [R rows][padded] of R quantized queries over one tile of 64 int8 keys: exact int32 sums (vpdpbusd where the
+   CPU has it) times the query's and the key's scales, outlier dimensions of the query in float32. */
+static inline __attribute__((always_inline)) void score_keys_int8(const Linear *keys, int tile, QuantizedRows x,
+                                                                  float *scores, int padded, int R) {
+    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        vf acc[ROW_BLOCK][TILE_PASS];
+        vnni_accumulate(keys, tile, c0, x, acc, R);
+        for (int c = 0; c < TILE_PASS; c++) {
+            const int column = tile * TILE + (c0 + c) * 16;
+            const vf scale = vf_load(keys->scale + column);
+            for (int r = 0; r < R; r++) vf_store(scores + (size_t)r * padded + column, vf_mul(acc[r][c], scale));
+        }
+    }
+}
+
+static void score_tile_int8(const Linear *keys, int tile, QuantizedRows x, int rows, float *scores, int padded) {
+#define BLOCK(R) score_keys_int8(keys, tile, x, scores, padded, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
+}
+
 /* encoder_attention_head in float32: the scaled queries, scores, softmax weights and sums all float32 (the same
    two passes over the keys). keys, values: padded * head_dim floats each; scores: F32_TILE * padded floats, the
    weights written over them. */
 static void encoder_attention_head_f32(const float *qkv, int length, int width, int head, int head_dim,
-                                       float scaling, float *out, float *keys, float *values, float *scores) {
-    const int stride = 3 * width, padded = (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
-    pack_keys_values_f32(qkv, length, padded, width, head, head_dim, keys, values);
+                                       float scaling, float *out, float *keys, float *values, float *scores,
+                                       Linear *int8_keys, int8_t *int8_queries) {
+    const int stride = 3 * width, padded = int8_keys ? int8_keys->n : (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
+    pack_keys_values_f32(qkv, length, (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS, width, head, head_dim, keys,
+                         values);
+    if (int8_keys)
+        pack_keys_int8(qkv, length, padded, width, head, head_dim, (uint8_t *)int8_keys->packed,
+                       (float *)int8_keys->scale);
     for (int t0 = 0; t0 < length; t0 += F32_TILE) {
         const int queries = length - t0 < F32_TILE ? length - t0 : F32_TILE;
         float query[F32_TILE][128];
@@ -258,9 +303,21 @@ static void encoder_attention_head_f32(const float *qkv, int length, int width, 
             const float *source = qkv + (size_t)(t0 + (q < queries ? q : 0)) * stride + head * head_dim;
             for (int i = 0; i < head_dim; i++) query[q][i] = source[i] * scaling;
         }
-        for (int q0 = 0; q0 < queries; q0 += F32_QUERIES)
-            for (int block = 0; block < padded / 16; block += F32_VECTORS)
-                score_keys_f32(keys, block, head_dim, query + q0, scores + (size_t)q0 * padded, padded);
+        if (int8_keys) {
+            RowQuantization quantized[F32_TILE];
+            for (int q = 0; q < queries; q++)
+                quantize_row(head_dim, query[q], int8_queries + (size_t)q * head_dim, quantized + q);
+            for (int q0 = 0; q0 < queries; q0 += ROW_BLOCK) {
+                const QuantizedRows part = {int8_queries + (size_t)q0 * head_dim, quantized + q0};
+                for (int tile = 0; tile < int8_keys->n_tiles; tile++)
+                    score_tile_int8(int8_keys, tile, part, queries - q0 < ROW_BLOCK ? queries - q0 : ROW_BLOCK,
+                                    scores + (size_t)q0 * padded, padded);
+            }
+        } else {
+            for (int q0 = 0; q0 < queries; q0 += F32_QUERIES)
+                for (int block = 0; block < padded / 16; block += F32_VECTORS)
+                    score_keys_f32(keys, block, head_dim, query + q0, scores + (size_t)q0 * padded, padded);
+        }
         float total[F32_TILE];
         for (int q = 0; q < queries; q++)
             total[q] = softmax_weights(scores + (size_t)q * padded, length, padded, scores + (size_t)q * padded, 0);
@@ -273,30 +330,38 @@ static void encoder_attention_head_f32(const float *qkv, int length, int width, 
     }
 }
 
-/* encoder_attention_bf16 in float32 (qkv [length][3 * width], out [length][width]); scratch: threads * 2 * (length
-   rounded up to 32) * head_dim floats. Returns 0, -1 when the head size is not a multiple of 32 up to 128, -2 when
-   out of memory. */
-int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, float *out,
-                          float *scratch, int threads) {
+/* encoder_attention_bf16 in float32 (qkv [length][3 * width], out [length][width]); with `int8_scores` the scores are
+   int8 products (each query and each key quantized with its own scale, the query's outlier dimensions in float32,
+   as the int8 linear layers' rows; VNNI's 4x the multiply-adds per instruction) and the rest float32. scratch:
+   threads * 2 * (length rounded up to 32) * head_dim floats. Returns 0, -1 when the head size is not a multiple of
+   32 up to 128, -2 when out of memory. */
+int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, int int8_scores,
+                          float *out, float *scratch, int threads) {
     if (head_dim % 32 || head_dim > 128) return -1;
     const int width = heads * head_dim, padded = (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
+    const int tiles = (length + TILE - 1) / TILE, scored = int8_scores ? tiles * TILE : padded;
     const size_t per_thread = (size_t)2 * padded * head_dim;
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
-        float *scores = aligned_alloc(64, (size_t)F32_TILE * padded * sizeof(float));
+        float *scores = aligned_alloc(64, (size_t)F32_TILE * scored * sizeof(float));
+        uint8_t *int8 = int8_scores ? malloc((size_t)scored * (head_dim + sizeof(float)) + F32_TILE * head_dim) : NULL;
         float *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
+        Linear int8_keys = {FMT_I8_VNNI, scored, head_dim, tiles, 0, int8, (const float *)(int8 + (size_t)scored * head_dim),
+                            NULL};
 #pragma omp for schedule(static)
         for (int head = 0; head < heads; head++) {
-            if (scores == NULL) {
+            if (scores == NULL || (int8_scores && int8 == NULL)) {
 #pragma omp atomic write
                 failed = 1;
                 continue;
             }
             encoder_attention_head_f32(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2,
-                                       scores);
+                                       scores, int8_scores ? &int8_keys : NULL,
+                                       (int8_t *)int8 + (size_t)scored * (head_dim + sizeof(float)));
         }
         free(scores);
+        free(int8);
     }
     return failed ? -2 : 0;
 }

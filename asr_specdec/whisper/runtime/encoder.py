@@ -100,7 +100,7 @@ class EncoderRunner:
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
         features = features.to(self.input_dtype)
         if self._project is not None:
-            output = fused_forward(self.encoder, self._project, features)
+            output = fused_forward(self.encoder, self._project, features, int8_scores=self.products is not None)
         else:
             output = self.encoder(features).last_hidden_state
         return output if output.dtype == torch.float32 else output.float()
@@ -137,7 +137,7 @@ def float_products(encoder: nn.Module):
     return project
 
 
-def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.Tensor:
+def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_scores: bool = False) -> torch.Tensor:
     """Whisper's encoder forward with its linear layers from `project` (float_products, Int8Products): q, k
     and v by one product per layer (queries scaled after it, as transformers does), and, on a CPU with the native
     kernels, attention by their flash kernel in bfloat16 (bfloat16 products, float32 softmax and sums) or float32
@@ -154,14 +154,19 @@ def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.
         attention = layer.self_attn
         projected = project(index, "qkv", layer.self_attn_layer_norm(hidden))
         if native:
-            attend = (kernels().encoder_attention_bf16 if hidden.dtype == torch.bfloat16
-                      else kernels().encoder_attention_f32)
             attended = torch.empty(batch, length, width, dtype=hidden.dtype)
             scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
                                   dtype=hidden.dtype)
             for row in range(batch):
-                attend(projected[row].contiguous().data_ptr(), length, attention.num_heads, attention.head_dim,
-                       float(attention.scaling), attended[row].data_ptr(), scratch.data_ptr(), torch.get_num_threads())
+                source = projected[row].contiguous()
+                shape = (source.data_ptr(), length, attention.num_heads, attention.head_dim,
+                         float(attention.scaling))
+                if hidden.dtype == torch.bfloat16:
+                    kernels().encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
+                                                     torch.get_num_threads())
+                else:
+                    kernels().encoder_attention_f32(*shape, int(int8_scores), attended[row].data_ptr(),
+                                                    scratch.data_ptr(), torch.get_num_threads())
         else:
             query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
                 2, 0, 3, 1, 4)
