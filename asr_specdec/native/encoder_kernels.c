@@ -347,8 +347,10 @@ int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim,
         float *scores = aligned_alloc(64, (size_t)F32_TILE * scored * sizeof(float));
         uint8_t *int8 = int8_scores ? malloc((size_t)scored * (head_dim + sizeof(float)) + F32_TILE * head_dim) : NULL;
         float *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
-        Linear int8_keys = {FMT_I8_VNNI, scored, head_dim, tiles, 0, int8, (const float *)(int8 + (size_t)scored * head_dim),
-                            NULL};
+        /* the keys' int8 pack [scored][head_dim] bytes, their scales [scored] floats, the queries' int8 values */
+        Linear int8_keys = {FMT_I8_VNNI, scored, head_dim, tiles, 0, int8,
+                            int8 ? (const float *)(int8 + (size_t)scored * head_dim) : NULL, NULL};
+        int8_t *int8_queries = int8 ? (int8_t *)int8 + (size_t)scored * (head_dim + sizeof(float)) : NULL;
 #pragma omp for schedule(static)
         for (int head = 0; head < heads; head++) {
             if (scores == NULL || (int8_scores && int8 == NULL)) {
@@ -357,8 +359,7 @@ int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim,
                 continue;
             }
             encoder_attention_head_f32(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2,
-                                       scores, int8_scores ? &int8_keys : NULL,
-                                       (int8_t *)int8 + (size_t)scored * (head_dim + sizeof(float)));
+                                       scores, int8_scores ? &int8_keys : NULL, int8_queries);
         }
         free(scores);
         free(int8);
