@@ -124,6 +124,8 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     library.linear_int8_f32.restype = i32
     library.encoder_attention_bf16.argtypes = [pointer, i32, i32, i32, ctypes.c_float, pointer, pointer, i32]
     library.encoder_attention_bf16.restype = i32
+    library.encoder_attention_f32.argtypes = [pointer, i32, i32, i32, ctypes.c_float, i32, pointer, pointer, i32]
+    library.encoder_attention_f32.restype = i32
     return library
 
 
@@ -163,7 +165,7 @@ class Capabilities:
 
     isa: str  # the kernel build that runs: avx512, avx2, neon, or "none" (everything on PyTorch)
     decoder: bool  # the decoder step, the drafters' products and the certified argmax (every build has them)
-    encoder_attention: bool  # the encoder's bfloat16 flash attention (every build has it)
+    encoder_attention: bool  # the encoder's flash attention, bfloat16 and float32 (every build has it)
     # int8 products of int8 activations (int8-vnni weights: the int8 encoder, the drafters): VNNI's dot products
     # where the CPU has them (AVX512-VNNI, AVX-VNNI, NEON dotprod), exact 16-bit pair sums elsewhere
     int8_products: bool

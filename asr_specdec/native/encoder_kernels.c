@@ -1,5 +1,9 @@
-/* The encoder's bfloat16 self-attention (bfloat16 pair products as vdpbf16ps computes them: native with AVX512-BF16,
-   two fused multiply-adds elsewhere) and its linear layers as int8 products. */
+/* The encoder's self-attention, in bfloat16 (bfloat16 pair products as vdpbf16ps computes them: native with
+   AVX512-BF16, two fused multiply-adds elsewhere) and in float32, and its linear layers as int8 products.
+
+Hand-written rather than PyTorch's scaled_dot_product_attention: every build (AVX-512, AVX2, NEON) computes each
+output with one fixed chain of operations, so the builds give the same bits (tests/native/test_builds.py), and on
+AVX2 PyTorch's float32 flash attention runs at about a quarter of the FMA rate (docs/compute.md). */
 #include "kernels.h"
 
 /* ---------------------------------------------------------------- encoder self-attention in bfloat16 */
@@ -8,6 +12,24 @@
 #define ENC_KEYS 32   /* keys per score block: two vectors per query */
 #define ENC_AV_QUERIES 4
 #define ENC_SCORE_QUERIES (TILE_PASS == 4 ? ENC_QUERIES : 2) /* queries scored together: what the registers hold */
+
+/* A row of scores' softmax weights exp(score - max), zero from `length` up to `padded`, stored in bfloat16 (`bf16`)
+   or float32 (in place over the scores allowed); returns their float32 total. */
+static inline float softmax_weights(const float *row, int length, int padded, void *weights, int bf16) {
+    vf top = vf_set1(-INFINITY);
+    for (int k = 0; k < length; k += 16) top = vf_max_tail(top, vf_load(row + k), length - k);
+    const vf shift = vf_set1(vf_reduce_max(top));
+    vf sum = vf_zero();
+    for (int k = 0; k < padded; k += 16) {
+        vf e = vf_zero_tail(exp16(vf_sub(vf_load(row + k), shift)), length - k);
+        sum = vf_add(sum, e);
+        if (bf16)
+            vf_store_bf16((uint16_t *)weights + k, e);
+        else
+            vf_store((float *)weights + k, e);
+    }
+    return vf_reduce_add(sum);
+}
 
 /* Pack one head's keys as [block of 16 keys][dim pair][16][2] and values as [key pair][head_dim][2], zero past
    `length` up to `padded`, so both products below load whole vectors of bfloat16 pairs. */
@@ -102,19 +124,8 @@ static void encoder_attention_head(const uint16_t *qkv, int length, int width, i
                 }
             }
         float total[ENC_QUERIES];
-        for (int q = 0; q < queries; q++) {
-            const float *row = scores + (size_t)q * padded;
-            vf top = vf_set1(-INFINITY);
-            for (int k = 0; k < length; k += 16) top = vf_max_tail(top, vf_load(row + k), length - k);
-            const vf shift = vf_set1(vf_reduce_max(top));
-            vf sum = vf_zero();
-            for (int k = 0; k < padded; k += 16) {
-                vf e = vf_zero_tail(exp16(vf_sub(vf_load(row + k), shift)), length - k);
-                sum = vf_add(sum, e);
-                vf_store_bf16(weights + (size_t)q * padded + k, e);
-            }
-            total[q] = vf_reduce_add(sum);
-        }
+        for (int q = 0; q < queries; q++)
+            total[q] = softmax_weights(scores + (size_t)q * padded, length, padded, weights + (size_t)q * padded, 1);
         for (int a0 = 0; a0 < queries; a0 += ENC_AV_QUERIES) {
             const int rows = queries - a0 < ENC_AV_QUERIES ? queries - a0 : ENC_AV_QUERIES;
             uint16_t *first = out + (size_t)(q0 + a0) * width + head * head_dim;
@@ -153,6 +164,205 @@ int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_
                                    scores, (uint16_t *)(scores + (size_t)ENC_QUERIES * padded));
         }
         free(scores);
+    }
+    return failed ? -2 : 0;
+}
+
+/* ---------------------------------------------------------------- encoder self-attention in float32 */
+
+/* Queries (and key or head vectors) multiplied together: what the registers hold, 12 x 2 vectors in 32 zmm registers,
+   6 x 1 in 16 ymm pairs (AVX2) or 32 q quads (NEON). Each output's chain of operations is the same whatever these
+   are, so every build computes the same bits. */
+#if TILE_PASS == 4
+#define F32_QUERIES 12
+#define F32_VECTORS 2
+#else
+#define F32_QUERIES 6
+#define F32_VECTORS 1
+#endif
+#define F32_TILE (2 * F32_QUERIES) /* queries whose scores over every key are kept (L2) */
+
+/* One head's keys as [block of 16 keys][head_dim][16] and values as [key][head_dim], zero from `length` up to
+   `padded`. */
+static void pack_keys_values_f32(const float *qkv, int length, int padded, int width, int head, int head_dim,
+                                 float *keys, float *values) {
+    const int stride = 3 * width;
+    for (int j = 0; j < padded; j++) {
+        const float *key = qkv + (size_t)j * stride + width + head * head_dim;
+        const float *value = qkv + (size_t)j * stride + 2 * width + head * head_dim;
+        for (int i = 0; i < head_dim; i++) {
+            keys[((size_t)(j / 16) * head_dim + i) * 16 + j % 16] = j < length ? key[i] : 0.0f;
+            values[(size_t)j * head_dim + i] = j < length ? value[i] : 0.0f;
+        }
+    }
+}
+
+/* scores [F32_QUERIES rows from `query`][padded] of the block of F32_VECTORS * 16 keys from `block`: one chain of
+   fused multiply-adds over the head's dimensions per score. */
+static inline __attribute__((always_inline)) void score_keys_f32(const float *keys, int block, int head_dim,
+                                                                 const float (*query)[128], float *scores,
+                                                                 int padded) {
+    vf acc[F32_QUERIES][F32_VECTORS];
+    for (int q = 0; q < F32_QUERIES; q++)
+        for (int v = 0; v < F32_VECTORS; v++) acc[q][v] = vf_zero();
+    const float *first = keys + (size_t)block * head_dim * 16;
+    for (int i = 0; i < head_dim; i++) {
+        vf key[F32_VECTORS];
+        for (int v = 0; v < F32_VECTORS; v++) key[v] = vf_load(first + ((size_t)v * head_dim + i) * 16);
+        for (int q = 0; q < F32_QUERIES; q++) {
+            const vf element = vf_set1(query[q][i]);
+            for (int v = 0; v < F32_VECTORS; v++) acc[q][v] = vf_fma(element, key[v], acc[q][v]);
+        }
+    }
+    for (int q = 0; q < F32_QUERIES; q++)
+        for (int v = 0; v < F32_VECTORS; v++) vf_store(scores + (size_t)q * padded + (block + v) * 16, acc[q][v]);
+}
+
+/* out rows (`rows` <= F32_QUERIES of them, `width` apart) from head vector v0 on = weights [row][padded] @ values
+   over the first `length` keys, each divided by its row's total: one chain of fused multiply-adds over the keys
+   per output. */
+static inline __attribute__((always_inline)) void weigh_values_f32(const float *values, const float *weights,
+                                                                   int length, int padded, int head_dim, int v0,
+                                                                   const float *total, int rows, float *out,
+                                                                   int width) {
+    const float *row_weights[F32_QUERIES];
+    for (int q = 0; q < F32_QUERIES; q++) row_weights[q] = weights + (size_t)(q < rows ? q : 0) * padded;
+    vf acc[F32_QUERIES][F32_VECTORS];
+    for (int q = 0; q < F32_QUERIES; q++)
+        for (int v = 0; v < F32_VECTORS; v++) acc[q][v] = vf_zero();
+    for (int j = 0; j < length; j++) {
+        vf value[F32_VECTORS];
+        for (int v = 0; v < F32_VECTORS; v++) value[v] = vf_load(values + (size_t)j * head_dim + (v0 + v) * 16);
+        for (int q = 0; q < F32_QUERIES; q++) {
+            const vf weight = vf_set1(row_weights[q][j]);
+            for (int v = 0; v < F32_VECTORS; v++) acc[q][v] = vf_fma(weight, value[v], acc[q][v]);
+        }
+    }
+    for (int q = 0; q < rows; q++) {
+        const vf inverse = vf_set1(1.0f / total[q]);
+        for (int v = 0; v < F32_VECTORS; v++) vf_store(out + (size_t)q * width + (v0 + v) * 16, vf_mul(acc[q][v], inverse));
+    }
+}
+
+/* One head's keys quantized for int8 scores: each key to int8 with its own scale (its max |value| / 127), stored + 128
+   as an FMT_I8_VNNI pack whose columns are the keys ([padded / 64][head_dim / 4][64][4]; zero keys from `length`). */
+static void pack_keys_int8(const float *qkv, int length, int padded, int width, int head, int head_dim,
+                           uint8_t *keys, float *scales) {
+    const int stride = 3 * width;
+    for (int j = 0; j < padded; j++) {
+        const float *key = qkv + (size_t)j * stride + width + head * head_dim;
+        float largest = 0.0f;
+        for (int i = 0; j < length && i < head_dim; i++) largest = fmaxf(largest, fabsf(key[i]));
+        const float step = largest > 0.0f ? largest / 127.0f : 1.0f;
+        scales[j] = step;
+        for (int i = 0; i < head_dim; i++) {
+            const float q = j < length ? nearbyintf(key[i] / step) : 0.0f;
+            keys[((size_t)(j / TILE) * (head_dim / 4) + i / 4) * TILE * 4 + (j % TILE) * 4 + i % 4] =
+                (uint8_t)((int)q + 128);
+        }
+    }
+}
+
+/* scores [R rows][padded] of R quantized queries over one tile of 64 int8 keys: exact int32 sums (vpdpbusd where the
+   CPU has it) times the query's and the key's scales, outlier dimensions of the query in float32. */
+static inline __attribute__((always_inline)) void score_keys_int8(const Linear *keys, int tile, QuantizedRows x,
+                                                                  float *scores, int padded, int R) {
+    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        vf acc[ROW_BLOCK][TILE_PASS];
+        vnni_accumulate(keys, tile, c0, x, acc, R);
+        for (int c = 0; c < TILE_PASS; c++) {
+            const int column = tile * TILE + (c0 + c) * 16;
+            const vf scale = vf_load(keys->scale + column);
+            for (int r = 0; r < R; r++) vf_store(scores + (size_t)r * padded + column, vf_mul(acc[r][c], scale));
+        }
+    }
+}
+
+static void score_tile_int8(const Linear *keys, int tile, QuantizedRows x, int rows, float *scores, int padded) {
+#define BLOCK(R) score_keys_int8(keys, tile, x, scores, padded, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
+}
+
+/* encoder_attention_head in float32: the scaled queries, scores, softmax weights and sums all float32 (the same
+   two passes over the keys). keys, values: padded * head_dim floats each; scores: F32_TILE * padded floats, the
+   weights written over them. */
+static void encoder_attention_head_f32(const float *qkv, int length, int width, int head, int head_dim,
+                                       float scaling, float *out, float *keys, float *values, float *scores,
+                                       Linear *int8_keys, int8_t *int8_queries) {
+    const int stride = 3 * width, padded = int8_keys ? int8_keys->n : (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
+    pack_keys_values_f32(qkv, length, (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS, width, head, head_dim, keys,
+                         values);
+    if (int8_keys)
+        pack_keys_int8(qkv, length, padded, width, head, head_dim, (uint8_t *)int8_keys->packed,
+                       (float *)int8_keys->scale);
+    for (int t0 = 0; t0 < length; t0 += F32_TILE) {
+        const int queries = length - t0 < F32_TILE ? length - t0 : F32_TILE;
+        float query[F32_TILE][128];
+        for (int q = 0; q < F32_TILE; q++) {
+            const float *source = qkv + (size_t)(t0 + (q < queries ? q : 0)) * stride + head * head_dim;
+            for (int i = 0; i < head_dim; i++) query[q][i] = source[i] * scaling;
+        }
+        if (int8_keys) {
+            RowQuantization quantized[F32_TILE];
+            for (int q = 0; q < queries; q++)
+                quantize_row(head_dim, query[q], int8_queries + (size_t)q * head_dim, quantized + q);
+            for (int q0 = 0; q0 < queries; q0 += ROW_BLOCK) {
+                const QuantizedRows part = {int8_queries + (size_t)q0 * head_dim, quantized + q0};
+                for (int tile = 0; tile < int8_keys->n_tiles; tile++)
+                    score_tile_int8(int8_keys, tile, part, queries - q0 < ROW_BLOCK ? queries - q0 : ROW_BLOCK,
+                                    scores + (size_t)q0 * padded, padded);
+            }
+        } else {
+            for (int q0 = 0; q0 < queries; q0 += F32_QUERIES)
+                for (int block = 0; block < padded / 16; block += F32_VECTORS)
+                    score_keys_f32(keys, block, head_dim, query + q0, scores + (size_t)q0 * padded, padded);
+        }
+        float total[F32_TILE];
+        for (int q = 0; q < queries; q++)
+            total[q] = softmax_weights(scores + (size_t)q * padded, length, padded, scores + (size_t)q * padded, 0);
+        for (int q0 = 0; q0 < queries; q0 += F32_QUERIES) {
+            const int rows = queries - q0 < F32_QUERIES ? queries - q0 : F32_QUERIES;
+            for (int v0 = 0; v0 < head_dim / 16; v0 += F32_VECTORS)
+                weigh_values_f32(values, scores + (size_t)q0 * padded, length, padded, head_dim, v0, total + q0,
+                                 rows, out + (size_t)(t0 + q0) * width + head * head_dim, width);
+        }
+    }
+}
+
+/* encoder_attention_bf16 in float32 (qkv [length][3 * width], out [length][width]); with `int8_scores` the scores are
+   int8 products (each query and each key quantized with its own scale, the query's outlier dimensions in float32,
+   as the int8 linear layers' rows; VNNI's 4x the multiply-adds per instruction) and the rest float32. scratch:
+   threads * 2 * (length rounded up to 32) * head_dim floats. Returns 0, -1 when the head size is not a multiple of
+   32 up to 128, -2 when out of memory. */
+int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, int int8_scores,
+                          float *out, float *scratch, int threads) {
+    if (head_dim % 32 || head_dim > 128) return -1;
+    const int width = heads * head_dim, padded = (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
+    const int tiles = (length + TILE - 1) / TILE, scored = int8_scores ? tiles * TILE : padded;
+    const size_t per_thread = (size_t)2 * padded * head_dim;
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        float *scores = aligned_alloc(64, (size_t)F32_TILE * scored * sizeof(float));
+        uint8_t *int8 = int8_scores ? malloc((size_t)scored * (head_dim + sizeof(float)) + F32_TILE * head_dim) : NULL;
+        float *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
+        /* the keys' int8 pack [scored][head_dim] bytes, their scales [scored] floats, the queries' int8 values */
+        Linear int8_keys = {FMT_I8_VNNI, scored, head_dim, tiles, 0, int8,
+                            int8 ? (const float *)(int8 + (size_t)scored * head_dim) : NULL, NULL};
+        int8_t *int8_queries = int8 ? (int8_t *)int8 + (size_t)scored * (head_dim + sizeof(float)) : NULL;
+#pragma omp for schedule(static)
+        for (int head = 0; head < heads; head++) {
+            if (scores == NULL || (int8_scores && int8 == NULL)) {
+#pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            encoder_attention_head_f32(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2,
+                                       scores, int8_scores ? &int8_keys : NULL, int8_queries);
+        }
+        free(scores);
+        free(int8);
     }
     return failed ? -2 : 0;
 }

@@ -335,6 +335,8 @@ void quantize_int8_vectors(const void *src, int format, long blocks, int dim, in
                            int threads);
 int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_dim, float scaling, uint16_t *out,
                            uint16_t *scratch, int threads);
+int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, int int8_scores,
+                          float *out, float *scratch, int threads);
 int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
                      int threads);
 int linear_int8_f32(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int gelu, int threads);

@@ -233,35 +233,71 @@ static void check_certified_argmax(int screen_format) {
     check(full[0] == 7, "the near-tie is settled exactly");
 }
 
-/* encoder_attention_bf16 within 0.06 of float64 attention over the same bfloat16 inputs (as test_encoder_attention) */
-static void check_encoder_attention(void) {
-    const int length = 37, heads = 2, head_dim = 64, width = heads * head_dim, padded = 64;
-    float *source = randoms((size_t)length * 3 * width, 2.0f);
-    uint16_t *qkv = malloc((size_t)length * 3 * width * 2), *out = malloc((size_t)length * width * 2);
-    uint16_t *scratch = malloc((size_t)2 * 2 * padded * head_dim * 2);
-    for (size_t i = 0; i < (size_t)length * 3 * width; i++) qkv[i] = to_bf16(source[i]);
-    const float scaling = 0.125f;
-    check(encoder_attention_bf16(qkv, length, heads, head_dim, scaling, out, scratch, 2) == 0, "attention runs");
-    absorb(out, (size_t)length * width * 2);
+/* the largest difference of `out` [length][width] from float64 attention over qkv [length][3 * width], the scaled
+   queries rounded to bfloat16 first where `bf16_queries` (as the bfloat16 kernel rounds them) */
+static double attention_error(const float *qkv, const float *out, int length, int heads, int head_dim, float scaling,
+                              int bf16_queries) {
+    const int width = heads * head_dim;
     double worst = 0.0;
     for (int h = 0; h < heads; h++)
         for (int q = 0; q < length; q++) {
             double scores[64], top = -INFINITY, total = 0.0;
             for (int j = 0; j < length; j++) {
                 scores[j] = 0.0;
-                for (int i = 0; i < head_dim; i++)
-                    scores[j] += (double)load1(&(uint16_t){to_bf16(load1(qkv, (size_t)q * 3 * width + h * head_dim + i, FMT_BF16) * scaling)}, 0, FMT_BF16)
-                                 * load1(qkv, (size_t)j * 3 * width + width + h * head_dim + i, FMT_BF16);
+                for (int i = 0; i < head_dim; i++) {
+                    const float query = qkv[(size_t)q * 3 * width + h * head_dim + i] * scaling;
+                    scores[j] += (double)(bf16_queries ? load1(&(uint16_t){to_bf16(query)}, 0, FMT_BF16) : query)
+                                 * qkv[(size_t)j * 3 * width + width + h * head_dim + i];
+                }
                 top = fmax(top, scores[j]);
             }
             for (int j = 0; j < length; j++) total += scores[j] = exp(scores[j] - top);
             for (int i = 0; i < head_dim; i++) {
                 double value = 0.0;
-                for (int j = 0; j < length; j++) value += scores[j] / total * load1(qkv, (size_t)j * 3 * width + 2 * width + h * head_dim + i, FMT_BF16);
-                worst = fmax(worst, fabs(value - load1(out, (size_t)q * width + h * head_dim + i, FMT_BF16)));
+                for (int j = 0; j < length; j++) value += scores[j] / total * qkv[(size_t)j * 3 * width + 2 * width + h * head_dim + i];
+                worst = fmax(worst, fabs(value - out[(size_t)q * width + h * head_dim + i]));
             }
         }
-    check(worst < 0.06, "encoder attention within 0.06 of float64");
+    return worst;
+}
+
+/* encoder_attention_bf16 within 0.06 of float64 attention over the same bfloat16 inputs (as test_encoder_attention) */
+static void check_encoder_attention(void) {
+    const int length = 37, heads = 2, head_dim = 64, width = heads * head_dim, padded = 64;
+    float *source = randoms((size_t)length * 3 * width, 2.0f), *wide = malloc((size_t)length * width * sizeof(float));
+    uint16_t *qkv = malloc((size_t)length * 3 * width * 2), *out = malloc((size_t)length * width * 2);
+    uint16_t *scratch = malloc((size_t)2 * 2 * padded * head_dim * 2);
+    for (size_t i = 0; i < (size_t)length * 3 * width; i++) source[i] = load1(&(uint16_t){to_bf16(source[i])}, 0, FMT_BF16);
+    for (size_t i = 0; i < (size_t)length * 3 * width; i++) qkv[i] = to_bf16(source[i]);
+    const float scaling = 0.125f;
+    check(encoder_attention_bf16(qkv, length, heads, head_dim, scaling, out, scratch, 2) == 0, "attention runs");
+    absorb(out, (size_t)length * width * 2);
+    for (size_t i = 0; i < (size_t)length * width; i++) wide[i] = load1(out, i, FMT_BF16);
+    check(attention_error(source, wide, length, heads, head_dim, scaling, 1) < 0.06,
+          "encoder attention within 0.06 of float64");
+}
+
+/* encoder_attention_f32 within `bound` of float64 attention over the same float32 inputs (values of about `size`),
+   at a length whose last block of keys is partial, with the same bits on one thread as on two (heads are
+   independent) */
+static void check_encoder_attention_f32(int int8_scores, float size, double bound) {
+    const int length = 45, heads = 2, head_dim = 64, width = heads * head_dim, padded = 64;
+    float *qkv = randoms((size_t)length * 3 * width, size);
+    float *out = malloc((size_t)length * width * sizeof(float)), *alone = malloc((size_t)length * width * sizeof(float));
+    float *scratch = malloc((size_t)2 * 2 * padded * head_dim * sizeof(float));
+    const float scaling = 0.125f;
+    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, int8_scores, out, scratch, 2) == 0,
+          "f32 attention runs");
+    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, int8_scores, alone, scratch, 1) == 0,
+          "f32 attention runs");
+    check(memcmp(out, alone, (size_t)length * width * sizeof(float)) == 0, "f32 attention: one thread = two");
+    absorb(out, (size_t)length * width * sizeof(float));
+    const double worst = attention_error(qkv, out, length, heads, head_dim, scaling, 0);
+    check(worst < bound, int8_scores ? "f32 attention with int8 scores near float64" : "f32 attention near float64");
+    free(qkv);
+    free(out);
+    free(alone);
+    free(scratch);
 }
 
 int main(void) {
@@ -272,6 +308,8 @@ int main(void) {
     check_certified_argmax(FMT_I8);
     check_certified_argmax(FMT_I8_VNNI);
     check_encoder_attention();
+    check_encoder_attention_f32(0, 2.0f, 1e-5);
+    check_encoder_attention_f32(1, 1.0f, 0.02);
     check_encoder_int8(0);
     check_encoder_int8(1);
     if (failures) return 1;

@@ -5,8 +5,8 @@ through `fused_forward`: one product for q, k and v, fc1 and its GELU fused, and
 attention by a native kernel. int8 runs the same forward with every linear layer as int8 products of int8
 activations on the native kernels (VNNI where the CPU has it: weights with a scale per output column, each row of
 activations quantized with its own scale, its outlier dimensions multiplied in float32), in bfloat16 between the
-products on the AVX-512 build and in float32 (the model's own modules) on the others, where PyTorch's bfloat16 is
-emulated, and projects the decoder's cross-attention keys/values the same way (`cross_projection`); without those
+products on the AVX-512 build and in float32 (the model's own modules, attention by the native float32 kernel with
+int8 scores) on the others, where PyTorch's bfloat16 is emulated, and projects the decoder's cross-attention keys/values the same way (`cross_projection`); without those
 kernels, torch's dynamic int8 quantization of a float32 copy.
 
 The encoder runs once per window, identically for plain and speculative decoding: its precision changes the
@@ -100,7 +100,7 @@ class EncoderRunner:
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
         features = features.to(self.input_dtype)
         if self._project is not None:
-            output = fused_forward(self.encoder, self._project, features)
+            output = fused_forward(self.encoder, self._project, features, int8_scores=self.products is not None)
         else:
             output = self.encoder(features).last_hidden_state
         return output if output.dtype == torch.float32 else output.float()
@@ -137,19 +137,19 @@ def float_products(encoder: nn.Module):
     return project
 
 
-def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.Tensor:
+def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_scores: bool = False) -> torch.Tensor:
     """Whisper's encoder forward with its linear layers from `project` (float_products, Int8Products): q, k
-    and v by one product per layer (queries scaled after it, as transformers does), and, in bfloat16 on a CPU
-    with AVX512-BF16, attention by the native flash kernel (bfloat16 products, float32 softmax and sums); the
-    same operations otherwise."""
+    and v by one product per layer (queries scaled after it, as transformers does), and, on a CPU with the native
+    kernels, attention by their flash kernel in bfloat16 (bfloat16 products, float32 softmax and sums) or float32
+    (the int8 encoder's float32 form); PyTorch's attention otherwise."""
     from ...native import capabilities, kernels
 
     hidden = F.gelu(encoder.conv1(features))
     hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
     hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
     batch, length, width = hidden.shape
-    native = (hidden.dtype == torch.bfloat16 and hidden.device.type == "cpu" and capabilities().encoder_attention
-              and encoder.layers[0].self_attn.head_dim % 32 == 0)
+    native = (hidden.dtype in (torch.bfloat16, torch.float32) and hidden.device.type == "cpu"
+              and capabilities().encoder_attention and encoder.layers[0].self_attn.head_dim % 32 == 0)
     for index, layer in enumerate(encoder.layers):
         attention = layer.self_attn
         projected = project(index, "qkv", layer.self_attn_layer_norm(hidden))
@@ -158,10 +158,15 @@ def fused_forward(encoder: nn.Module, project, features: torch.Tensor) -> torch.
             scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
                                   dtype=hidden.dtype)
             for row in range(batch):
-                kernels().encoder_attention_bf16(projected[row].contiguous().data_ptr(), length, attention.num_heads,
-                                                 attention.head_dim, float(attention.scaling),
-                                                 attended[row].data_ptr(), scratch.data_ptr(),
-                                                 torch.get_num_threads())
+                source = projected[row].contiguous()
+                shape = (source.data_ptr(), length, attention.num_heads, attention.head_dim,
+                         float(attention.scaling))
+                if hidden.dtype == torch.bfloat16:
+                    kernels().encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
+                                                     torch.get_num_threads())
+                else:
+                    kernels().encoder_attention_f32(*shape, int(int8_scores), attended[row].data_ptr(),
+                                                    scratch.data_ptr(), torch.get_num_threads())
         else:
             query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
                 2, 0, 3, 1, 4)
