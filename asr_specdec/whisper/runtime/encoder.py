@@ -6,8 +6,9 @@ attention by a native kernel. int8 runs the same forward with every linear layer
 activations on the native kernels (VNNI where the CPU has it: weights with a scale per output column, each row of
 activations quantized with its own scale, its outlier dimensions multiplied in float32), in bfloat16 between the
 products on the AVX-512 build and in float32 (the model's own modules, attention by the native float32 kernel with
-int8 scores) on the others, where PyTorch's bfloat16 is emulated, and projects the decoder's cross-attention keys/values the same way (`cross_projection`); without those
-kernels, torch's dynamic int8 quantization of a float32 copy.
+int8 scores) on the others, where PyTorch's bfloat16 is emulated, and projects the decoder's cross-attention
+keys/values the same way (`cross_projection`); without those kernels, torch's dynamic int8 quantization of a
+float32 copy.
 
 The encoder runs once per window, identically for plain and speculative decoding: its precision changes the
 text as any model change may (measured in the README), never the equality of speculative and plain output.
