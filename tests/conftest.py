@@ -8,6 +8,17 @@ from pathlib import Path
 
 import pytest
 
+# xdist's workers share the machine's cores: each worker (and every command it starts) computes on its share, so
+# OpenMP threads of two workers never spin against each other on one core (on the 2-core CI: one thread each).
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if WORKERS > 1 and "ASR_SPECDEC_TEST_THREADS" not in os.environ:
+    os.environ["ASR_SPECDEC_TEST_THREADS"] = str(max(1, (os.cpu_count() or 1) // WORKERS))
+if "ASR_SPECDEC_TEST_THREADS" in os.environ:
+    os.environ["OMP_NUM_THREADS"] = os.environ["ASR_SPECDEC_TEST_THREADS"]
+    import torch
+
+    torch.set_num_threads(int(os.environ["ASR_SPECDEC_TEST_THREADS"]))
+
 SHARED_AUDIO = Path(__file__).resolve().parents[1].parent / "shared" / "audio"
 
 
