@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+
+# threads a test's own reference (CTranslate2's cpu_threads) computes on: its xdist worker's share (conftest.py)
+THREADS = int(os.environ.get("ASR_SPECDEC_TEST_THREADS", "2"))
 
 
 @pytest.fixture(scope="module", autouse=True)

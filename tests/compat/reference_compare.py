@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..threads import THREADS
+
 WEIGHTS = "base"
 COMPUTE_TYPE = "float32"
 
@@ -45,7 +47,7 @@ class Reference:
 
         self.faster_whisper = faster_whisper
         pack = assemble_pack(WEIGHTS, scratch)
-        theirs = faster_whisper.WhisperModel(str(pack), device="cpu", compute_type=COMPUTE_TYPE, cpu_threads=2)
+        theirs = faster_whisper.WhisperModel(str(pack), device="cpu", compute_type=COMPUTE_TYPE, cpu_threads=THREADS)
         self.store = None
         if store is not None:
             weights = hashlib.sha256((Path(pack) / "model.bin").read_bytes()).hexdigest()[:16]

@@ -12,6 +12,8 @@ import pytest
 from asr_specdec import SpeculativeWhisper, WhisperModel, decode_audio
 from asr_specdec.errors import SpecdecError
 
+from ..threads import THREADS
+
 
 @pytest.fixture(scope="module")
 def jfk(peer_audio):
@@ -235,7 +237,7 @@ def test_chunk_length_equals_faster_whispers_on_the_same_weights(libri, tmp_path
 
     ours = WhisperModel("base", mode="off", compute_type="float32")
     reference = faster_whisper.WhisperModel(str(assemble_pack("base", tmp_path)), device="cpu",
-                                            compute_type="float32", cpu_threads=2)
+                                            compute_type="float32", cpu_threads=THREADS)
     for chunk_length in (15, 10):
         theirs = list(reference.transcribe(libri, beam_size=1, chunk_length=chunk_length, vad_filter=False,
                                                  **GREEDY)[0])

@@ -14,6 +14,7 @@ from asr_specdec.convert import main as convert_main
 from asr_specdec.errors import ModelError
 from asr_specdec.weights.ct2 import convert_ct2_whisper, read_model_bin
 
+from ..threads import THREADS
 from ..tiny_ct2 import ALIGNMENT_HEADS, BEGIN_SUPPRESS, EOT, NO_TIMESTAMPS, START, SUPPRESS, VOCAB, write_tiny_ct2
 
 pytest.importorskip("ctranslate2")
@@ -265,7 +266,7 @@ def test_greedy_tokens_match_faster_whisper(pack, request, tmp_path, shared_audi
     model = WhisperForConditionalGeneration.from_pretrained(converted_dir).eval()
     processor = WhisperProcessor.from_pretrained(converted_dir)
     reference = faster_whisper.WhisperModel(str(assemble_pack(pack, tmp_path)), device="cpu",
-                                            compute_type="float32", cpu_threads=2)
+                                            compute_type="float32", cpu_threads=THREADS)
     language = {"language": "en", "task": "transcribe"} if pack == "base" else {}
     end = model.generation_config.eos_token_id
 

@@ -13,6 +13,8 @@ from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.io.audio import load_audio
 from eval.bench.recipe import matched_words, onset_errors, paused_clips
 
+from ..threads import THREADS
+
 pytestmark = pytest.mark.slow
 SAMPLE_RATE = 16000
 
@@ -53,7 +55,7 @@ def test_word_times_agree_with_faster_whisper(tiny_en, shared_audio, manifest):
     ours = SpeculativeWhisper(tiny_en, mode="quantized-self")
     with tempfile.TemporaryDirectory() as scratch:
         reference = faster_whisper.WhisperModel(str(assemble_pack("tiny.en", scratch)), device="cpu",
-                                                compute_type="float32", cpu_threads=2)
+                                                compute_type="float32", cpu_threads=THREADS)
         compared = close = 0
         for entry in manifest:
             audio = load_audio(shared_audio / entry["audio"])
