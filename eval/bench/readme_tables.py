@@ -52,7 +52,7 @@ BENCHMARKS = {
     "text": ["eval.bench.text"],
     "recipe": ["eval.bench.recipe", "--main", "base", "--repeats", "2"],
     "dropin": ["eval.bench.dropin", "--main", "base", "--repeats", "2"],
-    "speakers": ["eval.bench.speakers", "--main", "base", "--repeats", "3"],
+    "speakers": ["eval.bench.speakers", "--main", "base", "--repeats", "5"],
 }
 REGION = re.compile(r"(<!-- readme-tables:(?P<name>[\w-]+) -->\n)(.*?)(<!-- /readme-tables:(?P=name) -->)", re.S)
 
