@@ -120,9 +120,9 @@ def test_another_build_is_batch_invariant_and_gives_the_loaded_builds_bits(isa):
         assert library.encoder_attention_bf16(qkv.data_ptr(), 77, 2, 64, 0.125, attended.data_ptr(),
                                               scratch.data_ptr(), 2) == 0
         qkv_wide, scratch_wide = qkv.float(), scratch.float()
-        attended_wide = [torch.empty(77, 128) for _ in range(2)]
-        for int8_scores, wide in enumerate(attended_wide):
-            assert library.encoder_attention_f32(qkv_wide.data_ptr(), 77, 2, 64, 0.125, int8_scores, wide.data_ptr(),
+        attended_wide = [torch.empty(77, 128) for _ in range(3)]
+        for int8, wide in enumerate(attended_wide):  # float32, int8 scores, int8 scores and weights x values
+            assert library.encoder_attention_f32(qkv_wide.data_ptr(), 77, 2, 64, 0.125, int8, wide.data_ptr(),
                                                  scratch_wide.data_ptr(), 2) == 0
         results.append((y, attended, y_wide, *attended_wide))
     assert all(torch.equal(mine, theirs) for mine, theirs in zip(*results))

@@ -72,6 +72,12 @@ def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, we
     return copy.deepcopy(encoder, memo).to(dtype).eval()
 
 
+# How much of the int8 encoder's float32-form attention is int8 products (fused_forward's int8_attention): the
+# scores and the weights x values, whose errors (~0.3-0.6% relative rms per layer each on real speech) are the size
+# of the int8 linear layers' own (docs/compute.md)
+INT8_ATTENTION = 2
+
+
 class EncoderRunner:
     """Features [batch, mel bins, frames] in, float32 encoder states out, in `precision` (see the module's
     docstring). `weights_key` names the model's exact weights: int8 packs are then kept on disk."""
@@ -101,7 +107,8 @@ class EncoderRunner:
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
         features = features.to(self.input_dtype)
         if self._project is not None:
-            output = fused_forward(self.encoder, self._project, features, int8_scores=self.products is not None)
+            output = fused_forward(self.encoder, self._project, features,
+                                   int8_attention=INT8_ATTENTION if self.products is not None else 0)
         else:
             output = self.encoder(features).last_hidden_state
         return output if output.dtype == torch.float32 else output.float()
@@ -138,11 +145,12 @@ def float_products(encoder: nn.Module):
     return project
 
 
-def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_scores: bool = False) -> torch.Tensor:
+def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_attention: int = 0) -> torch.Tensor:
     """Whisper's encoder forward with its linear layers from `project` (float_products, Int8Products): q, k
     and v by one product per layer (queries scaled after it, as transformers does), and, on a CPU with the native
     kernels, attention by their flash kernel in bfloat16 (bfloat16 products, float32 softmax and sums) or float32
-    (the int8 encoder's float32 form); PyTorch's attention otherwise."""
+    (the int8 encoder's float32 form, whose products `int8_attention` makes int8: 0 none, 1 the scores, 2 the
+    scores and the weights x values; see encoder_attention_f32); PyTorch's attention otherwise."""
     from ...native import capabilities, kernels
 
     hidden = F.gelu(encoder.conv1(features))
@@ -166,7 +174,7 @@ def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_scor
                     kernels().encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
                                                      torch.get_num_threads())
                 else:
-                    kernels().encoder_attention_f32(*shape, int(int8_scores), attended[row].data_ptr(),
+                    kernels().encoder_attention_f32(*shape, int8_attention, attended[row].data_ptr(),
                                                     scratch.data_ptr(), torch.get_num_threads())
         else:
             query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
