@@ -39,6 +39,14 @@ def test_each_cpu_gets_its_build_and_flags():
     assert choose(frozenset({"asimd", "asimddp"}), "arm64").flags == ("-march=armv8.2-a+dotprod",)
 
 
+def test_only_builds_with_an_int8_dot_product_instruction_say_they_have_one():
+    with_one = [choose(SAPPHIRE, "x86_64"), choose(ZEN3 | {"avx_vnni"}, "x86_64"),
+                choose(ZEN3 | {backend_module.EVEX_VNNI}, "x86_64"), choose(frozenset({"asimd", "asimddp"}), "arm64")]
+    without = [choose(ZEN3, "x86_64"), choose(frozenset({"fp", "asimd"}), "aarch64"), choose(frozenset(), "x86_64")]
+    assert all(build.int8_dot_product for build in with_one)
+    assert not any(build.int8_dot_product for build in without)
+
+
 def test_a_machine_without_a_build_runs_pytorch_and_says_why():
     assert "lacks fma" in choose(frozenset({"avx", "avx2", "f16c"}), "x86_64").reason
     assert choose(frozenset(), "x86_64").reason == "this CPU's features could not be read"

@@ -72,12 +72,6 @@ def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, we
     return copy.deepcopy(encoder, memo).to(dtype).eval()
 
 
-# How much of the int8 encoder's float32-form attention is int8 products (fused_forward's int8_attention): the
-# scores and the weights x values, whose errors (~0.3-0.6% relative rms per layer each on real speech) are the size
-# of the int8 linear layers' own (docs/compute.md)
-INT8_ATTENTION = 2
-
-
 class EncoderRunner:
     """Features [batch, mel bins, frames] in, float32 encoder states out, in `precision` (see the module's
     docstring). `weights_key` names the model's exact weights: int8 packs are then kept on disk."""
@@ -85,6 +79,7 @@ class EncoderRunner:
     def __init__(self, encoder: nn.Module, precision: str, weights_key: str | None = None):
         self.precision = precision
         self.products = None
+        self.int8_attention = 0
         own = next(encoder.parameters()).dtype
         if precision == "int8" and native_int8_products(encoder):
             from ...native import capabilities
@@ -94,6 +89,10 @@ class EncoderRunner:
             frame = capabilities().int8_between
             self.input_dtype = DTYPES[frame]
             self.products = Int8Products(encoder, weights_key, self.input_dtype)
+            # the float32 form's attention as int8 products (fused_forward): the scores, and where int8 dot products
+            # are native the weights x values too (two products, each a quarter of a float32 one's instructions;
+            # slower than float32 with the sign trick); their error is the int8 linear layers' size (docs/compute.md)
+            self.int8_attention = 2 if capabilities().int8_dot_product else 1
             if self.input_dtype != own:
                 encoder = _encoder_copy(encoder, f"{frame}-frame", weights_key)
         else:
@@ -107,8 +106,7 @@ class EncoderRunner:
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
         features = features.to(self.input_dtype)
         if self._project is not None:
-            output = fused_forward(self.encoder, self._project, features,
-                                   int8_attention=INT8_ATTENTION if self.products is not None else 0)
+            output = fused_forward(self.encoder, self._project, features, int8_attention=self.int8_attention)
         else:
             output = self.encoder(features).last_hidden_state
         return output if output.dtype == torch.float32 else output.float()
