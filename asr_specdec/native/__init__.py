@@ -169,6 +169,9 @@ class Capabilities:
     # int8 products of int8 activations (int8-vnni weights: the int8 encoder, the drafters): VNNI's dot products
     # where the CPU has them (AVX512-VNNI, AVX-VNNI, NEON dotprod), exact 16-bit pair sums elsewhere
     int8_products: bool
+    # those products by a dot-product instruction (backend.py, Backend.int8_dot_product), where two int8 products cost
+    # less than one float32 one (the int8 encoder's weights x values, encoder_attention_f32)
+    int8_dot_product: bool
     # the int8 encoder's activations between its products: bfloat16 where the CPU multiplies it natively (the
     # avx512 build needs AVX512-BF16), float32 elsewhere (PyTorch would emulate bfloat16)
     int8_between: str
@@ -193,6 +196,7 @@ def capabilities() -> Capabilities:
     loaded = kernels() is not None
     isa = _chosen_backend().isa if loaded else "none"
     return Capabilities(isa=isa, decoder=loaded, encoder_attention=loaded, int8_products=loaded,
+                        int8_dot_product=loaded and _chosen_backend().int8_dot_product,
                         int8_between="bfloat16" if isa == "avx512" else "float32",
                         threaded=loaded and _state.get("openmp", True), reason=None if loaded else unavailable_reason())
 

@@ -61,6 +61,12 @@ class Backend:
     def native(self) -> bool:
         return self.isa != "none"
 
+    @property
+    def int8_dot_product(self) -> bool:
+        """Whether the build multiplies int8 with a dot-product instruction (vpdpbusd, sdot): AVX-512's (it needs
+        AVX512-VNNI) and the builds with a WITH_FEATURE extension, not the sign trick or NEON's widening multiplies."""
+        return self.isa == "avx512" or self.flags in WITH_FEATURE.values()
+
 
 def _linux_features() -> frozenset[str]:
     try:

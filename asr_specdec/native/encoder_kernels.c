@@ -244,6 +244,11 @@ static inline __attribute__((always_inline)) void weigh_values_f32(const float *
     }
 }
 
+/* `count` (a multiple of 16) floats times `inverse`, rounded to the nearest integer (even on ties) in int8 */
+static inline void round_to_int8(const float *row, int count, vf inverse, int8_t *out) {
+    for (int i = 0; i < count; i += 16) vi_store_i8(out + i, vi_round(vf_mul(vf_load(row + i), inverse)));
+}
+
 /* One head's keys quantized for int8 scores: each key to int8 with its own scale (its max |value| / 127), stored + 128
    as an FMT_I8_VNNI pack whose columns are the keys ([padded / 64][head_dim / 4][64][4]; zero keys from `length`). */
 static void pack_keys_int8(const float *qkv, int length, int padded, int width, int head, int head_dim,
@@ -251,15 +256,19 @@ static void pack_keys_int8(const float *qkv, int length, int padded, int width, 
     const int stride = 3 * width;
     for (int j = 0; j < padded; j++) {
         const float *key = qkv + (size_t)j * stride + width + head * head_dim;
-        float largest = 0.0f;
-        for (int i = 0; j < length && i < head_dim; i++) largest = fmaxf(largest, fabsf(key[i]));
-        const float step = largest > 0.0f ? largest / 127.0f : 1.0f;
-        scales[j] = step;
-        for (int i = 0; i < head_dim; i++) {
-            const float q = j < length ? nearbyintf(key[i] / step) : 0.0f;
-            keys[((size_t)(j / TILE) * (head_dim / 4) + i / 4) * TILE * 4 + (j % TILE) * 4 + i % 4] =
-                (uint8_t)((int)q + 128);
+        int8_t q[128] = {0};
+        float step = 1.0f;
+        if (j < length) {
+            vf top = vf_zero();
+            for (int i = 0; i < head_dim; i += 16) top = vf_max(top, vf_abs(vf_load(key + i)));
+            const float largest = vf_reduce_max(top);
+            step = largest > 0.0f ? largest / 127.0f : 1.0f;
+            round_to_int8(key, head_dim, vf_set1(1.0f / step), q);
         }
+        scales[j] = step;
+        for (int i = 0; i < head_dim; i++)
+            keys[((size_t)(j / TILE) * (head_dim / 4) + i / 4) * TILE * 4 + (j % TILE) * 4 + i % 4] =
+                (uint8_t)(q[i] + 128);
     }
 }
 
@@ -284,15 +293,124 @@ static void score_tile_int8(const Linear *keys, int tile, QuantizedRows x, int r
 #undef BLOCK
 }
 
+/* One head's values quantized for the weights x values product: each channel (head dimension) to int8 with its own
+   scale (its max |value| over the keys / 127), stored + 128 as an FMT_I8_VNNI pack whose columns are the channels and
+   whose inputs are the keys ([head_dim / 64][padded / 4][64][4]; zero values from `length`, zero channels from
+   `head_dim` up to the tile). scales: one per channel, tiles * 64 of them. */
+static void pack_values_int8(const float *qkv, int length, int padded, int width, int head, int head_dim,
+                             uint8_t *values, float *scales) {
+    const int stride = 3 * width, columns = (head_dim + TILE - 1) / TILE * TILE;
+    float inverse[128];
+    vf top[8];
+    for (int v = 0; v < columns / 16; v++) top[v] = vf_zero();
+    for (int j = 0; j < length; j++) /* row by row: each row's values are one cache line or two */
+        for (int v = 0; v < head_dim / 16; v++)
+            top[v] = vf_max(top[v], vf_abs(vf_load(qkv + (size_t)j * stride + 2 * width + head * head_dim + 16 * v)));
+    for (int v = 0; v < columns / 16; v++) vf_store(scales + 16 * v, top[v]);
+    for (int c = 0; c < columns; c++) {
+        scales[c] = scales[c] > 0.0f ? scales[c] / 127.0f : 1.0f;
+        inverse[c] = 1.0f / scales[c];
+    }
+    for (int j = 0; j < padded; j++) {
+        int8_t q[128] = {0};
+        for (int c = 0; j < length && c < head_dim; c += 16)
+            round_to_int8(qkv + (size_t)j * stride + 2 * width + head * head_dim + c, 16, vf_load(inverse + c), q + c);
+        for (int c = 0; c < columns; c++)
+            values[((size_t)(c / TILE) * (padded / 4) + j / 4) * TILE * 4 + (c % TILE) * 4 + j % 4] =
+                (uint8_t)(q[c] + 128);
+    }
+}
+
+/* 16383 exp(x) for x <= 0 to within 3e-6 relative (exp16 with a degree-4 polynomial, fitted for relative error on
+   |r| <= ln 2 / 2, whose coefficients carry the 16383): the 14-bit weights below need no more, and their softmax
+   costs as much as their product with the values */
+static inline __attribute__((always_inline)) vf fixed_point_exp16(vf x) {
+    x = vf_max(x, vf_set1(-80.0f));
+    const vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
+    vf r = vf_fnma(n, vf_set1(0.693359375f), x);
+    r = vf_fnma(n, vf_set1(-2.12194440e-4f), r);
+    vf p = vf_set1(16383.0f * 0.04145812f);
+    p = vf_fma(p, r, vf_set1(16383.0f * 0.16790822f));
+    p = vf_fma(p, r, vf_set1(16383.0f * 0.5000436f));
+    p = vf_fma(p, r, vf_set1(16383.0f * 0.99996346f));
+    p = vf_fma(p, r, vf_set1(16383.0f * 0.9999993f));
+    return vf_scale2(p, n);
+}
+
+/* A row of scores' softmax weights e = exp(score - max) (each in [0, 1], the largest 1) as 14-bit fixed point
+   w = round(16383 e) (fixed_point_exp16), zero from `length` up to `padded`, split into two int8 rows, w >> 7 and
+   w & 127 (both 0..127, so any int8 product takes them), quantized as rows whose steps are 128 and 1: the two
+   products' sum is the product with w. Returns the sum of w (the row's total in the same units, so that the weights
+   multiplied are the ones divided by). */
+static int32_t softmax_fixed_point(const float *row, int length, int padded, int8_t *high, int8_t *low,
+                                   RowQuantization *high_row, RowQuantization *low_row) {
+    vf top = vf_set1(-INFINITY);
+    for (int k = 0; k < length; k += 16) top = vf_max_tail(top, vf_load(row + k), length - k);
+    const vf shift = vf_set1(vf_reduce_max(top));
+    vi total = vi_zero(), high_total = vi_zero(), low_total = vi_zero();
+    for (int k = 0; k < padded; k += 16) {
+        vf e = fixed_point_exp16(vf_sub(vf_load(row + k), shift));
+        if (k + 16 > length) e = vf_zero_tail(e, length - k);
+        const vi w = vi_round(e);
+        const vi top_bits = vi_srl(w, 7), bottom_bits = vi_and(w, vi_set1(127));
+        total = vi_add(total, w);
+        high_total = vi_add(high_total, top_bits);
+        low_total = vi_add(low_total, bottom_bits);
+        vi_store_i8(high + k, top_bits);
+        vi_store_i8(low + k, bottom_bits);
+    }
+    *high_row = (RowQuantization){.step = 128.0f, .offset = INT8_DOT_BIAS * vi_reduce_add(high_total)};
+    *low_row = (RowQuantization){.step = 1.0f, .offset = INT8_DOT_BIAS * vi_reduce_add(low_total)};
+    return vi_reduce_add(total);
+}
+
+/* out rows (R of them, `width` apart) of one tile of channels = the split weights' two int8 products with the packed
+   values, added, times each channel's scale, divided by each row's fixed-point total. */
+static inline __attribute__((always_inline)) void weigh_values_int8(const Linear *values, int tile,
+                                                                    QuantizedRows high, QuantizedRows low,
+                                                                    const int32_t *total, float *out, int width,
+                                                                    int R) {
+    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        if (tile * TILE + c0 * 16 >= values->n) break;
+        vf acc[ROW_BLOCK][TILE_PASS], rest[ROW_BLOCK][TILE_PASS];
+        vnni_accumulate(values, tile, c0, high, acc, R);
+        vnni_accumulate(values, tile, c0, low, rest, R);
+        for (int c = 0; c < TILE_PASS; c++) {
+            const int column = tile * TILE + (c0 + c) * 16, valid = values->n - column;
+            if (valid <= 0) break;
+            const vf scale = vf_load(values->scale + column);
+            for (int r = 0; r < R; r++) {
+                const vf inverse = vf_set1(1.0f / (float)total[r]);
+                vf_store_tail(out + (size_t)r * width + column, valid,
+                              vf_mul(vf_mul(vf_add(acc[r][c], rest[r][c]), scale), inverse));
+            }
+        }
+    }
+}
+
+static void weigh_tile_int8(const Linear *values, int tile, QuantizedRows high, QuantizedRows low, int rows,
+                            const int32_t *total, float *out, int width) {
+#define BLOCK(R) weigh_values_int8(values, tile, high, low, total, out, width, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
+}
+
 /* encoder_attention_head in float32: the scaled queries, scores, softmax weights and sums all float32 (the same
    two passes over the keys). keys, values: padded * head_dim floats each; scores: F32_TILE * padded floats, the
-   weights written over them. */
+   weights written over them. With `int8_keys` the scores are int8 products (int8_queries: F32_TILE * head_dim); with
+   `int8_values` too the weights x values are (softmax_fixed_point's rows in weight_rows: 2 * F32_TILE * padded
+   bytes). */
 static void encoder_attention_head_f32(const float *qkv, int length, int width, int head, int head_dim,
                                        float scaling, float *out, float *keys, float *values, float *scores,
-                                       Linear *int8_keys, int8_t *int8_queries) {
+                                       Linear *int8_keys, int8_t *int8_queries, Linear *int8_values,
+                                       int8_t *weight_rows) {
     const int stride = 3 * width, padded = int8_keys ? int8_keys->n : (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
-    pack_keys_values_f32(qkv, length, (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS, width, head, head_dim, keys,
-                         values);
+    if (int8_values)
+        pack_values_int8(qkv, length, padded, width, head, head_dim, (uint8_t *)int8_values->packed,
+                         (float *)int8_values->scale);
+    else
+        pack_keys_values_f32(qkv, length, (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS, width, head, head_dim, keys,
+                             values);
     if (int8_keys)
         pack_keys_int8(qkv, length, padded, width, head, head_dim, (uint8_t *)int8_keys->packed,
                        (float *)int8_keys->scale);
@@ -318,6 +436,24 @@ static void encoder_attention_head_f32(const float *qkv, int length, int width, 
                 for (int block = 0; block < padded / 16; block += F32_VECTORS)
                     score_keys_f32(keys, block, head_dim, query + q0, scores + (size_t)q0 * padded, padded);
         }
+        if (int8_values) {
+            int8_t *high = weight_rows, *low = weight_rows + (size_t)F32_TILE * padded;
+            RowQuantization high_rows[F32_TILE], low_rows[F32_TILE];
+            int32_t fixed_total[F32_TILE];
+            for (int q = 0; q < queries; q++)
+                fixed_total[q] = softmax_fixed_point(scores + (size_t)q * padded, length, padded,
+                                                     high + (size_t)q * padded, low + (size_t)q * padded,
+                                                     high_rows + q, low_rows + q);
+            for (int q0 = 0; q0 < queries; q0 += ROW_BLOCK) {
+                const QuantizedRows high_part = {high + (size_t)q0 * padded, high_rows + q0};
+                const QuantizedRows low_part = {low + (size_t)q0 * padded, low_rows + q0};
+                for (int tile = 0; tile < int8_values->n_tiles; tile++)
+                    weigh_tile_int8(int8_values, tile, high_part, low_part,
+                                    queries - q0 < ROW_BLOCK ? queries - q0 : ROW_BLOCK, fixed_total + q0,
+                                    out + (size_t)(t0 + q0) * width + head * head_dim, width);
+            }
+            continue;
+        }
         float total[F32_TILE];
         for (int q = 0; q < queries; q++)
             total[q] = softmax_weights(scores + (size_t)q * padded, length, padded, scores + (size_t)q * padded, 0);
@@ -330,39 +466,51 @@ static void encoder_attention_head_f32(const float *qkv, int length, int width, 
     }
 }
 
-/* encoder_attention_bf16 in float32 (qkv [length][3 * width], out [length][width]); with `int8_scores` the scores are
-   int8 products (each query and each key quantized with its own scale, the query's outlier dimensions in float32,
-   as the int8 linear layers' rows; VNNI's 4x the multiply-adds per instruction) and the rest float32. scratch:
-   threads * 2 * (length rounded up to 32) * head_dim floats. Returns 0, -1 when the head size is not a multiple of
-   32 up to 128, -2 when out of memory. */
-int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, int int8_scores,
+/* encoder_attention_bf16 in float32 (qkv [length][3 * width], out [length][width]). `int8` picks how much of it is
+   int8 products (VNNI's 4x the multiply-adds per instruction): 0 none; 1 the scores (each query and each key
+   quantized with its own scale, the query's outlier dimensions in float32, as the int8 linear layers' rows); 2 the
+   scores and the weights x values too (the softmax weights as 14-bit fixed point in two int8 halves, the values
+   int8 with a scale per channel: two products instead of one, each a quarter of the float32 one's instructions).
+   The rest is float32. scratch: threads * 2 * (length rounded up to 32) * head_dim floats. Returns 0, -1 when the
+   head size is not a multiple of 32 up to 128 or `int8` is not 0, 1 or 2, -2 when out of memory. */
+int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, int int8,
                           float *out, float *scratch, int threads) {
-    if (head_dim % 32 || head_dim > 128) return -1;
+    if (head_dim % 32 || head_dim > 128 || int8 < 0 || int8 > 2) return -1;
     const int width = heads * head_dim, padded = (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
-    const int tiles = (length + TILE - 1) / TILE, scored = int8_scores ? tiles * TILE : padded;
+    const int tiles = (length + TILE - 1) / TILE, scored = int8 ? tiles * TILE : padded;
+    const int channels = (head_dim + TILE - 1) / TILE * TILE;
     const size_t per_thread = (size_t)2 * padded * head_dim;
+    /* per thread, int8 bytes: the keys' pack [scored][head_dim], their scales [scored] floats, the queries'
+       int8 values [F32_TILE][head_dim]; then with int8 == 2 the values' pack [channels][scored], their scales
+       [channels] floats and the split weights [2][F32_TILE][scored] */
+    const size_t key_bytes = (size_t)scored * (head_dim + sizeof(float)) + F32_TILE * head_dim;
+    const size_t value_bytes = int8 == 2 ? (size_t)channels * (scored + sizeof(float)) + 2 * F32_TILE * scored : 0;
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
         float *scores = aligned_alloc(64, (size_t)F32_TILE * scored * sizeof(float));
-        uint8_t *int8 = int8_scores ? malloc((size_t)scored * (head_dim + sizeof(float)) + F32_TILE * head_dim) : NULL;
+        uint8_t *bytes = int8 ? malloc(key_bytes + value_bytes) : NULL;
         float *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
-        /* the keys' int8 pack [scored][head_dim] bytes, their scales [scored] floats, the queries' int8 values */
-        Linear int8_keys = {FMT_I8_VNNI, scored, head_dim, tiles, 0, int8,
-                            int8 ? (const float *)(int8 + (size_t)scored * head_dim) : NULL, NULL};
-        int8_t *int8_queries = int8 ? (int8_t *)int8 + (size_t)scored * (head_dim + sizeof(float)) : NULL;
+        Linear int8_keys = {FMT_I8_VNNI, scored, head_dim, tiles, 0, bytes,
+                            bytes ? (const float *)(bytes + (size_t)scored * head_dim) : NULL, NULL};
+        int8_t *int8_queries = bytes ? (int8_t *)bytes + (size_t)scored * (head_dim + sizeof(float)) : NULL;
+        uint8_t *value_pack = bytes && int8 == 2 ? bytes + key_bytes : NULL;
+        Linear int8_values = {FMT_I8_VNNI, head_dim, scored, channels / TILE, 0, value_pack,
+                              value_pack ? (const float *)(value_pack + (size_t)channels * scored) : NULL, NULL};
+        int8_t *weight_rows = value_pack ? (int8_t *)value_pack + (size_t)channels * (scored + sizeof(float)) : NULL;
 #pragma omp for schedule(static)
         for (int head = 0; head < heads; head++) {
-            if (scores == NULL || (int8_scores && int8 == NULL)) {
+            if (scores == NULL || (int8 && bytes == NULL)) {
 #pragma omp atomic write
                 failed = 1;
                 continue;
             }
             encoder_attention_head_f32(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2,
-                                       scores, int8_scores ? &int8_keys : NULL, int8_queries);
+                                       scores, int8 ? &int8_keys : NULL, int8_queries,
+                                       int8 == 2 ? &int8_values : NULL, weight_rows);
         }
         free(scores);
-        free(int8);
+        free(bytes);
     }
     return failed ? -2 : 0;
 }

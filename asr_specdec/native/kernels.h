@@ -335,7 +335,7 @@ void quantize_int8_vectors(const void *src, int format, long blocks, int dim, in
                            int threads);
 int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_dim, float scaling, uint16_t *out,
                            uint16_t *scratch, int threads);
-int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, int int8_scores,
+int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim, float scaling, int int8,
                           float *out, float *scratch, int threads);
 int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
                      int threads);

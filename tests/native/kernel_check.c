@@ -280,20 +280,22 @@ static void check_encoder_attention(void) {
 /* encoder_attention_f32 within `bound` of float64 attention over the same float32 inputs (values of about `size`),
    at a length whose last block of keys is partial, with the same bits on one thread as on two (heads are
    independent) */
-static void check_encoder_attention_f32(int int8_scores, float size, double bound) {
+static void check_encoder_attention_f32(int int8, float size, double bound) {
     const int length = 45, heads = 2, head_dim = 64, width = heads * head_dim, padded = 64;
     float *qkv = randoms((size_t)length * 3 * width, size);
     float *out = malloc((size_t)length * width * sizeof(float)), *alone = malloc((size_t)length * width * sizeof(float));
     float *scratch = malloc((size_t)2 * 2 * padded * head_dim * sizeof(float));
     const float scaling = 0.125f;
-    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, int8_scores, out, scratch, 2) == 0,
+    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, int8, out, scratch, 2) == 0,
           "f32 attention runs");
-    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, int8_scores, alone, scratch, 1) == 0,
+    check(encoder_attention_f32(qkv, length, heads, head_dim, scaling, int8, alone, scratch, 1) == 0,
           "f32 attention runs");
     check(memcmp(out, alone, (size_t)length * width * sizeof(float)) == 0, "f32 attention: one thread = two");
     absorb(out, (size_t)length * width * sizeof(float));
     const double worst = attention_error(qkv, out, length, heads, head_dim, scaling, 0);
-    check(worst < bound, int8_scores ? "f32 attention with int8 scores near float64" : "f32 attention near float64");
+    check(worst < bound, int8 == 2   ? "f32 attention with int8 scores and weights x values near float64"
+                         : int8 ? "f32 attention with int8 scores near float64"
+                                : "f32 attention near float64");
     free(qkv);
     free(out);
     free(alone);
@@ -310,6 +312,7 @@ int main(void) {
     check_encoder_attention();
     check_encoder_attention_f32(0, 2.0f, 1e-5);
     check_encoder_attention_f32(1, 1.0f, 0.02);
+    check_encoder_attention_f32(2, 1.0f, 0.03);
     check_encoder_int8(0);
     check_encoder_int8(1);
     if (failures) return 1;

@@ -39,6 +39,14 @@ def test_each_cpu_gets_its_build_and_flags():
     assert choose(frozenset({"asimd", "asimddp"}), "arm64").flags == ("-march=armv8.2-a+dotprod",)
 
 
+def test_only_builds_with_an_int8_dot_product_instruction_say_they_have_one():
+    with_one = [choose(SAPPHIRE, "x86_64"), choose(ZEN3 | {"avx_vnni"}, "x86_64"),
+                choose(ZEN3 | {backend_module.EVEX_VNNI}, "x86_64"), choose(frozenset({"asimd", "asimddp"}), "arm64")]
+    without = [choose(ZEN3, "x86_64"), choose(frozenset({"fp", "asimd"}), "aarch64"), choose(frozenset(), "x86_64")]
+    assert all(build.int8_dot_product for build in with_one)
+    assert not any(build.int8_dot_product for build in without)
+
+
 def test_a_machine_without_a_build_runs_pytorch_and_says_why():
     assert "lacks fma" in choose(frozenset({"avx", "avx2", "f16c"}), "x86_64").reason
     assert choose(frozenset(), "x86_64").reason == "this CPU's features could not be read"
@@ -120,9 +128,9 @@ def test_another_build_is_batch_invariant_and_gives_the_loaded_builds_bits(isa):
         assert library.encoder_attention_bf16(qkv.data_ptr(), 77, 2, 64, 0.125, attended.data_ptr(),
                                               scratch.data_ptr(), 2) == 0
         qkv_wide, scratch_wide = qkv.float(), scratch.float()
-        attended_wide = [torch.empty(77, 128) for _ in range(2)]
-        for int8_scores, wide in enumerate(attended_wide):
-            assert library.encoder_attention_f32(qkv_wide.data_ptr(), 77, 2, 64, 0.125, int8_scores, wide.data_ptr(),
+        attended_wide = [torch.empty(77, 128) for _ in range(3)]
+        for int8, wide in enumerate(attended_wide):  # float32, int8 scores, int8 scores and weights x values
+            assert library.encoder_attention_f32(qkv_wide.data_ptr(), 77, 2, 64, 0.125, int8, wide.data_ptr(),
                                                  scratch_wide.data_ptr(), 2) == 0
         results.append((y, attended, y_wide, *attended_wide))
     assert all(torch.equal(mine, theirs) for mine, theirs in zip(*results))

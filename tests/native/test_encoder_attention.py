@@ -55,9 +55,12 @@ def test_float32_attention_matches_pytorchs_and_is_the_same_on_any_thread_count(
 
 def test_float32_attention_refuses_a_head_size_it_has_no_layout_for():
     qkv, out, scratch = torch.zeros(4, 3 * 48), torch.zeros(4, 48), torch.zeros(2 * 32 * 48)
-    for int8_scores in (0, 1):
-        assert kernels().encoder_attention_f32(qkv.data_ptr(), 4, 1, 48, 1.0, int8_scores, out.data_ptr(),
+    for int8 in (0, 1, 2):
+        assert kernels().encoder_attention_f32(qkv.data_ptr(), 4, 1, 48, 1.0, int8, out.data_ptr(),
                                                scratch.data_ptr(), 1) == -1
+    qkv, out, scratch = torch.zeros(4, 3 * 64), torch.zeros(4, 64), torch.zeros(2 * 32 * 64)
+    assert kernels().encoder_attention_f32(qkv.data_ptr(), 4, 1, 64, 1.0, 3, out.data_ptr(), scratch.data_ptr(),
+                                           1) == -1
 
 
 def _int8_rows(rows: torch.Tensor, outliers: bool) -> torch.Tensor:
@@ -68,7 +71,7 @@ def _int8_rows(rows: torch.Tensor, outliers: bool) -> torch.Tensor:
     rest = rows.masked_fill(kept, 0)
     step = rest.abs().amax(dim=-1, keepdim=True) / 127
     step = torch.where(step > 0, step, torch.ones_like(step))
-    quantized = torch.round(rest * (1 / step) if outliers else rest / step).clamp(-127, 127) * step
+    quantized = torch.round(rest * (1 / step)).clamp(-127, 127) * step
     return torch.where(kept, rows, quantized)
 
 
@@ -92,3 +95,36 @@ def test_int8_scores_are_the_products_of_int8_queries_and_keys(length):
     assert (out - expected).abs().max() < 1e-4
     unrounded = F.scaled_dot_product_attention(query * scaling, key, value, scale=1.0)
     assert not torch.allclose(expected, unrounded.transpose(1, 2).reshape(length, heads * head_dim), atol=1e-4)
+
+
+@pytest.mark.parametrize("length", [17, 64, 65, 300])
+@pytest.mark.parametrize("head_dim", [32, 64, 96])
+def test_int8_weights_times_values_are_fixed_point_weights_times_int8_values(length, head_dim):
+    """With int8 == 2 the weights x values are int8 products too: each softmax weight as round(16383 e), each
+    value channel to int8 with its own scale, the sum divided by the fixed-point weights' total. The kernel equals
+    that computed in float64 over the rounded queries and keys (to a weight's rounding step), and not the
+    int8-scores-only output; one thread and two give the same bits."""
+    heads = 3
+    generator = torch.Generator().manual_seed(length + head_dim)
+    qkv = 2 * torch.randn(length, 3 * heads * head_dim, generator=generator)
+    qkv[:, 2 * heads * head_dim + 1] *= 20  # a value channel far larger than the rest: its own scale
+    scaling = head_dim ** -0.5
+    outputs = {}
+    for int8, threads in ((1, 2), (2, 2), (2, 1)):
+        out = torch.full((length, heads * head_dim), float("nan"))
+        scratch = torch.empty(threads * 2 * (-(-length // 32) * 32) * head_dim)
+        assert kernels().encoder_attention_f32(qkv.data_ptr(), length, heads, head_dim, scaling, int8,
+                                               out.data_ptr(), scratch.data_ptr(), threads) == 0
+        outputs[int8, threads] = out
+    assert torch.equal(outputs[2, 2], outputs[2, 1])
+    query, key, value = qkv.view(1, length, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
+    rounded_query, rounded_key = _int8_rows(query * scaling, True), _int8_rows(key, False)
+    scores = rounded_query.double() @ rounded_key.double().transpose(-1, -2)
+    weights = torch.round(16383 * torch.exp(scores - scores.amax(dim=-1, keepdim=True)))
+    step = value.abs().amax(dim=-2, keepdim=True) / 127
+    rounded_value = torch.round(value * (1 / step)) * step
+    expected = (weights @ rounded_value.double()) / weights.sum(dim=-1, keepdim=True)
+    expected = expected.transpose(1, 2).reshape(length, heads * head_dim).float()
+    size = expected.abs().max()
+    assert (outputs[2, 2] - expected).abs().max() < 1e-3 * size
+    assert (outputs[1, 2] - expected).abs().max() > 2e-3 * size

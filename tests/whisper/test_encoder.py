@@ -86,6 +86,35 @@ def test_without_native_bfloat16_the_int8_encoder_runs_float32_between_its_produ
 
 
 @needs_int8
+@pytest.mark.parametrize("dot_product", [True, False])
+def test_the_float32_form_multiplies_weights_by_values_in_int8_only_with_a_dot_product_instruction(monkeypatch,
+                                                                                                  dot_product):
+    """Head size 32, so the native attention runs: int8 scores always, int8 weights x values (level 2) only where
+    the build has an int8 dot-product instruction (with the sign trick they are slower than float32)."""
+    from dataclasses import replace
+
+    import asr_specdec.native as native
+
+    model = tiny_whisper(0, layers=1, d_model=128)
+    features = features_for(model, 2)
+    here = native.capabilities()
+    monkeypatch.setattr(native, "capabilities",
+                        lambda: replace(here, int8_between="float32", int8_dot_product=dot_product))
+    levels, original = [], native.kernels().encoder_attention_f32
+
+    def spy(*arguments):
+        levels.append(arguments[5])
+        return original(*arguments)
+
+    monkeypatch.setattr(native.kernels(), "encoder_attention_f32", spy)
+    with torch.inference_mode():
+        expected = EncoderRunner(model.model.encoder, "float32")(features)
+        encoded = EncoderRunner(model.model.encoder, "int8")(features)
+    assert levels and set(levels) == {2 if dot_product else 1}
+    assert 0 < relative(encoded, expected) < 0.1
+
+
+@needs_int8
 def test_cross_attention_states_from_one_int8_product_match_each_projection():
     runner = WhisperDecoderRunner(MODEL, weights="float32", cross_dtype=torch.bfloat16)
     encoder = EncoderRunner(MODEL.model.encoder, "int8")

@@ -79,6 +79,7 @@ class EncoderRunner:
     def __init__(self, encoder: nn.Module, precision: str, weights_key: str | None = None):
         self.precision = precision
         self.products = None
+        self.int8_attention = 0
         own = next(encoder.parameters()).dtype
         if precision == "int8" and native_int8_products(encoder):
             from ...native import capabilities
@@ -88,6 +89,10 @@ class EncoderRunner:
             frame = capabilities().int8_between
             self.input_dtype = DTYPES[frame]
             self.products = Int8Products(encoder, weights_key, self.input_dtype)
+            # the float32 form's attention as int8 products (fused_forward): the scores, and where int8 dot products
+            # are native the weights x values too (two products, each a quarter of a float32 one's instructions;
+            # slower than float32 with the sign trick); their error is the int8 linear layers' size (docs/compute.md)
+            self.int8_attention = 2 if capabilities().int8_dot_product else 1
             if self.input_dtype != own:
                 encoder = _encoder_copy(encoder, f"{frame}-frame", weights_key)
         else:
@@ -101,7 +106,7 @@ class EncoderRunner:
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
         features = features.to(self.input_dtype)
         if self._project is not None:
-            output = fused_forward(self.encoder, self._project, features, int8_scores=self.products is not None)
+            output = fused_forward(self.encoder, self._project, features, int8_attention=self.int8_attention)
         else:
             output = self.encoder(features).last_hidden_state
         return output if output.dtype == torch.float32 else output.float()
@@ -138,11 +143,12 @@ def float_products(encoder: nn.Module):
     return project
 
 
-def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_scores: bool = False) -> torch.Tensor:
+def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_attention: int = 0) -> torch.Tensor:
     """Whisper's encoder forward with its linear layers from `project` (float_products, Int8Products): q, k
     and v by one product per layer (queries scaled after it, as transformers does), and, on a CPU with the native
     kernels, attention by their flash kernel in bfloat16 (bfloat16 products, float32 softmax and sums) or float32
-    (the int8 encoder's float32 form); PyTorch's attention otherwise."""
+    (the int8 encoder's float32 form, whose products `int8_attention` makes int8: 0 none, 1 the scores, 2 the
+    scores and the weights x values; see encoder_attention_f32); PyTorch's attention otherwise."""
     from ...native import capabilities, kernels
 
     hidden = F.gelu(encoder.conv1(features))
@@ -166,7 +172,7 @@ def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_scor
                     kernels().encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
                                                      torch.get_num_threads())
                 else:
-                    kernels().encoder_attention_f32(*shape, int(int8_scores), attended[row].data_ptr(),
+                    kernels().encoder_attention_f32(*shape, int8_attention, attended[row].data_ptr(),
                                                     scratch.data_ptr(), torch.get_num_threads())
         else:
             query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
