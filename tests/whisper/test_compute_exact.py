@@ -75,7 +75,7 @@ def test_the_int8_encoder_with_float32_activations_keeps_every_drafter_exact(com
 
     here = native.capabilities()
     monkeypatch.setattr(native, "capabilities", lambda: replace(here, int8_between="float32"))
-    products = pipeline_for(MAIN, compute).encoder.products
+    products = pipeline_for(MAIN, compute).encoder.backend.products
     assert products is None or products.dtype == torch.float32
     test_every_drafter_equals_plain_at_every_compute_type(compute)
     test_batched_rows_equal_rows_alone_with_timestamps_too(compute)

@@ -109,7 +109,7 @@ def test_the_drop_in_defaults_vad_live_and_a_server_request_create_every_tensor_
 def test_the_pytorch_path_creates_every_tensor_on_its_data_device(model_dir, mode):
     whisper = SpeculativeWhisper(str(model_dir), mode=mode, compute_type="float32", num_draft_tokens=3)
     sampled = SpeculativeWhisper(str(model_dir), mode=mode, compute_type="float32", do_sample=True, seed=1)
-    assert whisper.runner.native is None and whisper.pipeline.encoder.products is None
+    assert whisper.runner.native is None and whisper.pipeline.encoder.backend.products is None
     clips = [noise(seconds, seed) for seed, seconds in enumerate((2, 5, 9))]
     with explicit_devices() as calls:
         batch = whisper.transcribe_batch(clips, batch_size=3)  # rows that end apart leave the batch

@@ -81,7 +81,8 @@ def test_without_native_bfloat16_the_int8_encoder_runs_float32_between_its_produ
         _float32_activations(monkeypatch)
         runner = EncoderRunner(MODEL.model.encoder, "int8")
         float32_between = runner(features)
-    assert runner.products.dtype == torch.float32 and runner.encoder is MODEL.model.encoder  # no bfloat16 copy
+    backend = runner.backend
+    assert backend.products.dtype == torch.float32 and backend.encoder is MODEL.model.encoder  # no bfloat16 copy
     assert 0 < relative(float32_between, expected) < relative(bfloat16_between, expected)
 
 
@@ -155,3 +156,27 @@ def test_a_warm_start_reads_the_disk_copy_not_the_float32_weights(precision, tmp
         unkeyed = EncoderRunner(model.model.encoder, precision)(features)  # without a disk copy: the poison shows
     assert torch.equal(warm, cold)
     assert not torch.allclose(unkeyed, cold, atol=1e-2)
+
+
+@pytest.mark.parametrize("attention_kernel", [True, False])
+def test_one_function_chooses_the_encoders_arithmetic_from_the_capabilities(monkeypatch, attention_kernel):
+    """encoder_backend: float32 the model's own forward (no copy), bfloat16 the fused forward, int8 the native
+    products where they run; the native attention only where capabilities() offers it and the heads fit."""
+    from dataclasses import replace
+
+    import asr_specdec.native as native
+    from asr_specdec.whisper.runtime.encoder import FusedForward, ModelForward, NativeAttention, encoder_backend
+
+    model = tiny_whisper(0, layers=1, d_model=128)  # head size 32: the kernel's
+    here = native.capabilities()
+    monkeypatch.setattr(native, "capabilities", lambda: replace(here, encoder_attention=attention_kernel and
+                                                                 here.encoder_attention))
+    float32 = encoder_backend(model.model.encoder, "float32", None)
+    assert isinstance(float32, ModelForward) and float32.encoder is model.model.encoder
+    assert float32.products is None and float32.cross_projection is None
+    for precision in ("bfloat16", "int8") if native_int8_products(model.model.encoder) else ("bfloat16",):
+        fused = encoder_backend(model.model.encoder, precision, None)
+        assert isinstance(fused, FusedForward) and (fused.products is not None) == (precision == "int8")
+        assert isinstance(fused.attend, NativeAttention) == (attention_kernel and here.encoder_attention)
+        if precision == "int8":
+            assert fused.cross_projection == fused.products.cross

@@ -20,6 +20,8 @@ import copy
 import ctypes
 import warnings
 import weakref
+from collections.abc import Callable
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -74,48 +76,88 @@ def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, we
 
 class EncoderRunner:
     """Features [batch, mel bins, frames] in, float32 encoder states out, in `precision` (see the module's
-    docstring). `weights_key` names the model's exact weights: int8 packs are then kept on disk."""
+    docstring), by the backend `encoder_backend` chooses. `weights_key` names the model's exact weights: int8 packs
+    are then kept on disk."""
 
     def __init__(self, encoder: nn.Module, precision: str, weights_key: str | None = None):
         self.precision = precision
-        self.products = None
-        self.int8_attention = 0
-        own = next(encoder.parameters()).dtype
-        if precision == "int8" and native_int8_products(encoder):
-            from ...native import capabilities
-
-            # float32 between the products where PyTorch's bfloat16 would run emulated: the model's own encoder
-            # supplies the convolutions and norms (its linear weights are never read, so never paged in)
-            frame = capabilities().int8_between
-            self.input_dtype = DTYPES[frame]
-            self.products = Int8Products(encoder, weights_key, self.input_dtype)
-            # the float32 form's attention as int8 products (fused_forward): the scores, and where int8 dot products
-            # are native the weights x values too (two products, each a quarter of a float32 one's instructions;
-            # slower than float32 with the sign trick); their error is the int8 linear layers' size (docs/compute.md)
-            self.int8_attention = 2 if capabilities().int8_dot_product else 1
-            if self.input_dtype != own:
-                encoder = _encoder_copy(encoder, f"{frame}-frame", weights_key)
-        else:
-            if precision == "int8" or DTYPES.get(precision) != own:
-                encoder = _encoder_copy(encoder, precision, weights_key)
-            self.input_dtype = torch.float32 if precision == "int8" else DTYPES[precision]
-        self.encoder = encoder
-        self._project = (self.products if self.products is not None
-                         else float_products(encoder) if precision in ("bfloat16", "float16") else None)
+        self.backend = encoder_backend(encoder, precision, weights_key)
 
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
-        features = features.to(self.input_dtype)
-        if self._project is not None:
-            output = fused_forward(self.encoder, self._project, features, int8_attention=self.int8_attention)
-        else:
-            output = self.encoder(features).last_hidden_state
+        output = self.backend(features.to(self.backend.input_dtype))
         return output if output.dtype == torch.float32 else output.float()
 
     @property
     def cross_projection(self):
         """For WhisperDecoderRunner.cross_attention_states: the decoder's cross-attention keys/values projected
         in this precision's products (int8), or None (the decoder runner's own products)."""
-        return self.products.cross if self.products is not None else None
+        return self.backend.cross_projection
+
+
+class EncoderBackend(Protocol):
+    """What EncoderRunner runs: the model's own forward (ModelForward) or the fused one (FusedForward)."""
+
+    input_dtype: torch.dtype  # of the features it takes
+    products: Int8Products | None  # its native int8 products, if it has them
+    cross_projection: Callable | None  # the decoder's cross-attention keys/values in its products, or None
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        """Encoder states [batch, frames, width] (in its own dtype)."""
+
+
+def encoder_backend(encoder: nn.Module, precision: str, weights_key: str | None) -> EncoderBackend:
+    """The one place the encoder's arithmetic is chosen, from the precision and what native.capabilities() says."""
+    from ...native import capabilities
+
+    own = next(encoder.parameters()).dtype
+    if precision == "int8" and native_int8_products(encoder):
+        native = capabilities()
+        # float32 between the products where PyTorch's bfloat16 would run emulated: the model's own encoder
+        # supplies the convolutions and norms (its linear weights are never read, so never paged in)
+        dtype = DTYPES[native.int8_between]
+        products = Int8Products(encoder, weights_key, dtype)
+        frame = encoder if dtype == own else _encoder_copy(encoder, f"{native.int8_between}-frame", weights_key)
+        # the float32 form's attention as int8 products: the scores, and where int8 dot products are native the
+        # weights x values too (two products, each a quarter of a float32 one's instructions; slower than float32
+        # with the sign trick); their error is the int8 linear layers' size (docs/compute.md)
+        attend = encoder_attention(frame, dtype, int8_level=2 if native.int8_dot_product else 1)
+        return FusedForward(frame, products, dtype, attend, products)
+    if precision in ("bfloat16", "float16"):
+        dtype = DTYPES[precision]
+        copied = encoder if dtype == own else _encoder_copy(encoder, precision, weights_key)
+        return FusedForward(copied, float_products(copied), dtype, encoder_attention(copied, dtype, int8_level=0))
+    if precision == "int8":  # no native int8 products: torch's dynamic int8 of a float32 copy
+        return ModelForward(_encoder_copy(encoder, precision, weights_key), torch.float32)
+    dtype = DTYPES[precision]
+    return ModelForward(encoder if dtype == own else _encoder_copy(encoder, precision, weights_key), dtype)
+
+
+class ModelForward:
+    """The encoder module's own forward: float32 gives transformers' arithmetic bit for bit."""
+
+    products = None
+    cross_projection = None
+
+    def __init__(self, encoder: nn.Module, input_dtype: torch.dtype):
+        self.encoder, self.input_dtype = encoder, input_dtype
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        return self.encoder(features).last_hidden_state
+
+
+class FusedForward:
+    """`fused_forward` with the linear layers from `project` (float_products, Int8Products) and the attention
+    from `attend` (encoder_attention); `products`: the native int8 products, which also project the decoder's
+    cross-attention keys/values."""
+
+    def __init__(self, encoder: nn.Module, project, input_dtype: torch.dtype, attend,
+                 products: Int8Products | None = None):
+        self.encoder, self.project, self.input_dtype, self.attend = encoder, project, input_dtype, attend
+        self.products = products
+        self.cross_projection = products.cross if products is not None else None
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        return fused_forward(self.encoder, self.project, features, self.attend)
 
 
 def fused_qkv(attention) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,45 +185,67 @@ def float_products(encoder: nn.Module):
     return project
 
 
-def fused_forward(encoder: nn.Module, project, features: torch.Tensor, int8_attention: int = 0) -> torch.Tensor:
+def fused_forward(encoder: nn.Module, project, features: torch.Tensor, attend=None) -> torch.Tensor:
     """Whisper's encoder forward with its linear layers from `project` (float_products, Int8Products): q, k
-    and v by one product per layer (queries scaled after it, as transformers does), and, on a CPU with the native
-    kernels, attention by their flash kernel in bfloat16 (bfloat16 products, float32 softmax and sums) or float32
-    (the int8 encoder's float32 form, whose products `int8_attention` makes int8: 0 none, 1 the scores, 2 the
-    scores and the weights x values; see encoder_attention_f32); PyTorch's attention otherwise."""
-    from ...native import capabilities, kernels
-
+    and v by one product per layer (queries scaled after it, as transformers does), the attention by `attend`
+    (encoder_attention; PyTorch's when None)."""
+    attend = attend or torch_attention
     hidden = F.gelu(encoder.conv1(features))
     hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
     hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
-    batch, length, width = hidden.shape
-    native = (hidden.dtype in (torch.bfloat16, torch.float32) and hidden.device.type == "cpu"
-              and capabilities().encoder_attention and encoder.layers[0].self_attn.head_dim % 32 == 0)
     for index, layer in enumerate(encoder.layers):
-        attention = layer.self_attn
-        projected = project(index, "qkv", layer.self_attn_layer_norm(hidden))
-        if native:
-            attended = torch.empty(batch, length, width, dtype=hidden.dtype)
-            scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
-                                  dtype=hidden.dtype)
-            for row in range(batch):
-                source = projected[row].contiguous()
-                shape = (source.data_ptr(), length, attention.num_heads, attention.head_dim,
-                         float(attention.scaling))
-                if hidden.dtype == torch.bfloat16:
-                    kernels().encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
-                                                     torch.get_num_threads())
-                else:
-                    kernels().encoder_attention_f32(*shape, int8_attention, attended[row].data_ptr(),
-                                                    scratch.data_ptr(), torch.get_num_threads())
-        else:
-            query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
-                2, 0, 3, 1, 4)
-            attended = F.scaled_dot_product_attention(query * attention.scaling, key, value, scale=1.0)
-            attended = attended.transpose(1, 2).reshape(batch, length, width)
+        attended = attend(layer.self_attn, project(index, "qkv", layer.self_attn_layer_norm(hidden)))
         hidden = hidden + project(index, "out", attended)
         hidden = hidden + project(index, "fc2", project(index, "fc1", layer.final_layer_norm(hidden)))
     return encoder.layer_norm(hidden)
+
+
+def encoder_attention(encoder: nn.Module, dtype: torch.dtype, int8_level: int):
+    """The attention fused_forward runs: on a CPU with the native kernels, their flash kernel in bfloat16
+    (bfloat16 products, float32 softmax and sums) or float32 (the int8 encoder's float32 form, whose products
+    `int8_level` makes int8: 0 none, 1 the scores, 2 the scores and the weights x values; see
+    encoder_attention_f32); PyTorch's attention otherwise."""
+    from ...native import capabilities
+
+    if (dtype in (torch.bfloat16, torch.float32) and next(encoder.parameters()).device.type == "cpu"
+            and capabilities().encoder_attention and encoder.layers[0].self_attn.head_dim % 32 == 0):
+        return NativeAttention(int8_level)
+    return torch_attention
+
+
+def torch_attention(attention, projected: torch.Tensor) -> torch.Tensor:
+    """Attention of the q, k, v `projected` [batch, frames, 3 * width] by PyTorch's scaled dot product."""
+    batch, length, _ = projected.shape
+    query, key, value = projected.view(batch, length, 3, attention.num_heads, attention.head_dim).permute(
+        2, 0, 3, 1, 4)
+    attended = F.scaled_dot_product_attention(query * attention.scaling, key, value, scale=1.0)
+    return attended.transpose(1, 2).reshape(batch, length, -1)
+
+
+class NativeAttention:
+    """Attention by the native flash kernels (encoder_kernels.c), row by row, in the projections' dtype."""
+
+    def __init__(self, int8_level: int):
+        self.int8_level = int8_level
+
+    def __call__(self, attention, projected: torch.Tensor) -> torch.Tensor:
+        from ...native import kernels
+
+        batch, length, _ = projected.shape
+        width = attention.num_heads * attention.head_dim
+        attended = torch.empty(batch, length, width, dtype=projected.dtype)
+        scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
+                              dtype=projected.dtype)
+        for row in range(batch):
+            source = projected[row].contiguous()
+            shape = (source.data_ptr(), length, attention.num_heads, attention.head_dim, float(attention.scaling))
+            if projected.dtype == torch.bfloat16:
+                kernels().encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
+                                                 torch.get_num_threads())
+            else:
+                kernels().encoder_attention_f32(*shape, self.int8_level, attended[row].data_ptr(),
+                                                scratch.data_ptr(), torch.get_num_threads())
+        return attended
 
 
 def _linear_gelu(linear: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
