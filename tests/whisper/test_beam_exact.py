@@ -4,9 +4,14 @@ window alone), with timestamps, and whole sequential long-form runs (same window
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from asr_specdec.core.beam import BeamSearch
+from asr_specdec.core.beam_ctranslate2 import CTranslate2BeamSearch
+from asr_specdec.whisper.recipe import scoring, window_extras
+from asr_specdec.whisper.recipe.window_extras import recipe_analysis
 from asr_specdec.whisper.longform.sequential import transcribe_sequential
 from asr_specdec.whisper.runtime.pipeline import Window
 
@@ -66,3 +71,34 @@ def test_long_form_with_beams_every_drafter():
     for name, factory in LONG_DRAFTERS.items():
         output = long_run(factory)
         assert (output.window_tokens, output.segments) == (expected.window_tokens, expected.segments), name
+
+
+@pytest.mark.skipif(not NATIVE, reason="scores read from beam search's log-probabilities on the native kernels only")
+@pytest.mark.parametrize("beam", [BEAM, CTranslate2BeamSearch(3)])
+def test_a_beam_windows_score_needs_no_pass_and_equals_the_pass(monkeypatch, beam):
+    """A scored beam window (its no-speech probability read before generating) takes its score from the
+    log-probabilities beam search kept: the bits score_window's own pass gives, plain and speculative alike."""
+    real = scoring.score_window
+    made = []
+
+    def both(*arguments):  # the score as decoding asks for it, and the same score by a pass of its own
+        kept = real(*arguments)
+        passed = replace(real(*arguments[:10], None, None), no_speech_prob=arguments[11])
+        made.append((arguments[10], kept, passed))
+        return kept
+
+    monkeypatch.setattr(window_extras, "score_window", both)
+    scores = {}
+    for name, factory in (("plain", None), ("assistant-self", DRAFTERS["assistant-self"])):
+        made.clear()
+        pipeline = pipeline_for(MAIN, "float32", factory)
+        pipeline.pipeline.analysis = recipe_analysis
+        windows = [Window(features_for(MAIN, seed), timestamps=seed % 2 == 1, beam=beam, score=True,
+                          silence_threshold=1.0) for seed in (0, 1)]
+        rows = pipeline.decode(windows)
+        assert len(made) == 2 and all(log_probs is not None and len(log_probs) > 1 for log_probs, _, _ in made)
+        assert all(kept == passed for _, kept, passed in made), name
+        scores[name] = [row.extras.score for row in rows]
+        if factory is not None:
+            assert sum(row.stats.drafted_tokens for row in rows) > 0
+    assert scores["plain"] == scores["assistant-self"]

@@ -82,8 +82,10 @@ class WindowAnalysis(Protocol):
 
     def __call__(self, pipeline, window: Window, row: int, encoder_output: torch.Tensor, cross_states,
                  prompt: list[int], forced: list[int], generated: list[int], rules, language_id: int | None,
-                 hidden: torch.Tensor | None = None, no_speech_prob: float | None = None) -> Any:
-        """The extras of batch row `row` decoded to `generated`."""
+                 hidden: torch.Tensor | None = None, no_speech_prob: float | None = None,
+                 log_probs: list[float] | None = None) -> Any:
+        """The extras of batch row `row` decoded to `generated` (`log_probs`: its tokens' log-probabilities, when
+        decoding computed them as a pass of its own would)."""
 
     def silent(self, window: Window, no_speech_prob: float) -> Any:
         """The extras of a window judged silent before generation (its no-speech probability), nothing generated."""
@@ -251,10 +253,13 @@ class WindowPipeline:
             asking = any(window.score or window.word_tokens for window in windows)
             if asking and self.analysis is None:
                 raise ValueError("a window asks for scores or words, and this pipeline was given no analysis")
+            # beam search kept each token's log-probability, the bits a pass of its own computes where the kernels
+            # are batch-invariant: a score then needs no pass
+            kept_log_probs = beams and self.runner.backend.batch_invariant
             extras = [self.analysis(self, window, row, encoder_output[row:row + 1], _row_states(cross_states, row),
                                     prompt, extra, tokens, rules.rules, language_id,
                                     target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1),
-                                    no_speech_prob)
+                                    no_speech_prob, outcomes[row].log_probs if kept_log_probs else None)
                       if window.score or window.word_tokens else None
                       for row, (window, prompt, extra, (tokens, _), rules, (language_id, _, _), no_speech_prob)
                       in enumerate(zip(windows, prompts, forced, rows, settings, languages, no_speech))]
