@@ -10,9 +10,9 @@ import pytest
 
 from asr_specdec.core.beam import BeamSearch
 from asr_specdec.core.beam_ctranslate2 import CTranslate2BeamSearch
+from asr_specdec.whisper.longform.sequential import transcribe_sequential
 from asr_specdec.whisper.recipe import scoring, window_extras
 from asr_specdec.whisper.recipe.window_extras import recipe_analysis
-from asr_specdec.whisper.longform.sequential import transcribe_sequential
 from asr_specdec.whisper.runtime.pipeline import Window
 
 from ..tiny_longform import FRAMES, TIMESTAMP_BEGIN, long_features, timestamp_whisper, window_decoder
