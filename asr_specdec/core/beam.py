@@ -133,11 +133,15 @@ class _Audio:
     done: bool = False
 
 
-def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter: Drafter | None = None
-                      ) -> list[BeamOutcome]:
+def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter: Drafter | None = None,
+                      held: list[list[int]] | None = None) -> list[BeamOutcome]:
     """Beam search after each prompt (row b of `target`, and of the drafter, holds prompt b's audio), every row
     with its own settings (`settings[b].beam`). The target's rows are expanded to beam_size rows per audio; rows
-    of finished audio leave. `drafter` None: plain beam search."""
+    of finished audio leave. `drafter` None: plain beam search. `held[b]`: tokens the target's row b holds
+    already from position 0 (a start of prompt b; its keys and values go with the row's copies)."""
+    held = held or [[] for _ in prompts]
+    if any(prompt[:len(start)] != start for prompt, start in zip(prompts, held)):
+        raise ValueError("a target row can only hold a start of its prompt")
     sizes = [row.beam.beam_size for row in settings]
     # slot numbers are host-side bookkeeping: each cache moves them to its own tensors' device
     expanded = torch.tensor([audio for audio, size in enumerate(sizes) for _ in range(size)], device="cpu")
@@ -147,8 +151,9 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
         if drafter is not None:
             drafter.keep(expanded, memo)
     audios = [_Audio(list(prompt), row, row.beam, min(len(prompt) + row.max_new_tokens, target.max_positions),
-                     row.draft_length.for_beams(size), [_Beam(list(prompt), 0.0, 0)], [[] for _ in range(size)])
-              for prompt, row, size in zip(prompts, settings, sizes)]
+                     row.draft_length.for_beams(size), [_Beam(list(prompt), 0.0, 0)],
+                     [list(start) for _ in range(size)])
+              for prompt, row, size, start in zip(prompts, settings, sizes, held)]
     started = time.perf_counter()
     for audio in audios:
         audio.done = len(audio.prompt) >= audio.limit
