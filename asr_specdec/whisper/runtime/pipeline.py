@@ -193,7 +193,8 @@ class WindowPipeline:
                 rows = torch.tensor(spoken, device=encoder_output.device, dtype=torch.long)
                 features, encoder_output = features[rows], encoder_output[rows]
                 cross_states = tuple([layer[rows] for layer in side] for side in cross_states)
-                cache.keep(torch.tensor(spoken, device="cpu"), {})
+                if spoken:
+                    cache.keep(torch.tensor(spoken, device="cpu", dtype=torch.long), {})
         decoded = self._generate([windows[row] for row in spoken], features, encoder_output, cross_states, cache,
                                  [languages[row] for row in spoken], [prompts[row] for row in spoken],
                                  [no_speech[row] for row in spoken], speculation, generator, started,
