@@ -82,12 +82,15 @@ class BeamSearch:
 @dataclass
 class BeamOutcome:
     """One audio row's result: the winning candidate's new tokens (ending with end-of-text when the model
-    produced it) and sum of log-probabilities, every candidate (new tokens, sum) in openai's order, telemetry."""
+    produced it) and sum of log-probabilities, every candidate (new tokens, sum) in openai's order, telemetry, and
+    the winner's log-probability of each of its tokens (float32 values of the rules' log-softmax, the ones its sum
+    added: a score of the window needs no pass of its own)."""
 
     tokens: list[int]
     sum_logprob: float
     candidates: list[tuple[tuple[int, ...], float]]
     stats: DecodeStats
+    log_probs: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -107,6 +110,7 @@ class _Beam:
     row: int  # its cache row within the audio's rows
     path: _Path | None = None  # tokens == path.base + path.draft[:offset] while on a scored path
     offset: int = 0
+    log_probs: list[float] = field(default_factory=list)  # of each new token (after the prompt)
 
     def on_path(self) -> bool:
         return self.path is not None
@@ -124,15 +128,20 @@ class _Audio:
     beams: list[_Beam]
     held: list[list[int]]  # per cache row: the tokens whose keys/values it holds at positions 0..
     finished: dict = field(default_factory=dict)  # new tokens -> sum of log-probabilities, in collection order
+    finished_log_probs: dict = field(default_factory=dict)  # new tokens -> the log-probability of each
     stats: DecodeStats = field(default_factory=DecodeStats)
     done: bool = False
 
 
-def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter: Drafter | None = None
-                      ) -> list[BeamOutcome]:
+def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter: Drafter | None = None,
+                      held: list[list[int]] | None = None) -> list[BeamOutcome]:
     """Beam search after each prompt (row b of `target`, and of the drafter, holds prompt b's audio), every row
     with its own settings (`settings[b].beam`). The target's rows are expanded to beam_size rows per audio; rows
-    of finished audio leave. `drafter` None: plain beam search."""
+    of finished audio leave. `drafter` None: plain beam search. `held[b]`: tokens the target's row b holds
+    already from position 0 (a start of prompt b; its keys and values go with the row's copies)."""
+    held = held or [[] for _ in prompts]
+    if any(prompt[:len(start)] != start for prompt, start in zip(prompts, held)):
+        raise ValueError("a target row can only hold a start of its prompt")
     sizes = [row.beam.beam_size for row in settings]
     # slot numbers are host-side bookkeeping: each cache moves them to its own tensors' device
     expanded = torch.tensor([audio for audio, size in enumerate(sizes) for _ in range(size)], device="cpu")
@@ -142,8 +151,9 @@ def beam_search_batch(target, prompts: list[list[int]], settings: list, drafter:
         if drafter is not None:
             drafter.keep(expanded, memo)
     audios = [_Audio(list(prompt), row, row.beam, min(len(prompt) + row.max_new_tokens, target.max_positions),
-                     row.draft_length.for_beams(size), [_Beam(list(prompt), 0.0, 0)], [[] for _ in range(size)])
-              for prompt, row, size in zip(prompts, settings, sizes)]
+                     row.draft_length.for_beams(size), [_Beam(list(prompt), 0.0, 0)],
+                     [list(start) for _ in range(size)])
+              for prompt, row, size, start in zip(prompts, settings, sizes, held)]
     started = time.perf_counter()
     for audio in audios:
         audio.done = len(audio.prompt) >= audio.limit
@@ -293,22 +303,31 @@ def _tops(audio: _Audio, beams: list[_Beam]) -> None:
         beam.path.top[beam.offset] = (beam_values, beam_tokens)
 
 
-def _step(audio: _Audio) -> None:
-    """One step of openai's BeamSearchDecoder.update for this audio row."""
-    eos, size = audio.settings.eos_token_id, audio.beam.beam_size
-    candidates = []  # (score, beam, token) in openai's insertion order: beam by beam, best token first
+def _candidates(audio: _Audio) -> list[tuple[float, _Beam, int, float]]:
+    """Every beam's best beam_size + 1 children as (the child's sum, parent, token, the token's log-probability),
+    beam by beam, best token first; the sums in float32, as openai and CTranslate2 add them."""
     _tops(audio, audio.beams)
     values = torch.stack([_top(audio, beam)[0] for beam in audio.beams])
     totals = torch.tensor([beam.sum_logprob for beam in audio.beams], dtype=torch.float32, device=values.device)
     sums = (values + totals[:, None]).tolist()
-    for beam, beam_sums in zip(audio.beams, sums):
-        candidates += [(score, beam, token) for score, token in zip(beam_sums, _top(audio, beam)[1])]
+    candidates = []
+    for beam, beam_sums, beam_values in zip(audio.beams, sums, values.tolist()):
+        candidates += [(score, beam, token, value)
+                       for score, token, value in zip(beam_sums, _top(audio, beam)[1], beam_values)]
+    return candidates
+
+
+def _step(audio: _Audio) -> None:
+    """One step of openai's BeamSearchDecoder.update for this audio row."""
+    eos, size = audio.settings.eos_token_id, audio.beam.beam_size
+    # (score, beam, token, its log-probability) in openai's insertion order: beam by beam, best token first
+    candidates = _candidates(audio)
     beams, finished, parents = [], [], []
-    for score, beam, token in sorted(candidates, key=lambda candidate: candidate[0], reverse=True):
+    for score, beam, token, log_prob in sorted(candidates, key=lambda candidate: candidate[0], reverse=True):
         if token == eos:
-            finished.append((tuple(beam.tokens[len(audio.prompt):]) + (token,), score))
+            finished.append((tuple(beam.tokens[len(audio.prompt):]) + (token,), score, beam.log_probs + [log_prob]))
             continue
-        child = _Beam(beam.tokens + [token], score, beam.row)
+        child = _Beam(beam.tokens + [token], score, beam.row, log_probs=beam.log_probs + [log_prob])
         parents.append((beam, token))
         path = beam.path
         if path is not None and beam.offset < len(path.draft) and path.draft[beam.offset] == token:
@@ -316,10 +335,11 @@ def _step(audio: _Audio) -> None:
         beams.append(child)
         if len(beams) == size:
             break
-    for sequence, score in finished:
+    for sequence, score, log_probs in finished:
         if len(audio.finished) >= audio.beam.max_candidates:
             break
         audio.finished[sequence] = score
+        audio.finished_log_probs[sequence] = log_probs
     if len(audio.beams) == size:  # could a drafter proposing the main model's best tokens have replayed it?
         audio.draft_length.observe_step(len({id(parent) for parent, _ in parents}) == len(parents)
                                         and all(token == _top(audio, parent)[1][0] for parent, token in parents))
@@ -355,10 +375,11 @@ def _settle_rows(audio: _Audio, target, first: int) -> None:
 
 def _outcome(audio: _Audio) -> BeamOutcome:
     """openai's finalize (unfinished beams fill the candidates up to beam_size) and ranking."""
-    candidates = dict(audio.finished)
+    candidates, log_probs = dict(audio.finished), dict(audio.finished_log_probs)
     if len(candidates) < audio.beam.beam_size:
         for beam in sorted(audio.beams, key=lambda item: item.sum_logprob, reverse=True):
             candidates[tuple(beam.tokens[len(audio.prompt):])] = beam.sum_logprob
+            log_probs[tuple(beam.tokens[len(audio.prompt):])] = beam.log_probs
             if len(candidates) >= audio.beam.beam_size:
                 break
     eos = audio.settings.eos_token_id
@@ -368,4 +389,5 @@ def _outcome(audio: _Audio) -> BeamOutcome:
     stats = audio.stats
     tokens, score = (list(ranked[best][0]), ranked[best][1]) if best is not None else ([], 0.0)
     stats.new_tokens = len(tokens)
-    return BeamOutcome(tokens, score, [(tokens_, score_) for tokens_, score_, _ in ranked], stats)
+    return BeamOutcome(tokens, score, [(tokens_, score_) for tokens_, score_, _ in ranked], stats,
+                       list(log_probs[ranked[best][0]]) if best is not None else [])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .beam import BeamOutcome, _Audio, _Beam, _top, _tops, check_beam_size_and_patience
+from .beam import BeamOutcome, _Audio, _Beam, _candidates, _top, check_beam_size_and_patience
 
 
 @dataclass(frozen=True)
@@ -58,26 +58,22 @@ class CTranslate2BeamSearch:
 
 def _step(audio: _Audio) -> None:
     eos, size = audio.settings.eos_token_id, audio.beam.beam_size
-    _tops(audio, audio.beams)
-    values = torch.stack([_top(audio, beam)[0] for beam in audio.beams])
-    totals = torch.tensor([beam.sum_logprob for beam in audio.beams], dtype=torch.float32, device=values.device)
-    sums = (values + totals[:, None]).tolist()
-    candidates = []  # (score, beam, token): beam by beam, best token first; a stable sort keeps that order on ties
-    for beam, beam_sums in zip(audio.beams, sums):
-        candidates += [(score, beam, token) for score, token in zip(beam_sums, _top(audio, beam)[1])]
-    ranked = sorted(candidates, key=lambda candidate: candidate[0], reverse=True)
+    # (score, beam, token, its log-probability): beam by beam, best token first; a stable sort keeps that order on ties
+    ranked = sorted(_candidates(audio), key=lambda candidate: candidate[0], reverse=True)
     last = len(audio.beams[0].tokens) + 1 >= audio.limit
     secondary = iter(candidate for candidate in ranked[size:] if candidate[2] != eos)
     beams, parents = [], []
-    for slot, (score, beam, token) in enumerate(ranked[:size]):
+    for slot, (score, beam, token, log_prob) in enumerate(ranked[:size]):
         if token == eos or last:
-            audio.finished[tuple(beam.tokens[len(audio.prompt):]) + (token,)] = score
+            sequence = tuple(beam.tokens[len(audio.prompt):]) + (token,)
+            audio.finished[sequence] = score
+            audio.finished_log_probs[sequence] = beam.log_probs + [log_prob]
             if slot == 0 and token == eos:
                 audio.slot_zero_finished = True  # CTranslate2's top_beam_finished (its early exit)
             if last:
                 continue
-            score, beam, token = next(secondary)
-        child = _Beam(beam.tokens + [token], score, beam.row)
+            score, beam, token, log_prob = next(secondary)
+        child = _Beam(beam.tokens + [token], score, beam.row, log_probs=beam.log_probs + [log_prob])
         parents.append((beam, token))
         path = beam.path
         if path is not None and beam.offset < len(path.draft) and path.draft[beam.offset] == token:
@@ -103,4 +99,5 @@ def _outcome(audio: _Audio) -> BeamOutcome:
     stats = audio.stats
     tokens, best_score = (list(ranked[order[0]][0]), ranked[order[0]][1]) if order else ([], 0.0)
     stats.new_tokens = len(tokens)
-    return BeamOutcome(tokens, best_score, [(tokens_, score_) for tokens_, score_, _ in ranked], stats)
+    return BeamOutcome(tokens, best_score, [(tokens_, score_) for tokens_, score_, _ in ranked], stats,
+                       list(audio.finished_log_probs[ranked[order[0]][0]]) if order else [])

@@ -119,14 +119,15 @@ def generate_batch(
 
 
 def generate_beams(target: Target, prompts: list[list[int]], settings: list[GenerationSettings],
-                   drafter: Drafter | None = None) -> list:
+                   drafter: Drafter | None = None, held: list[list[int]] | None = None) -> list:
     """Beam search after each prompt (every row's settings with `beam`, no sampling): one BeamOutcome per row,
-    with its candidates and sums of log-probabilities; speculative when a drafter is given, with the same result."""
+    with its candidates and sums of log-probabilities; speculative when a drafter is given, with the same result.
+    `held`: the tokens the target's row b already holds from position 0 (a start of prompt b), not fed again."""
     if any(row.beam is None or row.sampling.do_sample for row in settings):
         raise ValueError("beam search rows cannot share a batch with greedy or sampled rows, nor sample")
     if not hasattr(target, "copy_positions"):
         raise ValueError(f"{type(target).__name__} cannot move keys and values between rows: no beam search")
-    return beam_search_batch(target, prompts, settings, drafter)
+    return beam_search_batch(target, prompts, settings, drafter, held)
 
 
 def _drop(active: list[int], finished: list[bool], target, drafter) -> list[int]:

@@ -188,8 +188,8 @@ def test_speculative_beam_search_equals_plain_whatever_the_drafts(wrong):
         for alone, (prompt, row) in zip(plain, zip(prompts, rows)):
             assert generate_beams(TableTarget(model, 1), [prompt], [row])[0].tokens == alone.tokens
         for got, expected in zip(speculative, plain):
-            assert (got.tokens, got.sum_logprob, got.candidates) == (expected.tokens, expected.sum_logprob,
-                                                                     expected.candidates)
+            assert (got.tokens, got.sum_logprob, got.candidates, got.log_probs) == (
+                expected.tokens, expected.sum_logprob, expected.candidates, expected.log_probs)
             assert got.stats.beam_steps == expected.stats.beam_steps
         if wrong == 0.0:
             assert target.passes < plain_target.passes

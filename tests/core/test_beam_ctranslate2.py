@@ -99,9 +99,28 @@ def test_speculative_equals_plain_whatever_the_drafts(wrong, rules):
         drafter = ScriptedDrafter(model, wrong, seed)
         speculative = generate_beams(target, prompts, rows, drafter)
         for got, expected in zip(speculative, plain):
-            assert (got.tokens, got.sum_logprob, got.candidates) == (expected.tokens, expected.sum_logprob,
-                                                                     expected.candidates)
+            assert (got.tokens, got.sum_logprob, got.candidates, got.log_probs) == (
+                expected.tokens, expected.sum_logprob, expected.candidates, expected.log_probs)
             assert got.stats.beam_steps == expected.stats.beam_steps
             assert got.stats.drafted_tokens > 0  # the drafter proposed tokens
         if wrong == 0.0 and rules == LogitRules():  # drafts of the model's raw best tokens: passes saved
             assert target.passes < plain_target.passes
+
+
+@pytest.mark.parametrize("beam", [BeamSearch(3), BeamSearch(2, patience=2.0), CTranslate2BeamSearch(3),
+                                  CTranslate2BeamSearch(2, patience=2.0)])
+def test_the_winners_log_probabilities_are_its_tokens_and_add_up_to_its_sum(beam):
+    """What a window's score reads instead of a pass of its own (recipe/scoring.py): each of the winner's tokens'
+    log-probability under the rules, which added in float32 give its sum."""
+    rules = LogitRules(suppress_tokens=(3,), begin_suppress_tokens=(EOS,), begin_index=2)
+    for seed in range(4):
+        model = random_model(seed)
+        outcome = generate_beams(TableTarget(model, 1), [[0, 1]], [settings(beam, 12, rules)])[0]
+        assert len(outcome.log_probs) == len(outcome.tokens) > 0
+        sequence, total = [0, 1], torch.tensor(0.0)
+        for token, value in zip(outcome.tokens, outcome.log_probs):
+            log_probs = torch.log_softmax(rules.apply(model(sequence)[None], len(sequence), sequence)[0].float(), -1)
+            assert value == float(log_probs[token]), seed
+            total = total + log_probs[token]
+            sequence.append(token)
+        assert float(total) == outcome.sum_logprob, seed

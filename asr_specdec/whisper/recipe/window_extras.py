@@ -21,18 +21,22 @@ class WindowExtras:
 
 def window_extras(pipeline, window, row: int, encoder_output: torch.Tensor, cross_states: tuple[list, list],
                   prompt: list[int], forced: list[int], generated: list[int], rules, language_id: int | None,
-                  hidden: torch.Tensor | None = None, no_speech_prob: float | None = None) -> WindowExtras:
+                  hidden: torch.Tensor | None = None, no_speech_prob: float | None = None,
+                  log_probs: list[float] | None = None) -> WindowExtras:
     """The extras `window` (batch row `row` of a decode call) asked for; `prompt` is its prompt without the
     `forced` prefix, `generated` what the engine produced after both; `hidden` the main model's final hidden
     states of every position but the last, when decoding kept them; `no_speech_prob` the one the pipeline read
-    before generating (the score keeps it, so that the judgement after decoding is the one made before)."""
+    before generating (the score keeps it, so that the judgement after decoding is the one made before);
+    `log_probs` the generated tokens' log-probabilities when decoding kept them (then, with `no_speech_prob`,
+    the score needs no pass)."""
     tokens = pipeline.tokens
     extras = WindowExtras()
     if window.score:
         start_index = len(prompt) - 1 - (0 if window.timestamps else 1)
         start_index -= 2 if tokens.multilingual else 0
         extras.score = score_window(pipeline.runner, encoder_output, cross_states, prompt + forced, generated,
-                                    rules, start_index, tokens.no_speech, tokens.end_of_text, hidden)
+                                    rules, start_index, tokens.no_speech, tokens.end_of_text, hidden,
+                                    log_probs, no_speech_prob)
         if no_speech_prob is not None:
             extras.score = replace(extras.score, no_speech_prob=no_speech_prob)
     if window.word_tokens is not None:

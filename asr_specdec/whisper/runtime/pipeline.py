@@ -82,8 +82,10 @@ class WindowAnalysis(Protocol):
 
     def __call__(self, pipeline, window: Window, row: int, encoder_output: torch.Tensor, cross_states,
                  prompt: list[int], forced: list[int], generated: list[int], rules, language_id: int | None,
-                 hidden: torch.Tensor | None = None, no_speech_prob: float | None = None) -> Any:
-        """The extras of batch row `row` decoded to `generated`."""
+                 hidden: torch.Tensor | None = None, no_speech_prob: float | None = None,
+                 log_probs: list[float] | None = None) -> Any:
+        """The extras of batch row `row` decoded to `generated` (`log_probs`: its tokens' log-probabilities, when
+        decoding computed them as a pass of its own would)."""
 
     def silent(self, window: Window, no_speech_prob: float) -> Any:
         """The extras of a window judged silent before generation (its no-speech probability), nothing generated."""
@@ -184,25 +186,42 @@ class WindowPipeline:
             languages = self._languages(cache, windows)
             prompts = [self.tokens.prompt(language_id, window.task, window.timestamps, window.previous)
                        for window, (language_id, _, _) in zip(windows, languages)]
-            no_speech = [None if window.silence_threshold is None
-                         else self._no_speech_probability(prompt, encoder_output[row:row + 1],
-                                                          _row_states(cross_states, row))
-                         for row, (window, prompt) in enumerate(zip(windows, prompts))]
+            no_speech, held = self._no_speech(windows, prompts, encoder_output, cross_states, cache)
             spoken = [row for row, (window, probability) in enumerate(zip(windows, no_speech))
                       if probability is None or not probability > window.silence_threshold]
             if len(spoken) < len(windows):  # silent rows leave the batch before anything is generated
                 rows = torch.tensor(spoken, device=encoder_output.device, dtype=torch.long)
                 features, encoder_output = features[rows], encoder_output[rows]
                 cross_states = tuple([layer[rows] for layer in side] for side in cross_states)
-                cache = self.runner.new_cache(encoder_output, cross_states=cross_states)
+                if spoken:
+                    cache.keep(torch.tensor(spoken, device="cpu", dtype=torch.long), {})
         decoded = self._generate([windows[row] for row in spoken], features, encoder_output, cross_states, cache,
                                  [languages[row] for row in spoken], [prompts[row] for row in spoken],
                                  [no_speech[row] for row in spoken], speculation, generator, started,
-                                 encoder_seconds * len(spoken) / len(windows)) if spoken else []
+                                 encoder_seconds * len(spoken) / len(windows),
+                                 [held[row] for row in spoken]) if spoken else []
         by_row = dict(zip(spoken, decoded))
         seconds = encoder_seconds / len(windows)
         return [by_row[row] if row in by_row else self._silent_row(window, languages[row], no_speech[row], seconds)
                 for row, window in enumerate(windows)]
+
+    def _no_speech(self, windows: list[Window], prompts: list[list[int]], encoder_output: torch.Tensor,
+                   cross_states, cache: KVCache) -> tuple[list[float | None], list[list[int]]]:
+        """(the no-speech probability of each row that asks for one (else None), the prompt tokens each row of
+        `cache` now holds). Where the kernels are batch-invariant, the prompts up to start-of-transcript are fed
+        into `cache` itself in one pass, whose logits there give the probabilities and whose keys and values beam
+        search keeps (the bits a pass of the whole prompt computes); elsewhere a pass of its own per row."""
+        asking = [window.silence_threshold is not None for window in windows]
+        prefixes = [prompt[:prompt.index(self.tokens.start_of_transcript) + 1] for prompt in prompts]
+        if not self.runner.backend.batch_invariant or not any(asking):
+            return [self._no_speech_probability(prompt, encoder_output[row:row + 1], _row_states(cross_states, row))
+                    if ask else None for row, (prompt, ask) in enumerate(zip(prompts, asking))], [[] for _ in windows]
+        feeds = [prefix if ask else [] for prefix, ask in zip(prefixes, asking)]
+        hidden = self.runner.feed_rows(cache, feeds, [0] * len(feeds))
+        last = torch.cat([rows[-1:] for rows in hidden if len(rows)])
+        probabilities = iter(self.runner.vocabulary_logits(last[None])[0].float().softmax(dim=-1)
+                             [:, self.tokens.no_speech].tolist())
+        return [next(probabilities) if ask else None for ask in asking], feeds
 
     def _no_speech_probability(self, prompt: list[int], encoder_output: torch.Tensor, cross_states) -> float:
         """The probability of <|nospeech|> after start-of-transcript (scoring.py's no_speech_prob), from a pass over
@@ -223,8 +242,9 @@ class WindowPipeline:
     def _generate(self, windows: list[Window], features, encoder_output, cross_states, cache: KVCache,
                   languages: list[tuple], prompts: list[list[int]], no_speech: list[float | None],
                   speculation: Speculation, generator: torch.Generator | None, started: float,
-                  encoder_seconds: float) -> list[DecodedWindow]:
-        """The engine over encoded rows (`no_speech`: a row's probability read before, which its score keeps)."""
+                  encoder_seconds: float, held: list[list[int]]) -> list[DecodedWindow]:
+        """The engine over encoded rows (`no_speech`: a row's probability read before, which its score keeps;
+        `held`: the prompt tokens each row of `cache` holds already, which beam search does not feed again)."""
         with torch.inference_mode():
             forced = [self.tokens.forced_prefix(window.prefix, window.timestamps) for window in windows]
             settings = [GenerationSettings(
@@ -245,16 +265,19 @@ class WindowPipeline:
             target = DecoderTarget(self.runner, cache, record_hidden=self.runner.backend.batch_invariant
                                    and not beams and any(window.score for window in windows))
             fed = [prompt + extra for prompt, extra in zip(prompts, forced)]
-            outcomes = generate_beams(target, fed, settings, speculation.drafter) if beams else None
+            outcomes = generate_beams(target, fed, settings, speculation.drafter, held) if beams else None
             rows = ([(outcome.tokens, outcome.stats) for outcome in outcomes] if beams
                     else generate_batch(target, fed, settings, speculation.drafter, generator))
             asking = any(window.score or window.word_tokens for window in windows)
             if asking and self.analysis is None:
                 raise ValueError("a window asks for scores or words, and this pipeline was given no analysis")
+            # beam search kept each token's log-probability, the bits a pass of its own computes where the kernels
+            # are batch-invariant: a score then needs no pass
+            kept_log_probs = beams and self.runner.backend.batch_invariant
             extras = [self.analysis(self, window, row, encoder_output[row:row + 1], _row_states(cross_states, row),
                                     prompt, extra, tokens, rules.rules, language_id,
                                     target.recorded_hidden(row, len(prompt) + len(extra) + len(tokens) - 1),
-                                    no_speech_prob)
+                                    no_speech_prob, outcomes[row].log_probs if kept_log_probs else None)
                       if window.score or window.word_tokens else None
                       for row, (window, prompt, extra, (tokens, _), rules, (language_id, _, _), no_speech_prob)
                       in enumerate(zip(windows, prompts, forced, rows, settings, languages, no_speech))]

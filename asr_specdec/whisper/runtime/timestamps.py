@@ -79,16 +79,19 @@ class TimestampRules(LogitRules):
     def log_probs_rows(self, logits: torch.Tensor, rows: list[tuple[int, list[int] | None]],
                        overwrite: bool = False) -> torch.Tensor:
         """As LogitRules.log_probs_rows; the group rule's log-softmax is the answer for every row it does not
-        change, so only rows where it forces a timestamp take a second one (their flags are read on the host)."""
+        change, so only rows where it forces a timestamp (their flags read on the host) lose their text and take a
+        second one."""
         scores = logits.float()
         if scores is logits and not overwrite:
             scores = scores.clone()
         ruled = self._pair_rows_(scores, rows)
         log_probs = torch.log_softmax(scores, dim=-1)
         if ruled:
-            forced = self._force_timestamps_(scores, ruled, log_probs).nonzero().flatten()
+            forced = self._forced(ruled, log_probs).nonzero().flatten()
             if len(forced):
-                log_probs[forced] = torch.log_softmax(scores[forced], dim=-1)
+                timestamps_only = scores[forced]
+                timestamps_only[:, :self.timestamp_begin] = NEGATIVE_INFINITY
+                log_probs[forced] = torch.log_softmax(timestamps_only, dim=-1)
         return log_probs
 
     def _pair_rows_(self, scores: torch.Tensor, rows: list[tuple[int, list[int] | None]]) -> list[bool]:
@@ -120,12 +123,17 @@ class TimestampRules(LogitRules):
     def _force_timestamps_(self, scores: torch.Tensor, ruled: list[bool], log_probs: torch.Tensor) -> torch.Tensor:
         """The group rule, in place on `scores` given their log-softmax: text goes to -inf in every ruled row whose
         timestamps together are likelier than its best text token. The forced rows' flags [n] (on the device)."""
+        forced = self._forced(ruled, log_probs)
+        scores[:, :self.timestamp_begin].masked_fill_(forced[:, None], NEGATIVE_INFINITY)
+        return forced
+
+    def _forced(self, ruled: list[bool], log_probs: torch.Tensor) -> torch.Tensor:
+        """[n] (on the device): the ruled rows whose timestamps together are likelier than their best text token."""
         timestamp_log_prob = log_probs[:, self.timestamp_begin:].logsumexp(dim=-1)
         best_text_log_prob = log_probs[:, :self.timestamp_begin].max(dim=-1).values
         forced = timestamp_log_prob > best_text_log_prob
         if not all(ruled):
             forced &= torch.tensor(ruled, device=forced.device)
-        scores[:, :self.timestamp_begin].masked_fill_(forced[:, None], NEGATIVE_INFINITY)
         return forced
 
     def _row_bounds(self, index: int, tokens: list[int], vocab_size: int) -> tuple[int, int, int, int]:
