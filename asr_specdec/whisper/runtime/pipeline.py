@@ -212,11 +212,11 @@ class WindowPipeline:
         into `cache` itself in one pass, whose logits there give the probabilities and whose keys and values beam
         search keeps (the bits a pass of the whole prompt computes); elsewhere a pass of its own per row."""
         asking = [window.silence_threshold is not None for window in windows]
-        prefixes = [prompt[:prompt.index(self.tokens.start_of_transcript) + 1] for prompt in prompts]
         if not self.runner.backend.batch_invariant or not any(asking):
             return [self._no_speech_probability(prompt, encoder_output[row:row + 1], _row_states(cross_states, row))
                     if ask else None for row, (prompt, ask) in enumerate(zip(prompts, asking))], [[] for _ in windows]
-        feeds = [prefix if ask else [] for prefix, ask in zip(prefixes, asking)]
+        feeds = [prompt[:prompt.index(self.tokens.start_of_transcript) + 1] if ask else []
+                 for prompt, ask in zip(prompts, asking)]
         hidden = self.runner.feed_rows(cache, feeds, [0] * len(feeds))
         last = torch.cat([rows[-1:] for rows in hidden if len(rows)])
         probabilities = iter(self.runner.vocabulary_logits(last[None])[0].float().softmax(dim=-1)
