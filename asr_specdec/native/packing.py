@@ -10,7 +10,6 @@ float16: the kernels widen it back exactly, so the arithmetic is float32's at ha
 
 from __future__ import annotations
 
-import ctypes
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,11 +210,3 @@ def argmax_error(exact: PackedLinear, approx: PackedLinear) -> torch.Tensor:
     norms = exact_rows.norm(dim=1) + approx_rows.norm(dim=1)
     slack = 1 + 4 * exact.k * 2.0 ** -24 + 1e-4
     return ((difference + rounding * norms) * slack).contiguous()
-
-
-def as_pointer(tensor: torch.Tensor | None) -> int | None:
-    return tensor.data_ptr() if tensor is not None else None
-
-
-def pointer_array(tensors: list[torch.Tensor]):
-    return (ctypes.c_void_p * len(tensors))(*[tensor.data_ptr() for tensor in tensors])

@@ -12,6 +12,7 @@ import torch
 from ..core.drafter import Drafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
+from ..native import capabilities
 from .arguments import call_options, constructor_options
 from .call import Call, Progress, SegmentListener, faster_whisper_features
 from .drafters import DrafterContext, build_drafter
@@ -104,6 +105,12 @@ class SpeculativeWhisper:
                                        model_options.draft_length())
         # what this transcriber is, as resolved: a variant is a `replace` of it (with `main` the loaded weights)
         self.model_options = replace(model_options, mode=self.mode, device=device, compute_type=self.compute_type)
+        # which kernels run the main decoder: "native avx2" (the build), or "pytorch (cpu)"
+        self.backend = (capabilities().description if self.runner.native is not None
+                        else f"pytorch ({self.runner.device.type})")
+        # what every result says it came from
+        self._labels = {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,
+                        "compute_type": self.compute_type.name, "backend": self.backend}
 
     # the parts callers read: the main model, its processor and tokens, the lean decoder, the drafter
     model = property(lambda self: self.pipeline.model)
@@ -135,18 +142,6 @@ class SpeculativeWhisper:
         self.assistant_name = context.assistant_name
         return drafter
 
-    def _labels(self) -> dict:
-        return {"mode": self.mode, "main_model": self.main_name, "assistant_model": self.assistant_name,
-                "compute_type": self.compute_type.name, "backend": self.backend}
-
-    @property
-    def backend(self) -> str:
-        """Which kernels run the main decoder: "native avx2" (the build), or "pytorch (cpu)" and why not."""
-        if self.runner.native is not None:
-            from ..native import capabilities
-
-            return capabilities().description
-        return f"pytorch ({self.runner.device.type})"
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
@@ -203,7 +198,7 @@ class SpeculativeWhisper:
             text=self._text(spoken), segments=[segment.output() for segment in spoken],
             window_tokens=call.window_tokens, stats=call.stats, language=detected,
             language_probability=call.language_probability if detected == call.language else 1.0,
-            duration=audio_io.duration_seconds(samples), **self._labels())
+            duration=audio_io.duration_seconds(samples), **self._labels)
 
     def _diarized(self, audio, sample_rate, options: TranscribeOptions, progress: Progress | None,
                   window_decoder: WindowDecoder | None, on_segment: SegmentListener | None) -> TranscriptionResult:

@@ -50,7 +50,7 @@ def test_int8_vectors_are_quantized_one_scale_per_key_and_per_value():
     keys = torch.randn(2, 3, 4, 32, 16, generator=generator).bfloat16()  # [batch, heads, blocks, head_dim, 16]
     values = torch.randn(2, 3, 50, 32, generator=generator)
     for states, lanes, dim in ((keys, 16, 3), (values, 1, 3)):
-        quantized, scales = _int8_vectors(states, lanes=lanes)
+        quantized, scales = _int8_vectors(kernels(), states, lanes=lanes)
         expected_scale = states.float().abs().amax(dim=dim) / 127.0
         assert torch.allclose(scales.view(expected_scale.shape), expected_scale, rtol=1e-6)
         restored = quantized.float() * scales.view(expected_scale.shape).unsqueeze(dim)

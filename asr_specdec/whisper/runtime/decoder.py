@@ -166,8 +166,9 @@ class WhisperDecoderRunner:
                           for keys, values in zip(cross_keys, cross_values)]
         scales = {}
         if self.cross_dtype == torch.int8:
-            quantized_keys = [_int8_vectors(layer, lanes=SLOT_MULTIPLE) for layer in cross_keys]
-            quantized_values = [_int8_vectors(layer, lanes=1) for layer in cross_values]
+            library = self.backend.decoder.library  # int8 cross states exist on the native backend only
+            quantized_keys = [_int8_vectors(library, layer, lanes=SLOT_MULTIPLE) for layer in cross_keys]
+            quantized_values = [_int8_vectors(library, layer, lanes=1) for layer in cross_values]
             cross_keys, cross_values = [pair[0] for pair in quantized_keys], [pair[0] for pair in quantized_values]
             scales = {"cross_key_scales": [scale.view(*layer.shape[:2], -1)
                                            for (layer, scale) in quantized_keys],
@@ -265,11 +266,9 @@ def _linear(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
 
 
-def _int8_vectors(states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _int8_vectors(library, states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(int8 values, float32 scales [blocks, lanes]) of `states` [..., dim, lanes] (float32 or bfloat16, contiguous):
-    every vector along dim quantized symmetrically with its own scale (native kernels)."""
-    from ...native import kernels
-
+    every vector along dim quantized symmetrically with its own scale (by the native kernels `library`)."""
     states = states.contiguous()
     if states.dtype not in (torch.float32, torch.bfloat16):
         states = states.float()
@@ -277,8 +276,8 @@ def _int8_vectors(states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch
     blocks = states.numel() // (dim * lanes)
     values = torch.empty(states.shape, dtype=torch.int8)
     scales = torch.empty(blocks, lanes)
-    kernels().quantize_int8_vectors(states.data_ptr(), 0 if states.dtype == torch.float32 else 2, blocks, dim, lanes,
-                                    values.data_ptr(), scales.data_ptr(), torch.get_num_threads())
+    library.quantize_int8_vectors(states.data_ptr(), 0 if states.dtype == torch.float32 else 2, blocks, dim, lanes,
+                                  values.data_ptr(), scales.data_ptr(), torch.get_num_threads())
     return values, scales
 
 

@@ -205,11 +205,11 @@ def encoder_attention(encoder: nn.Module, dtype: torch.dtype, int8_level: int):
     (bfloat16 products, float32 softmax and sums) or float32 (the int8 encoder's float32 form, whose products
     `int8_level` makes int8: 0 none, 1 the scores, 2 the scores and the weights x values; see
     encoder_attention_f32); PyTorch's attention otherwise."""
-    from ...native import capabilities
+    from ...native import capabilities, kernels
 
     if (dtype in (torch.bfloat16, torch.float32) and next(encoder.parameters()).device.type == "cpu"
             and capabilities().encoder_attention and encoder.layers[0].self_attn.head_dim % 32 == 0):
-        return NativeAttention(int8_level)
+        return NativeAttention(kernels(), int8_level)
     return torch_attention
 
 
@@ -223,14 +223,13 @@ def torch_attention(attention, projected: torch.Tensor) -> torch.Tensor:
 
 
 class NativeAttention:
-    """Attention by the native flash kernels (encoder_kernels.c), row by row, in the projections' dtype."""
+    """Attention by the native flash kernels (encoder_kernels.c, loaded as `library`), row by row, in the
+    projections' dtype."""
 
-    def __init__(self, int8_level: int):
-        self.int8_level = int8_level
+    def __init__(self, library, int8_level: int):
+        self.library, self.int8_level = library, int8_level
 
     def __call__(self, attention, projected: torch.Tensor) -> torch.Tensor:
-        from ...native import kernels
-
         batch, length, _ = projected.shape
         width = attention.num_heads * attention.head_dim
         attended = torch.empty(batch, length, width, dtype=projected.dtype)
@@ -240,11 +239,11 @@ class NativeAttention:
             source = projected[row].contiguous()
             shape = (source.data_ptr(), length, attention.num_heads, attention.head_dim, float(attention.scaling))
             if projected.dtype == torch.bfloat16:
-                kernels().encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
-                                                 torch.get_num_threads())
+                self.library.encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
+                                                    torch.get_num_threads())
             else:
-                kernels().encoder_attention_f32(*shape, self.int8_level, attended[row].data_ptr(),
-                                                scratch.data_ptr(), torch.get_num_threads())
+                self.library.encoder_attention_f32(*shape, self.int8_level, attended[row].data_ptr(),
+                                                   scratch.data_ptr(), torch.get_num_threads())
         return attended
 
 

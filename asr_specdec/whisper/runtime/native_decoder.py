@@ -23,9 +23,7 @@ from ...native.packing import (
     PackedLinear,
     PackStore,
     argmax_error,
-    as_pointer,
     pack_linear,
-    pointer_array,
     quantize_int8,
 )
 from .decoder_backend import full_argmax
@@ -36,6 +34,14 @@ DRAFT_CANDIDATES = 32  # tokens the drafter's int4 screen passes on to be scored
 # the group rule compares a log-sum-exp with a logit; closer than this, only the full logits settle it
 GROUP_MARGIN = 1e-3
 _SHARED_PACKS: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def as_pointer(tensor: torch.Tensor | None) -> int | None:
+    return tensor.data_ptr() if tensor is not None else None
+
+
+def pointer_array(tensors: list[torch.Tensor]):
+    return (ctypes.c_void_p * len(tensors))(*[tensor.data_ptr() for tensor in tensors])
 
 
 def shared_pack(owner: torch.Tensor, tag: str, storage: str, build, store: PackStore, name: str) -> PackedLinear:
