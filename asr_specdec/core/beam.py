@@ -115,6 +115,14 @@ class _Beam:
     def on_path(self) -> bool:
         return self.path is not None
 
+    def child(self, token: int, score: float, log_prob: float) -> _Beam:
+        """This beam extended by `token` (its sum now `score`), on its draft path still if the draft has `token`
+        next."""
+        child = _Beam(self.tokens + [token], score, self.row, log_probs=self.log_probs + [log_prob])
+        if self.path is not None and self.offset < len(self.path.draft) and self.path.draft[self.offset] == token:
+            child.path, child.offset = self.path, self.offset + 1
+        return child
+
 
 @dataclass
 class _Audio:
@@ -327,12 +335,8 @@ def _step(audio: _Audio) -> None:
         if token == eos:
             finished.append((tuple(beam.tokens[len(audio.prompt):]) + (token,), score, beam.log_probs + [log_prob]))
             continue
-        child = _Beam(beam.tokens + [token], score, beam.row, log_probs=beam.log_probs + [log_prob])
         parents.append((beam, token))
-        path = beam.path
-        if path is not None and beam.offset < len(path.draft) and path.draft[beam.offset] == token:
-            child.path, child.offset = path, beam.offset + 1
-        beams.append(child)
+        beams.append(beam.child(token, score, log_prob))
         if len(beams) == size:
             break
     for sequence, score, log_probs in finished:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .beam import BeamOutcome, _Audio, _Beam, _candidates, _top, check_beam_size_and_patience
+from .beam import BeamOutcome, _Audio, _candidates, _top, check_beam_size_and_patience
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,8 @@ def _step(audio: _Audio) -> None:
             if last:
                 continue
             score, beam, token, log_prob = next(secondary)
-        child = _Beam(beam.tokens + [token], score, beam.row, log_probs=beam.log_probs + [log_prob])
         parents.append((beam, token))
-        path = beam.path
-        if path is not None and beam.offset < len(path.draft) and path.draft[beam.offset] == token:
-            child.path, child.offset = path, beam.offset + 1
-        beams.append(child)
+        beams.append(beam.child(token, score, log_prob))
     if len(audio.beams) == size and beams:
         audio.draft_length.observe_step(len({id(parent) for parent, _ in parents}) == len(parents)
                                         and all(token == _top(audio, parent)[1][0] for parent, token in parents))

@@ -38,6 +38,14 @@ MARGIN = 1.02  # a longer draft must promise this much more speed (ties go to th
 PLAIN_EVERY = 8  # while drafting, every this many rounds one is plain: the yardstick stays fresh
 
 
+def heuristic_length(tokens: int, drafted: int, accepted: int, minimum: int, maximum: int) -> int:
+    """transformers' heuristic schedule (DraftLength's and BeamSchedule's): after a round that drafted, two more
+    tokens when all were accepted, else one fewer."""
+    if not drafted:
+        return tokens
+    return min(maximum, tokens + 2) if accepted == drafted else max(minimum, tokens - 1)
+
+
 @dataclass
 class BeamSchedule:
     tokens: int  # the next pass's draft length per beam (0: a plain beam step)
@@ -89,9 +97,7 @@ class BeamSchedule:
         if self.schedule == "fixed":
             return
         if self.schedule == "heuristic":
-            if drafted:
-                self.tokens = (min(self.maximum, self.tokens + 2) if accepted == drafted
-                               else max(self.minimum, self.tokens - 1))
+            self.tokens = heuristic_length(self.tokens, drafted, accepted, self.minimum, self.maximum)
             return
         self._measure(drafted, accepted, steps, seconds)
         if self._plain_step is None:  # a plain round first: the yardstick of every cost

@@ -18,7 +18,7 @@ import numbers
 from dataclasses import dataclass, field
 
 from ..errors import OptionError
-from .beam_schedule import BeamSchedule
+from .beam_schedule import BeamSchedule, heuristic_length
 
 # On the CPU the int8 self-drafter agrees ~95% of the time: long drafts pay when its step is cheap
 DEFAULT_DRAFT_TOKENS = 8
@@ -88,9 +88,7 @@ class DraftLength:
         if self.schedule == "fixed":
             return
         if self.schedule == "heuristic":
-            if drafted:
-                self.tokens = (min(self.maximum, self.tokens + 2) if accepted == drafted
-                               else max(self.minimum, self.tokens - 1))
+            self.tokens = heuristic_length(self.tokens, drafted, accepted, self.minimum, self.maximum)
             return
         self._measure(drafted, accepted, draft_seconds, verify_seconds)
         best = self.best_length()
