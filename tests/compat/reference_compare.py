@@ -29,6 +29,22 @@ def fields(segments, words: bool = False) -> list[tuple]:
     return rows
 
 
+def deterministic(segments) -> list:
+    """The segments before the first one decoded by sampling: a window that falls back to a temperature above 0
+    draws from each library's own random stream (CTranslate2's, unseeded, goes on from call to call), which the
+    other cannot reproduce, and everything after it is conditioned on that random text."""
+    segments = list(segments)
+    sampled = [index for index, segment in enumerate(segments) if segment.temperature]
+    return segments[: sampled[0]] if sampled else segments
+
+
+def comparable(theirs, ours, words: bool = False) -> tuple[list, list]:
+    """What two transcriptions must share: the fields of their deterministic segments, and whether (then from
+    the same segment on) both had to sample."""
+    return ([*fields(deterministic(theirs), words), len(deterministic(theirs)) < len(theirs)],
+            [*fields(deterministic(ours), words), len(deterministic(ours)) < len(ours)])
+
+
 def _time(seconds: float) -> float:
     """A time as both write it: faster-whisper leaves float arithmetic unrounded (3.2800000000000002), we round to
     milliseconds; anything a millisecond apart still differs."""
