@@ -21,12 +21,49 @@ if "ASR_SPECDEC_TEST_THREADS" in os.environ:
 
 SHARED_AUDIO = Path(__file__).resolve().parents[1].parent / "shared" / "audio"
 
+# the costliest work units of the suite (an xdist group, else a module), costliest first, as `--durations=0` measured
+# them on 2 cores: handed out first, so that no long one starts last while the other worker waits
+COSTLIEST_FIRST = ("tests/compat/test_faster_whisper_reference.py", "ray", "tests/test_readme.py",
+                   "tests/whisper/test_transcriber_real.py", "tests/compat/test_faster_whisper_clips.py",
+                   "tests/native/test_kernel_check.py", "tests/whisper/test_compute_real.py",
+                   "tests/whisper/test_longform_real.py", "tests/whisper/test_batch_real.py",
+                   "tests/weights/test_ct2.py", "tests/text/test_real.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (--dist loadgroup), a module's tests run in one worker unless they name a group of their own, so
+    its module fixtures (real weights decoded, a benchmark run) are made once a session, not once a worker; and the
+    costliest units are handed out first (--no-loadscope-reorder keeps this order)."""
+    if WORKERS < 2:
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    rank = {name: index for index, name in enumerate(COSTLIEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.get_closest_marker("xdist_group").args[0], len(rank)))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def pack_cache(tmp_path_factory):
-    """Converted packs go to a per-session cache, never the user's ~/.cache (unless CI asks otherwise)."""
+    """Converted packs go to a per-session cache, never the user's ~/.cache (unless CI asks otherwise). xdist's
+    workers share one (their temporary folders have one parent; every cache entry is written with one atomic
+    rename), and the first worker builds the kernels and the Whisper packs while the other waits, so each is built
+    once a session, not once a worker."""
     if "ASR_SPECDEC_TEST_CACHE" in os.environ:
         os.environ["ASR_SPECDEC_CACHE"] = os.environ["ASR_SPECDEC_TEST_CACHE"]
+    elif WORKERS > 1:
+        shared = tmp_path_factory.getbasetemp().parent / "asr_specdec_cache"
+        shared.mkdir(exist_ok=True)
+        os.environ["ASR_SPECDEC_CACHE"] = str(shared)
+        from filelock import FileLock
+
+        from asr_specdec.native import kernels
+        from asr_specdec.weights.packs import ensure_pack
+
+        with FileLock(str(shared) + ".lock"):
+            kernels()
+            ensure_pack("base"), ensure_pack("tiny.en")
     else:
         os.environ["ASR_SPECDEC_CACHE"] = str(tmp_path_factory.mktemp("asr_specdec_cache"))
     return Path(os.environ["ASR_SPECDEC_CACHE"])

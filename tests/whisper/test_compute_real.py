@@ -47,18 +47,22 @@ def test_speculative_equals_plain_at_every_compute_type(lean, clips, float32_pla
     scored = [name for name, (_, reference) in clips.items() if reference]
     references = [clips[name][1] for name in scored]
     float32_wer = wer(references, [float32_plain[name].text for name in scored])
+    default = auto_compute_type("cpu").name
     for compute in compute_types(lean[0]):
         plain = SpeculativeWhisper(lean, mode="off", language="en", compute_type=compute)
         speculative = SpeculativeWhisper(lean, mode="quantized-self", language="en", compute_type=compute)
         texts, drafted = {}, 0
-        for name, (samples, _) in clips.items():
+        # the default on every clip (its word error rate is checked), the others on every other clip (the suite's time)
+        names = list(clips) if compute == default else list(clips)[0::2]
+        for name in names:
+            samples = clips[name][0]
             expected = plain.transcribe(samples)
             result = speculative.transcribe(samples)
             assert result.tokens == expected.tokens, (compute, name)
             texts[name] = expected.text
             drafted += result.stats.drafted_tokens
         assert drafted > 0
-        if compute == auto_compute_type("cpu").name:  # the default keeps float32's word error rate
+        if compute == default:  # the default keeps float32's word error rate
             assert wer(references, [texts[name] for name in scored]) == float32_wer, compute
 
 
