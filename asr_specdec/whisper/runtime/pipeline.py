@@ -133,7 +133,7 @@ class WindowPipeline:
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         # language detection's window: (features, encoder output, cross states), for the next encode only (the
         # first window's decode usually has the same features)
-        self._detection_encoding: tuple | None = None
+        self._kept_encoding: tuple | None = None  # (features, encoder output, cross states) for the next call
 
     def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
         """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
@@ -299,30 +299,38 @@ class WindowPipeline:
         """(input features, encoder output, cross-attention states, main-model cache) of windows decoded as rows
         of one batch. Where the decoder is batch-invariant (the native kernels), each row is encoded on its own,
         so its bits equal those of the row decoded alone (on a CPU the encoder is compute-bound: batching it buys
-        little); on the PyTorch path, whose rows are not batch-invariant anyway, all rows in one call. `keep`: the
-        last row's encoding is kept for the next call (language detection's; see _encode_row)."""
+        little), and rows of one window share its encoding; on the PyTorch path, whose rows are not batch-invariant
+        anyway, all rows in one call. The encoding of a call of one window is kept for the next call (a fallback
+        retry), and with `keep` the last row's (language detection's; see _encode_row)."""
         if not self.runner.backend.batch_invariant:
             encoder_output = self.encoder(_rows(features))
             cross_states = self.runner.cross_attention_states(encoder_output, self.encoder.cross_projection)
             return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                          cross_states=cross_states)
-        detected, self._detection_encoding = self._detection_encoding, None
-        encoded, cross_rows = zip(*[self._encode_row(row, detected) for row in features])
-        if keep:
-            self._detection_encoding = (features[-1], encoded[-1], cross_rows[-1])
+        kept, self._kept_encoding = self._kept_encoding, None
+        known = [kept] if kept is not None else []
+        entries = [self._encode_row(row, known) for row in features]
+        if keep or len({id(entry) for entry in entries}) == 1:  # one window: a fallback retry decodes it again
+            self._kept_encoding = (entries[-1][0].clone(), *entries[-1][1:])  # compared by value (buffers get reused)
+        encoded, cross_rows = [entry[1] for entry in entries], [entry[2] for entry in entries]
         cross_states = tuple([_rows([row[side][layer] for row in cross_rows]) for layer in range(len(cross_rows[0][0]))]
                              for side in (0, 1))
         encoder_output = _rows(encoded)
         return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                      cross_states=cross_states)
 
-    def _encode_row(self, features: torch.Tensor, detected: tuple | None) -> tuple[torch.Tensor, tuple[list, list]]:
-        """(encoder output, cross-attention states) of one window; the encoder is deterministic, so a window whose
-        features equal those language detection just encoded (`detected`) takes that encoding."""
-        if detected is not None and detected[0].shape == features.shape and torch.equal(detected[0], features):
-            return detected[1], detected[2]
+    def _encode_row(self, features: torch.Tensor, known: list[tuple]) -> tuple:
+        """(features, encoder output, cross-attention states) of one window. The encoder is deterministic, so a
+        window whose features equal those of an encoding in `known` takes it: another row of the call (best_of
+        samples of one window) or the encoding kept from the call before (language detection's, or the window a
+        temperature fallback decodes again); a new encoding joins `known`."""
+        for entry in known:
+            if entry[0] is features or (entry[0].shape == features.shape and torch.equal(entry[0], features)):
+                return entry
         encoded = self.encoder(features)
-        return encoded, self.runner.cross_attention_states(encoded, self.encoder.cross_projection)
+        entry = (features, encoded, self.runner.cross_attention_states(encoded, self.encoder.cross_projection))
+        known.append(entry)
+        return entry
 
     def _languages(self, cache: KVCache, windows: list[Window]) -> list[tuple[int | None, str | None, float | None]]:
         """(language token, detected code or None, its probability or None) per row: the window's language, or the

@@ -1,0 +1,42 @@
+"""A window is encoded once however often it is decoded: best_of samples of one window share its encoding, and a
+temperature fallback's retries take the encoding kept from the attempt before (the encoder is deterministic, so
+the text is the same bits as encoding anew; faster-whisper encodes a window once too)."""
+
+from __future__ import annotations
+
+import pytest
+
+from asr_specdec.whisper import SpeculativeWhisper
+
+pytestmark = pytest.mark.slow
+
+
+class CountingEncoder:
+    """The pipeline's encoder, counting its calls."""
+
+    def __init__(self, encoder):
+        self.encoder, self.calls = encoder, 0
+
+    def __call__(self, features):
+        self.calls += 1
+        return self.encoder(features)
+
+    def __getattr__(self, name):
+        return getattr(self.encoder, name)
+
+
+def test_a_window_retried_at_every_temperature_with_best_of_rows_is_encoded_once(tiny_en_dir, shared_audio):
+    whisper = SpeculativeWhisper(str(tiny_en_dir), compute_type="float32")
+    if not whisper.runner.backend.batch_invariant:
+        pytest.skip("the PyTorch path encodes each call's rows in one batch")
+    clip = str(shared_audio / "LJ002-0020.wav")
+    # every attempt fails the log-probability rule, so all three temperatures run, the sampled ones as 3 rows each
+    retried = {"temperature": (0.0, 0.5, 1.0), "best_of": 3, "logprob_threshold": 0.0, "seed": 0}
+    counting = CountingEncoder(whisper.pipeline.encoder)
+    whisper.pipeline.encoder = counting
+    result = whisper.transcribe(clip, **retried)
+    assert result.segments and result.segments[0].temperature == 1.0  # the last temperature was reached
+    assert counting.calls == 1
+    fresh = SpeculativeWhisper(str(tiny_en_dir), compute_type="float32")
+    assert [(s.text, s.avg_logprob) for s in fresh.transcribe(clip, **retried).segments] == \
+        [(s.text, s.avg_logprob) for s in result.segments]
