@@ -63,7 +63,8 @@ def pack_cache(tmp_path_factory):
 
         with FileLock(str(shared) + ".lock"):
             kernels()
-            ensure_pack("base"), ensure_pack("tiny.en")
+            for pack in ("base", "tiny.en"):
+                ensure_pack(pack)
     else:
         os.environ["ASR_SPECDEC_CACHE"] = str(tmp_path_factory.mktemp("asr_specdec_cache"))
     return Path(os.environ["ASR_SPECDEC_CACHE"])

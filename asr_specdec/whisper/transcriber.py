@@ -142,7 +142,6 @@ class SpeculativeWhisper:
         self.assistant_name = context.assistant_name
         return drafter
 
-
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,
                    task: str | None = None, progress: Progress | None = None, *, timestamps: bool | None = None,
                    return_timestamps: bool | None = None, long_form: str | None = None,

@@ -41,8 +41,12 @@ def deterministic(segments) -> list:
 def comparable(theirs, ours, words: bool = False) -> tuple[list, list]:
     """What two transcriptions must share: the fields of their deterministic segments, and whether (then from
     the same segment on) both had to sample."""
-    return ([*fields(deterministic(theirs), words), len(deterministic(theirs)) < len(theirs)],
-            [*fields(deterministic(ours), words), len(deterministic(ours)) < len(ours)])
+    def shared(segments) -> list:
+        segments = list(segments)
+        kept = deterministic(segments)
+        return [*fields(kept, words), len(kept) < len(segments)]
+
+    return shared(theirs), shared(ours)
 
 
 def _time(seconds: float) -> float:

@@ -131,9 +131,9 @@ class WindowPipeline:
         reduced = self.compute.encoder == "bfloat16" or self.encoder.cross_projection is not None
         cross_dtype = torch.bfloat16 if reduced else None
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
-        # language detection's window: (features, encoder output, cross states), for the next encode only (the
-        # first window's decode usually has the same features)
-        self._kept_encoding: tuple | None = None  # (features, encoder output, cross states) for the next call
+        # (features, encoder output, cross states) of the last call's one window (language detection's, or a
+        # decode a fallback may retry), for the next call (see _encode)
+        self._kept_encoding: tuple | None = None
 
     def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
         """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
