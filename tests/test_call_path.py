@@ -1,6 +1,7 @@
 """How many package files one `transcribe` call runs through, traced (issue 36 asked for at most 15; the bound here
-is today's count, so the path cannot grow unnoticed), and that the call asks native/ nothing (the hardware is
-decided when the model loads)."""
+is today's count, so the path cannot grow unnoticed), and that the call asks native/ nothing but how many threads
+to take (the hardware is decided when the model loads; the CPU share it gets, native/threads.py, changes while it
+runs)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "asr_specdec"
 # files the default call touches today (issue 36's target was 15; docs/architecture.md lists them and their jobs)
-BOUND = 25
+BOUND = 26
+PER_CALL_NATIVE = {"native/threads.py"}  # the one thing about the hardware that is decided while a call runs
 
 
 def files_run_by(call) -> set[str]:
@@ -40,4 +42,4 @@ def test_one_transcribe_call_runs_through_at_most_bound_files():
     files = files_run_by(lambda: whisper.transcribe(clip))
     assert "whisper/transcriber.py" in files and "core/engine.py" in files  # the tracer sees the package
     assert len(files) <= BOUND, sorted(files)
-    assert not [name for name in files if name.startswith("native/")], sorted(files)
+    assert not [name for name in files if name.startswith("native/") and name not in PER_CALL_NATIVE], sorted(files)

@@ -44,13 +44,17 @@ def test_int4_products_are_the_dequantized_weights_times_the_activations(shape):
 
 
 def test_int8_vectors_are_quantized_one_scale_per_key_and_per_value():
+    from types import SimpleNamespace
+
+    from asr_specdec.native.threads import governor
     from asr_specdec.whisper.runtime.decoder import _int8_vectors
 
     generator = torch.Generator().manual_seed(0)
     keys = torch.randn(2, 3, 4, 32, 16, generator=generator).bfloat16()  # [batch, heads, blocks, head_dim, 16]
     values = torch.randn(2, 3, 50, 32, generator=generator)
+    native = SimpleNamespace(library=kernels(), governor=governor())  # what a NativeDecoder holds
     for states, lanes, dim in ((keys, 16, 3), (values, 1, 3)):
-        quantized, scales = _int8_vectors(kernels(), states, lanes=lanes)
+        quantized, scales = _int8_vectors(native, states, lanes=lanes)
         expected_scale = states.float().abs().amax(dim=dim) / 127.0
         assert torch.allclose(scales.view(expected_scale.shape), expected_scale, rtol=1e-6)
         restored = quantized.float() * scales.view(expected_scale.shape).unsqueeze(dim)

@@ -166,9 +166,9 @@ class WhisperDecoderRunner:
                           for keys, values in zip(cross_keys, cross_values)]
         scales = {}
         if self.cross_dtype == torch.int8:
-            library = self.backend.decoder.library  # int8 cross states exist on the native backend only
-            quantized_keys = [_int8_vectors(library, layer, lanes=SLOT_MULTIPLE) for layer in cross_keys]
-            quantized_values = [_int8_vectors(library, layer, lanes=1) for layer in cross_values]
+            native = self.backend.decoder  # int8 cross states exist on the native backend only
+            quantized_keys = [_int8_vectors(native, layer, lanes=SLOT_MULTIPLE) for layer in cross_keys]
+            quantized_values = [_int8_vectors(native, layer, lanes=1) for layer in cross_values]
             cross_keys, cross_values = [pair[0] for pair in quantized_keys], [pair[0] for pair in quantized_values]
             scales = {"cross_key_scales": [scale.view(*layer.shape[:2], -1)
                                            for (layer, scale) in quantized_keys],
@@ -266,9 +266,10 @@ def _linear(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
 
 
-def _int8_vectors(library, states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _int8_vectors(native, states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(int8 values, float32 scales [blocks, lanes]) of `states` [..., dim, lanes] (float32 or bfloat16, contiguous):
-    every vector along dim quantized symmetrically with its own scale (by the native kernels `library`)."""
+    every vector along dim quantized symmetrically with its own scale (by the kernels of the NativeDecoder `native`,
+    on the threads its governor gives)."""
     states = states.contiguous()
     if states.dtype not in (torch.float32, torch.bfloat16):
         states = states.float()
@@ -276,8 +277,8 @@ def _int8_vectors(library, states: torch.Tensor, lanes: int) -> tuple[torch.Tens
     blocks = states.numel() // (dim * lanes)
     values = torch.empty(states.shape, dtype=torch.int8)
     scales = torch.empty(blocks, lanes)
-    library.quantize_int8_vectors(states.data_ptr(), 0 if states.dtype == torch.float32 else 2, blocks, dim, lanes,
-                                  values.data_ptr(), scales.data_ptr(), torch.get_num_threads())
+    native.library.quantize_int8_vectors(states.data_ptr(), 0 if states.dtype == torch.float32 else 2, blocks, dim,
+                                         lanes, values.data_ptr(), scales.data_ptr(), native.governor.threads())
     return values, scales
 
 

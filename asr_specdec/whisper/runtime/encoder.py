@@ -227,23 +227,24 @@ class NativeAttention:
     projections' dtype."""
 
     def __init__(self, library, int8_level: int):
-        self.library, self.int8_level = library, int8_level
+        from ...native.threads import governor
+
+        self.library, self.int8_level, self.governor = library, int8_level, governor()
 
     def __call__(self, attention, projected: torch.Tensor) -> torch.Tensor:
         batch, length, _ = projected.shape
         width = attention.num_heads * attention.head_dim
         attended = torch.empty(batch, length, width, dtype=projected.dtype)
-        scratch = torch.empty(torch.get_num_threads() * 2 * (-(-length // 32) * 32) * attention.head_dim,
-                              dtype=projected.dtype)
+        threads = self.governor.threads()
+        scratch = torch.empty(threads * 2 * (-(-length // 32) * 32) * attention.head_dim, dtype=projected.dtype)
         for row in range(batch):
             source = projected[row].contiguous()
             shape = (source.data_ptr(), length, attention.num_heads, attention.head_dim, float(attention.scaling))
             if projected.dtype == torch.bfloat16:
-                self.library.encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(),
-                                                    torch.get_num_threads())
+                self.library.encoder_attention_bf16(*shape, attended[row].data_ptr(), scratch.data_ptr(), threads)
             else:
                 self.library.encoder_attention_f32(*shape, self.int8_level, attended[row].data_ptr(),
-                                                   scratch.data_ptr(), torch.get_num_threads())
+                                                   scratch.data_ptr(), threads)
         return attended
 
 
@@ -280,8 +281,9 @@ class Int8Products:
         not on disk yet (so a warm start never pages the float32 weights in)."""
         from ...native import kernels
         from ...native.packing import PackStore, pack_linear
+        from ...native.threads import governor
 
-        self.library = kernels()
+        self.library, self.governor = kernels(), governor()
         self.dtype = dtype
         self._product = self.library.linear_int8_bf16 if dtype == torch.bfloat16 else self.library.linear_int8_f32
         self._store = PackStore(weights_key, "encoder-int8-vnni")
@@ -308,7 +310,7 @@ class Int8Products:
             flat = flat.to(self.dtype).contiguous()
         output = torch.empty(flat.shape[0], packed.n, dtype=self.dtype)
         status = self._product(ctypes.byref(packed.struct), flat.shape[0], flat.data_ptr(), flat.shape[1],
-                               output.data_ptr(), packed.n, int(gelu), torch.get_num_threads())
+                               output.data_ptr(), packed.n, int(gelu), self.governor.threads())
         if status != 0:
             raise RuntimeError(f"native int8 product failed ({status})")
         return output.view(*inputs.shape[:-1], packed.n)

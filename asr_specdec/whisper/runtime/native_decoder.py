@@ -26,6 +26,7 @@ from ...native.packing import (
     pack_linear,
     quantize_int8,
 )
+from ...native.threads import governor
 from .decoder_backend import full_argmax
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2, torch.int8: 3}
@@ -76,6 +77,7 @@ class NativeDecoder:
     def __init__(self, library, decoder: nn.Module, proj_out: nn.Module, layers: list, storage: str,
                  weights_key: str | None = None):
         self.library, self.storage = library, storage
+        self.governor = governor()  # the threads of each kernel call
         self._store = PackStore(weights_key, storage)
         first = layers[0]
         self.width = decoder.embed_tokens.weight.shape[1]
@@ -208,7 +210,7 @@ class NativeDecoder:
         """Final hidden states [tokens, width] of tokens sorted by batch row (see decoder_pass)."""
         count = len(ids)
         view = self.cache_view(cache)
-        threads = torch.get_num_threads()
+        threads = self.governor.threads()
         needed = self.library.scratch_floats(ctypes.byref(self.model), ctypes.byref(view), count, threads)
         if self._scratch.numel() < needed:
             self._scratch = torch.empty(needed)
@@ -227,7 +229,7 @@ class NativeDecoder:
         hidden = hidden.float().contiguous()
         logits = torch.empty(hidden.shape[0], self.vocab_size)
         self.library.linear_forward(ctypes.byref(self.vocab.struct), hidden.shape[0], hidden.data_ptr(), self.width,
-                                    logits.data_ptr(), self.vocab_size, torch.get_num_threads())
+                                    logits.data_ptr(), self.vocab_size, self.governor.threads())
         return logits
 
     def greedy(self, hidden: torch.Tensor, suppressed: torch.Tensor | None,
@@ -248,13 +250,14 @@ class NativeDecoder:
         if self.approx is None:  # int8 weights: the product is cheap, take it whole
             scores = torch.empty(rows, self.vocab.struct.n_tiles * 64)
             self.library.argmax_rows(ctypes.byref(self.vocab.struct), rows, hidden.data_ptr(), self.width,
-                                     as_pointer(mask), scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
+                                     as_pointer(mask), scores.data_ptr(), choices.data_ptr(),
+                                     self.governor.threads())
             return choices
         scores = torch.empty(rows, self.approx.struct.n_tiles * 64)
         self.library.certified_argmax(ctypes.byref(self.approx.struct), ctypes.byref(self.vocab.struct), rows,
                                       hidden.data_ptr(), self.width, as_pointer(mask), self.error.data_ptr(),
                                       as_pointer(self.approx_norms), scores.data_ptr(), choices.data_ptr(),
-                                      torch.get_num_threads())
+                                      self.governor.threads())
         return choices
 
     def _draft_choices(self, hidden: torch.Tensor, suppressed: torch.Tensor | None,
@@ -269,7 +272,7 @@ class NativeDecoder:
         scores = torch.empty(rows, self.screen.struct.n_tiles * 64)
         self.library.draft_choice(ctypes.byref(self.screen.struct), self.rows8.data_ptr(), self.rows8_scale.data_ptr(),
                                   rows, hidden.data_ptr(), self.width, as_pointer(mask), as_pointer(begins),
-                                  DRAFT_CANDIDATES, scores.data_ptr(), choices.data_ptr(), torch.get_num_threads())
+                                  DRAFT_CANDIDATES, scores.data_ptr(), choices.data_ptr(), self.governor.threads())
         return choices
 
     def tile_logits(self, hidden: torch.Tensor, first_column: int, last_column: int | None = None) -> torch.Tensor:
@@ -281,7 +284,7 @@ class NativeDecoder:
         tiles = last_tile - first_tile + 1
         out = torch.empty(hidden.shape[0], tiles * 64)
         self.library.linear_tiles(ctypes.byref(self.vocab.struct), hidden.shape[0], hidden.data_ptr(), self.width,
-                                  first_tile, tiles, out.data_ptr(), tiles * 64, torch.get_num_threads())
+                                  first_tile, tiles, out.data_ptr(), tiles * 64, self.governor.threads())
         return out
 
     def _grouped_choices(self, hidden: torch.Tensor, suppressed: torch.Tensor | None,

@@ -1,0 +1,160 @@
+"""How many threads the native kernels and torch's own operations take: the one place that follows the CPU this
+process actually gets (docs/compute.md, Sharing a CPU).
+
+The kernels split each product of a decoder step between their threads, with a barrier after each (a step of base
+holds about 150). That is fast on CPUs this process has to itself, and a cliff beside another busy process: a
+thread that reaches a barrier waits (spinning, then asleep) until its partner, preempted by the other process, is
+scheduled again, so every barrier can cost a scheduler slice. One thread has no barriers and gets its fair share.
+
+So the governor watches how long the calling thread waits for a CPU while runnable (the kernel's run-queue delay,
+/proc/thread-self/schedstat), once per WINDOW_SECONDS of calls. Waiting more than CONTENDED of the time halves the
+kernels' threads, and torch's (one OpenMP pool serves both: torch loads the libgomp.so.1 the kernels link to);
+a reduced team probes twice as many once the caller has waited less than CALM for a while, and
+waits longer before the next probe each time a probe meets contention again. Which thread computes which rows
+never changes a result (the kernels are batch- and thread-invariant), so this changes speed only, never bits.
+Where the delay cannot be read (no schedstat: not Linux, or a kernel without it) the kernels keep the budget.
+
+The budget is the thread count asked of torch (what `cpu_threads` and `--threads` set; a change made by anyone but
+the governor is taken as the new request), capped by the CPUs this process may run on (its affinity mask) and by a
+cgroup CPU quota (a container's `--cpus`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+WINDOW_SECONDS = 0.02  # how often the run-queue delay is read (at a kernel call at least this long after the last)
+CONTENDED = 0.15  # share of a window spent waiting for a CPU above which the window counts as contended
+CONTENDED_WINDOWS = 2  # consecutive contended windows that halve the team (one is often a passing blip)
+CALM = 0.05  # ... below which a reduced team counts the window towards a probe
+FIRST_PROBE_SECONDS = 0.25  # calm time after a reduction before the first probe
+LAST_PROBE_SECONDS = 4.0  # the longest wait, doubled after each probe that met contention again
+SCHEDSTAT = "/proc/thread-self/schedstat"  # on-CPU ns, run-queue wait ns, timeslices
+
+
+def cgroup_cpus(root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """CPUs a cgroup quota allows this process (rounded up), or None without a quota (cgroup v2, then v1)."""
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return max(1, math.ceil(quota / period)) if quota > 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def affinity_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def thread_budget(requested: int, quota: int | None = None) -> int:
+    """The most threads a call may take: the requested count, capped by affinity and a cgroup quota."""
+    budget = min(requested, affinity_cpus())
+    return max(1, min(budget, quota) if quota else budget)
+
+
+class RunQueueClock:
+    """Seconds the calling thread has waited for a CPU while runnable, since it started (None where unreadable)."""
+
+    def __init__(self, path: str = SCHEDSTAT):
+        self.path, self._files = path, threading.local()
+
+    def __call__(self) -> float | None:
+        descriptor = getattr(self._files, "descriptor", None)
+        try:
+            if descriptor is None:  # thread-self resolves when opened: one descriptor per thread
+                descriptor = self._files.descriptor = os.open(self.path, os.O_RDONLY)
+            return int(os.pread(descriptor, 128, 0).split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return None
+
+
+class ThreadGovernor:
+    """The thread count of the next kernel call (`library.kernel(..., governor.threads())`), and torch's, from how
+    long the calling thread has been waiting for a CPU lately (module docstring)."""
+
+    def __init__(self, clock=time.perf_counter, waited=None, torch_threads=(torch.get_num_threads,
+                                                                            torch.set_num_threads)):
+        self._clock, self._waited = clock, waited or RunQueueClock()
+        self._get_threads, self._set_threads = torch_threads
+        self._quota = cgroup_cpus()
+        self.requested = self._get_threads()  # the thread count asked of torch
+        self._set = None  # the count the governor last gave torch
+        self.halvings = 0  # the team is the budget halved this many times (at least one thread)
+        self._team = self._update_team()
+        self._marks = threading.local()  # per calling thread: (wall, waited) at its last reading
+        self._probe_wait = FIRST_PROBE_SECONDS
+        self._calm = 0.0  # calm seconds since the last change
+        self._probing = False  # the last change was a probe, not yet judged
+        self._contended = 0  # consecutive contended windows
+
+    def budget(self) -> int:
+        current = self._get_threads()
+        if current != self._set:  # asked by someone else (cpu_threads, --threads, the user): the new request
+            self.requested = current
+        return thread_budget(self.requested, self._quota)
+
+    def _update_team(self) -> int:
+        team = max(1, self.budget() >> self.halvings)
+        if team != self._get_threads():
+            self._set_threads(team)
+            self._set = team
+        return team
+
+    def threads(self) -> int:
+        now = self._clock()
+        mark = getattr(self._marks, "mark", None)
+        if mark is None or now - mark[0] >= WINDOW_SECONDS:
+            waited = self._waited()
+            if waited is not None:
+                self._marks.mark = (now, waited)
+                if mark is not None:
+                    self.observe(now - mark[0], waited - mark[1])
+            self._team = self._update_team()
+        return self._team
+
+    def observe(self, wall: float, waited: float) -> None:
+        """Judge a window of `wall` seconds in which the calling thread waited `waited` seconds for a CPU."""
+        share = waited / wall if wall > 0 else 0.0
+        if share > CONTENDED:
+            self._contended += 1
+            if self._contended < CONTENDED_WINDOWS and not self._probing:
+                return
+            self._contended = 0
+            if self.budget() >> self.halvings > 1:
+                if self._probing:  # the probe met contention too: wait longer before the next
+                    self._probe_wait = min(2 * self._probe_wait, LAST_PROBE_SECONDS)
+                self.halvings += 1
+            self._probing, self._calm = False, 0.0
+            return
+        self._contended = 0
+        if self._probing:  # the larger team ran a window without contention: a later reduction starts afresh
+            self._probing, self._probe_wait = False, FIRST_PROBE_SECONDS
+        if self.halvings and share < CALM:
+            self._calm += wall
+            if self._calm >= self._probe_wait:
+                self.halvings -= 1
+                self._probing, self._calm = True, 0.0
+
+
+_GOVERNOR: list[ThreadGovernor] = []
+
+
+def governor() -> ThreadGovernor:
+    """The process's governor (contention is the process's, so every kernel caller shares one)."""
+    if not _GOVERNOR:
+        _GOVERNOR.append(ThreadGovernor())
+    return _GOVERNOR[0]
