@@ -28,8 +28,6 @@ def build_parser() -> argparse.ArgumentParser:
     models = parser.add_argument_group("model (as in python -m asr_specdec.transcribe)")
     # the names and meanings of transcribe's options, so that transcriber_arguments.build_transcriber builds the model
     add_model_arguments(models, serving=True)
-    models.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default: torch's own, one per core)")
     # server-wide defaults; requests set temperature, words, prompt, speakers
     add_recipe_arguments(parser, subtitles=False, speakers=False)
     serving = parser.add_argument_group("serving")
@@ -96,10 +94,6 @@ def run(args) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     configure_logging(args.log_level)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     try:
         check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)

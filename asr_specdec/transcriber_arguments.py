@@ -43,6 +43,10 @@ def add_model_arguments(parser, serving: bool = False) -> None:
                              "never)")
     parser.add_argument("--early-exit-layer", type=int, default=model.early_exit_layer,
                         help="decoder layers the early-exit drafter uses (default: half of them)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads, as faster-whisper's cpu_threads (default: torch's, one per core; fewer "
+                             "when the CPUs this process may use or its cgroup quota are fewer, and while another "
+                             "process takes them: docs/compute.md, Sharing a CPU)")
     sampled = "for requests with temperature > 0" if serving else "with --do-sample"
     parser.add_argument("--top-k", type=int, default=sampling.top_k,
                         help=f"{sampled}: sample among the k likeliest (default %(default)s: all)")
@@ -125,8 +129,13 @@ def build_transcriber(args):
     """(the transcriber the arguments ask for, why these models)."""
     import torch
 
+    from .errors import SpecdecError
     from .whisper.transcriber import SpeculativeWhisper
 
+    if args.threads is not None:
+        if args.threads < 1:
+            raise SpecdecError(f"--threads must be at least 1, not {args.threads}")
+        torch.set_num_threads(args.threads)  # process-wide: the kernels' budget too (native/threads.py)
     if args.device == "auto":
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     main, assistant, mode, reason = choose_models(args)

@@ -7,11 +7,12 @@ thread that reaches a barrier waits (spinning, then asleep) until its partner, p
 scheduled again, so every barrier can cost a scheduler slice. One thread has no barriers and gets its fair share.
 
 So the governor watches how long the calling thread waits for a CPU while runnable (the kernel's run-queue delay,
-/proc/thread-self/schedstat), once per WINDOW_SECONDS of calls. Waiting more than CONTENDED of the time halves the
-kernels' threads, and torch's (one OpenMP pool serves both: torch loads the libgomp.so.1 the kernels link to);
-a reduced team probes twice as many once the caller has waited less than CALM for a while, and
-waits longer before the next probe each time a probe meets contention again. Which thread computes which rows
-never changes a result (the kernels are batch- and thread-invariant), so this changes speed only, never bits.
+/proc/thread-self/schedstat), once per WINDOW_SECONDS of calls. Waiting more than CONTENDED of the time,
+CONTENDED_WINDOWS windows in a row, halves the kernels' threads, and torch's (one OpenMP pool serves both: torch
+loads the libgomp.so.1 the kernels link to); a reduced team probes twice as many once the caller has waited less
+than CALM for a while, and waits longer before the next probe each time a probe meets contention again. Which
+thread computes which rows never changes a result (the kernels are batch- and thread-invariant), so this changes
+speed only, never bits.
 Where the delay cannot be read (no schedstat: not Linux, or a kernel without it) the kernels keep the budget.
 
 The budget is the thread count asked of torch (what `cpu_threads` and `--threads` set; a change made by anyone but
@@ -30,9 +31,11 @@ from pathlib import Path
 import torch
 
 WINDOW_SECONDS = 0.02  # how often the run-queue delay is read (at a kernel call at least this long after the last)
-CONTENDED = 0.15  # share of a window spent waiting for a CPU above which the window counts as contended
-CONTENDED_WINDOWS = 2  # consecutive contended windows that halve the team (one is often a passing blip)
-CALM = 0.05  # ... below which a reduced team counts the window towards a probe
+# share of a window spent waiting for a CPU above which it counts as contended: beside another 2-thread job on 2
+# cores, every window of a 2-thread team waits 30-60% (median 50%); alone, 5-10% of windows pass 30% (short blips)
+CONTENDED = 0.3
+CONTENDED_WINDOWS = 3  # consecutive contended windows that halve the team (a blip rarely lasts three)
+CALM = 0.05  # share below which a reduced team counts the window towards a probe
 FIRST_PROBE_SECONDS = 0.25  # calm time after a reduction before the first probe
 LAST_PROBE_SECONDS = 4.0  # the longest wait, doubled after each probe that met contention again
 SCHEDSTAT = "/proc/thread-self/schedstat"  # on-CPU ns, run-queue wait ns, timeslices

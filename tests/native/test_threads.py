@@ -36,16 +36,22 @@ class Scheduler:
         return governor.threads()
 
 
+def contend(scheduler: Scheduler, governor: ThreadGovernor) -> None:
+    for _ in range(governed.CONTENDED_WINDOWS):
+        scheduler.window(governor, 0.5)
+
+
 def test_contention_halves_the_threads_of_the_kernels_and_of_torch(monkeypatch):
     scheduler = Scheduler()
     governor = scheduler.governor(monkeypatch)
     assert governor.threads() == 2
     for _ in range(20):  # alone: the caller never waits
         assert scheduler.window(governor, 0.0) == 2
-    assert scheduler.window(governor, 0.5) == 2  # one contended window is a blip
+    for _ in range(governed.CONTENDED_WINDOWS - 1):  # a blip
+        assert scheduler.window(governor, 0.5) == 2
     assert scheduler.window(governor, 0.0) == 2
-    scheduler.window(governor, 0.5)
-    assert scheduler.window(governor, 0.5) == 1  # two in a row: contention
+    contend(scheduler, governor)  # a run of contended windows: contention
+    assert governor.threads() == 1
     assert scheduler.torch_threads == 1
     for _ in range(10):  # still contended: stays at one thread, never below
         assert scheduler.window(governor, 0.4) == 1
@@ -55,8 +61,8 @@ def test_a_reduced_team_probes_back_and_waits_longer_after_each_failed_probe(mon
     scheduler = Scheduler()
     governor = scheduler.governor(monkeypatch)
     governor.threads()
-    scheduler.window(governor, 0.5)
-    assert scheduler.window(governor, 0.5) == 1
+    contend(scheduler, governor)
+    assert governor.threads() == 1
 
     def calm_until_probe() -> float:
         started = scheduler.now
@@ -72,8 +78,8 @@ def test_a_reduced_team_probes_back_and_waits_longer_after_each_failed_probe(mon
     assert scheduler.window(governor, 0.5) == 1
     assert calm_until_probe() == pytest.approx(4 * first, abs=2 * WINDOW)
     assert scheduler.window(governor, 0.0) == 2  # this probe holds: the machine is free again
-    scheduler.window(governor, 0.5)
-    assert scheduler.window(governor, 0.5) == 1
+    contend(scheduler, governor)
+    assert governor.threads() == 1
     assert calm_until_probe() == pytest.approx(first, abs=2 * WINDOW)  # a later reduction starts afresh
 
 
@@ -84,8 +90,8 @@ def test_a_new_thread_request_is_followed_and_capped_by_the_cpus_the_process_may
     scheduler.torch_threads = 8  # cpu_threads=8 on a process allowed 4 CPUs
     assert scheduler.window(governor, 0.0) == 4
     assert governor.requested == 8 and scheduler.torch_threads == 4
-    scheduler.window(governor, 0.5)
-    assert scheduler.window(governor, 0.5) == 2  # contention halves the capped budget
+    contend(scheduler, governor)
+    assert governor.threads() == 2  # contention halves the capped budget
     scheduler.torch_threads = 1  # the user asks for one thread: no halving below it, no probe above it
     for _ in range(100):
         assert scheduler.window(governor, 0.0) == 1
