@@ -15,7 +15,16 @@ from pathlib import Path
 import torch
 
 from .cli import bench_parser
-from .harness import add_common_flags, interleave, load_clips, load_main, manifest_clips, set_threads, transcriber
+from .harness import (
+    add_common_flags,
+    interleave,
+    load_clips,
+    load_main,
+    manifest_clips,
+    own_clock,
+    set_threads,
+    transcriber,
+)
 
 SCHEDULES = {
     "fixed 8": {"draft_schedule": "fixed", "num_draft_tokens": 8},
@@ -69,7 +78,7 @@ def run(args) -> list[str]:
         identical[name] &= result.tokens == reference.setdefault(index, result.tokens)
 
     interleave({name: system.transcribe for name, system in systems.items()}, audio, each=record,
-               seconds_of=lambda result, wall: result.stats.total_seconds)
+               seconds_of=own_clock)
     lines = [f"{len(clips)} clips, {args.threads} threads, compute type {systems['plain'].compute_type}",
              "| drafter, schedule | seconds | vs plain | acceptance | draft tokens per round | identical |",
              "|---|---|---|---|---|---|"]

@@ -18,7 +18,16 @@ from pathlib import Path
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
 
 from .cli import bench_parser
-from .harness import add_common_flags, interleave, load_clips, load_main, manifest_clips, set_threads, transcriber
+from .harness import (
+    add_common_flags,
+    interleave,
+    load_clips,
+    load_main,
+    manifest_clips,
+    own_clock,
+    set_threads,
+    transcriber,
+)
 
 
 @dataclass
@@ -117,7 +126,7 @@ def run(args) -> list[str]:
     # ours on its own clock (stats.total_seconds), transformers on the wall clock; what transformers refuses is
     # reported instead of stopping the bench
     def seconds_of(output, wall):
-        return wall if isinstance(output, list) else output.stats.total_seconds
+        return wall if isinstance(output, list) else own_clock(output, wall)
 
     rounds = interleave(systems, workload, args.repeats, each=record, catch=list(theirs), seconds_of=seconds_of)
     for name, error in rounds.errors.items():

@@ -1,7 +1,7 @@
 """What every benchmark shares, so that a benchmark is only its systems and its workload: the common flags
 (`--main`, `--threads`, `--repeats`, `--audio`), the workloads read from the shared clips, the models they load,
 the timing loop (systems interleaved round by round after a warm-up, best or median of the repeats) and the
-report's rows.
+clip table the speed and drop-in benchmarks report.
 
     rounds = interleave({"plain": plain.transcribe, "speculative": fast.transcribe}, clips, repeats=3)
     rounds.total("plain"), rounds.total("speculative", statistics.median)
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -32,15 +31,17 @@ TORCH_THREADS = "torch's"  # --threads defaults to torch's own thread count
 def add_common_flags(parser: argparse.ArgumentParser, *, main: str | None = "base", main_help: str | None = None,
                      repeats: int | None = 1, repeats_help: str | None = None, audio: bool = True,
                      audio_help: str = "folder with manifest.jsonl",
-                     threads: int | str | None = TORCH_THREADS, threads_help: str | None = None) -> None:
-    """The flags every benchmark spells the same way; a benchmark passes None for a flag it has no use for
-    (`threads=None` keeps the flag, defaulting to None: the benchmark decides)."""
+                     threads: int | str | None | bool = TORCH_THREADS, threads_help: str | None = None) -> None:
+    """The flags every benchmark spells the same way; a benchmark passes None (False for `threads`) for a flag it
+    has no use for (`threads=None` keeps the flag, defaulting to None: the benchmark decides)."""
     if main is not None:
         parser.add_argument("--main", default=main, help=main_help)
     if repeats is not None:
         parser.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
     if audio:
         parser.add_argument("--audio", default=str(SHARED_AUDIO), help=audio_help)
+    if threads is False:
+        return
     if threads == TORCH_THREADS:
         import torch
 
@@ -102,12 +103,15 @@ def load_lean_main(spec: str) -> tuple:
     return load_lean_whisper(location), load_lean_processor(location)
 
 
-def transcriber(main, mode: str = "quantized-self", **options):
-    """Our transcriber over `main` (a spec or loaded weights), in English unless `language` says otherwise."""
+def transcriber(main, mode: str | None = None, **options):
+    """Our transcriber over `main` (a spec or loaded weights) in `mode` (None: the library's default drafter), in
+    English unless `language` says otherwise."""
     from asr_specdec.whisper import SpeculativeWhisper
 
     options.setdefault("language", LANGUAGE)
-    return SpeculativeWhisper(main, mode=mode, **options)
+    if mode is not None:
+        options["mode"] = mode
+    return SpeculativeWhisper(main, **options)
 
 
 def ct2_checkpoint(spec: str, scratch: Path) -> tuple[Path | None, str]:
@@ -143,6 +147,14 @@ def timed(function: Callable, *args, **kwargs) -> tuple:
     return value, time.perf_counter() - started
 
 
+def process_timed(function: Callable, *args, **kwargs) -> tuple:
+    """(what `function(*args, **kwargs)` returned, the CPU seconds this process spent on it, all threads): less
+    sensitive than wall time to other work on a shared machine."""
+    started = time.process_time()
+    value = function(*args, **kwargs)
+    return value, time.process_time() - started
+
+
 def best_of(function: Callable, repeats: int) -> tuple:
     """(the least wall seconds of `function()` over `repeats` calls, what the last call returned)."""
     best, result = float("inf"), None
@@ -150,6 +162,12 @@ def best_of(function: Callable, repeats: int) -> tuple:
         result, seconds = timed(function)
         best = min(best, seconds)
     return best, result
+
+
+def own_clock(result, wall: float) -> float:
+    """A `seconds_of` for interleave: the seconds a result's stats measured itself (`stats.total_seconds`, what
+    our transcribers time from call to result), not the wall time around the call."""
+    return result.stats.total_seconds
 
 
 def one_line(error: BaseException) -> str:
@@ -172,9 +190,6 @@ class Rounds:
     def total(self, name: str, reduce: Callable = min) -> float:
         return sum(self.per_item(name, reduce))
 
-    def summed(self, name: str) -> float:
-        """All the seconds of every round and item."""
-        return sum(sum(rounds) for rounds in self.seconds[name])
 
 
 def interleave(systems: dict[str, Callable], items: Sequence, repeats: int = 1, *, warm_up: bool = True,
@@ -217,30 +232,7 @@ def interleave(systems: dict[str, Callable], items: Sequence, repeats: int = 1, 
     return rounds
 
 
-def median(values: Sequence[float]) -> float:
-    return float(statistics.median(values))
-
-
 # ---------------------------------------------------------------------------------------------------- report
-
-def row(*cells) -> str:
-    """One Markdown table row."""
-    return "| " + " | ".join(str(cell) for cell in cells) + " |"
-
-
-def header(*names: str) -> list[str]:
-    """A Markdown table's header and rule."""
-    return [row(*names), "|" + "---|" * len(names)]
-
-
-def ratio(numerator: float | None, denominator: float | None) -> str:
-    """"1.23x", or "" where either side is missing or zero."""
-    return f"{numerator / denominator:.2f}x" if numerator and denominator else ""
-
-
-def percent(part: float, whole: float) -> str:
-    return f"{part / whole:.0%}" if whole else ""
-
 
 @dataclass
 class ClipTally:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .cli import bench_parser
-from .harness import add_common_flags, interleave, joined_clips, load_main, set_threads, transcriber
+from .harness import add_common_flags, interleave, joined_clips, load_main, own_clock, set_threads, transcriber
 
 
 def measure(model_name: str, mode: str, audio: np.ndarray, repeats: int) -> str:
@@ -25,7 +25,7 @@ def measure(model_name: str, mode: str, audio: np.ndarray, repeats: int) -> str:
     for whisper in transcribers.values():  # warm-up: first calls pay one-off allocation costs
         whisper.transcribe(audio[: 5 * 16000])
     rounds = interleave({name: whisper.transcribe for name, whisper in transcribers.items()}, [audio], repeats,
-                        warm_up=False, seconds_of=lambda result, wall: result.stats.total_seconds)
+                        warm_up=False, seconds_of=own_clock)
     seconds = {name: rounds.seconds[name][0] for name in transcribers}
     results = {name: rounds.results[name][0] for name in transcribers}
     segments = {name: [(s.start, s.end, s.text) for s in result.segments] for name, result in results.items()}

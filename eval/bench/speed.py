@@ -72,7 +72,8 @@ def our_systems(main: str, compute_types: list[str], beam_size: int | None = Non
             beams = f", beam {beam_size}" if beam_size else ""
             systems[f"ours {compute}, {'plain' if mode == 'off' else mode}{beams}"] = whisper
         if beam_size:
-            systems[f"ours {compute}, quantized-self, greedy"] = transcriber(loaded, compute_type=compute)
+            greedy = transcriber(loaded, "quantized-self", compute_type=compute)
+            systems[f"ours {compute}, quantized-self, greedy"] = greedy
     return systems
 
 
