@@ -93,7 +93,7 @@ def run(args) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.draft_schedules")
-    add_common_flags(parser, repeats=None)
+    add_common_flags(parser, repeats=False)
     parser.add_argument("--limit", type=int, default=0, help="first N clips only")
     parser.add_argument("--compute-type", default="auto")
     args = parser.parse_args(argv)

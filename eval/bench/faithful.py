@@ -251,7 +251,7 @@ def live_check(args) -> int:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.faithful")
-    add_common_flags(parser, repeats=None)
+    add_common_flags(parser, repeats=False)
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each non-speech kind")
     parser.add_argument("--clips", default=DEFAULT_CLIPS, help="comma-separated shared clips the speech files join")
     parser.add_argument("--pause", type=float, default=5.0, help="seconds of silence or noise between utterances")

@@ -28,15 +28,15 @@ TORCH_THREADS = "torch's"  # --threads defaults to torch's own thread count
 
 # ------------------------------------------------------------------------------------------------- the flags
 
-def add_common_flags(parser: argparse.ArgumentParser, *, main: str | None = "base", main_help: str | None = None,
-                     repeats: int | None = 1, repeats_help: str | None = None, audio: bool = True,
-                     audio_help: str = "folder with manifest.jsonl",
+def add_common_flags(parser: argparse.ArgumentParser, *, main: str | None | bool = "base",
+                     main_help: str | None = None, repeats: int | None | bool = 1, repeats_help: str | None = None,
+                     audio: bool = True, audio_help: str = "folder with manifest.jsonl",
                      threads: int | str | None | bool = TORCH_THREADS, threads_help: str | None = None) -> None:
-    """The flags every benchmark spells the same way; a benchmark passes None (False for `threads`) for a flag it
-    has no use for (`threads=None` keeps the flag, defaulting to None: the benchmark decides)."""
-    if main is not None:
+    """The flags every benchmark spells the same way, each with the benchmark's default; False leaves a flag out
+    for a benchmark that has no use for it (None keeps it, defaulting to None: the benchmark decides)."""
+    if main is not False:
         parser.add_argument("--main", default=main, help=main_help)
-    if repeats is not None:
+    if repeats is not False:
         parser.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
     if audio:
         parser.add_argument("--audio", default=str(SHARED_AUDIO), help=audio_help)

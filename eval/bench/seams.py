@@ -48,7 +48,7 @@ def lost_first_words(clips: list[str], text: str) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.seams")
-    add_common_flags(parser, main_help="main model (a pack with CTranslate2 weights)", repeats=None)
+    add_common_flags(parser, main_help="main model (a pack with CTranslate2 weights)", repeats=False)
     parser.add_argument("--gaps", default="0.5,12", help="seconds of silence after each clip, comma-separated")
     args = parser.parse_args(argv)
     set_threads(args.threads)

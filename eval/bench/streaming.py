@@ -96,7 +96,7 @@ def row(name: str, duration: float, wer: float, summary: dict) -> str:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.streaming")
-    add_common_flags(parser, repeats=None)
+    add_common_flags(parser, repeats=False)
     parser.add_argument("--mode", default="quantized-self", help="the transcriber's own drafter (the fallback)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--chunk", type=float, default=0.5, help="seconds of audio per arriving chunk")

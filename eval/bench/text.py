@@ -190,7 +190,7 @@ def identical(tally: Tally, runs: int) -> str:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.text")
-    add_common_flags(parser, main=None, audio=False)
+    add_common_flags(parser, main=False, audio=False)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--num-draft-tokens", type=int, default=8)
     parser.add_argument("--early-exit-layer", type=int, default=8, help="of SmolLM2's 30 layers")

@@ -64,7 +64,7 @@ def test_the_common_flags():
     args = parser.parse_args([])
     assert (args.main, args.repeats, args.threads) == ("base", 3, 2) and args.audio.endswith("audio")
     bare = argparse.ArgumentParser()
-    harness.add_common_flags(bare, main=None, repeats=None, audio=False, threads=False)
+    harness.add_common_flags(bare, main=False, repeats=False, audio=False, threads=False)
     assert vars(bare.parse_args([])) == {}
 
 
