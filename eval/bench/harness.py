@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,9 +179,9 @@ def one_line(error: BaseException) -> str:
 class Rounds:
     """What `interleave` measured: per system, per workload item, the seconds of each round and the last result."""
 
-    seconds: dict[str, list[list[float]]] = field(default_factory=dict)
-    results: dict[str, list] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)  # system -> why it stopped (with catch=True)
+    seconds: dict[Hashable, list[list[float]]] = field(default_factory=dict)
+    results: dict[Hashable, list] = field(default_factory=dict)
+    errors: dict[Hashable, str] = field(default_factory=dict)  # system -> why it stopped (the systems `catch` covers)
 
     def per_item(self, name: str, reduce: Callable = min) -> list[float]:
         """Each item's seconds over the rounds, reduced (min: best of; statistics.median: the median)."""
@@ -191,8 +191,7 @@ class Rounds:
         return sum(self.per_item(name, reduce))
 
 
-
-def interleave(systems: dict[str, Callable], items: Sequence, repeats: int = 1, *, warm_up: bool = True,
+def interleave(systems: dict[Hashable, Callable], items: Sequence, repeats: int = 1, *, warm_up: bool = True,
                seconds_of: Callable | None = None, each: Callable | None = None,
                catch: bool | Collection[str] = False) -> Rounds:
     """Time every system on every item, taking turns: each of `repeats` rounds runs, item by item, every system

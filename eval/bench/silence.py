@@ -21,6 +21,10 @@ from .cli import bench_parser
 from .harness import add_common_flags, interleave
 
 
+class CommandFailed(Exception):
+    """The transcribe command exited non-zero: the benchmark stops and says why."""
+
+
 def silence_file(path: Path, seconds: float, dithered: bool) -> Path:
     samples = np.zeros(int(seconds * 16000), dtype=np.int16)
     if dithered:
@@ -42,17 +46,14 @@ def main(argv=None) -> int:
         runs = {name: (lambda _, path=path: subprocess.run(
             [sys.executable, "-m", "asr_specdec.transcribe", str(path), "--main", args.main],
             capture_output=True, text=True)) for name, path in files.items()}
-        failed = []
-
         def check(name, index, done, seconds):
             if done.returncode != 0:
-                failed.append(f"{name}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
-                raise StopIteration
+                raise CommandFailed(f"{name}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
 
         try:  # a fresh process each run: nothing to warm up
             rounds = interleave(runs, [None], args.repeats, warm_up=False, each=check)
-        except StopIteration:
-            print(failed[0])
+        except CommandFailed as failure:
+            print(failure)
             return 1
         seconds = {name: rounds.seconds[name][0] for name in runs}
         texts = {name: rounds.results[name][0].stdout.strip() for name in runs}
