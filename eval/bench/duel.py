@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..cli_args import OneLineParser
 from .cli import bench_parser
-from .harness import LANGUAGE, SAMPLE_RATE, add_common_flags, ct2_checkpoint, interleave, one_line, timed
+from .harness import LANGUAGE, SAMPLE_RATE, add_common_flags, ct2_checkpoint, interleave, one_line, set_threads, timed
 from .systems import SYSTEMS, Setup, System
 
 DEFAULT_BATCH_SIZES = (1, 4, 8, 16)
@@ -299,14 +299,12 @@ def pairing_summary(check, assistant: str) -> dict:
 
 
 def run(args) -> dict:
-    import torch
-
     from asr_specdec.errors import SpecdecError
 
     from .systems import pair_assistant
 
     progress = Progress()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     _quiet_transformers()
     setup = Setup(model_spec(args.main), args.threads)
     try:

@@ -15,7 +15,6 @@ silences and noise, the extra time of word timestamps, and word times against fa
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from .harness import (
     joined_clips,
     load_clips,
     manifest_clips,
+    manifest_entries,
     own_clock,
     set_threads,
     transcriber,
@@ -51,7 +51,7 @@ def paused_clips(folder: Path, pauses: list[tuple[float, str]], names: list[str]
     first preceded by `pauses[i]` = (seconds, 'silence' or 'noise'; noise is Gaussian, RMS 0.02)."""
     from asr_specdec.whisper.io.audio import load_audio
 
-    entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
+    entries = manifest_entries(folder)
     names = names or [entry["audio"] for entry in entries]
     rng = np.random.default_rng(0)
     parts, onsets, position = [], [], 0

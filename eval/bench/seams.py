@@ -11,21 +11,27 @@ words, and the clips whose first reference word is missing from the transcript."
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 from ..metrics import normalize, wer
 from .cli import bench_parser
-from .harness import add_common_flags, ct2_checkpoint, faster_whisper, joined_clips, set_threads, transcriber
+from .harness import (
+    add_common_flags,
+    ct2_checkpoint,
+    faster_whisper,
+    joined_clips,
+    manifest_entries,
+    set_threads,
+    transcriber,
+)
 
 
 def references(folder: Path, faster) -> list[str]:
     from asr_specdec.whisper.io.audio import load_audio
 
-    entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
     return [entry["reference"] or faster_text(faster, load_audio(folder / entry["audio"]), False)
-            for entry in entries]
+            for entry in manifest_entries(folder)]
 
 
 def faster_text(model, audio, condition: bool) -> str:

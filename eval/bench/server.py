@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .cli import bench_parser
-from .harness import add_common_flags, timed
+from .harness import add_common_flags, manifest_entries, timed
 
 SERVERS = {
     "batched": [],  # the server's own --max-batch-size, set below
@@ -189,9 +189,8 @@ def run_load(server: Server, clips: list[Clip], references: dict[str, str], clie
 def load_clips(folder: Path) -> list[Clip]:
     from asr_specdec.whisper import load_audio
 
-    entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
     clips = []
-    for entry in entries:
+    for entry in manifest_entries(folder):
         data = (folder / entry["audio"]).read_bytes()
         clips.append(Clip(entry["audio"], data, len(load_audio(data)) / 16000))
     return clips
