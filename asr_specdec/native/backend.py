@@ -41,7 +41,7 @@ EVEX_VNNI = "avx_vnni_evex"
 # AVX2 int8:float32 measured 2.6x slower than float32 (int8 sums without VNNI are no faster than float32 FMAs,
 # and PyTorch's bfloat16 runs emulated); NEON is unmeasured and follows AVX2 (no native bfloat16 either)
 # measured per build (docs/compute.md, "auto per build"): the AVX-512 build needs AVX512-BF16, where the bfloat16
-# encoder measures faster than the int8 products with the same WER (README's speed table)
+# encoder measures faster than the int8 products with the same WER (the speed table of docs/benchmarks.md)
 AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("float32", "float32"), "neon": ("float32", "float32")}
 # where the build multiplies int8 with a dot-product instruction (vpdpbusd on ymm): the int8 encoder with float32
 # activations measured faster than float32 at float32's WER (docs/compute.md, "auto per build")

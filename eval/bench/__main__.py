@@ -2,9 +2,9 @@
 
 import importlib
 
-# memory, report and systems are the duel's parts
+# harness is every benchmark's timing loop, flags and models; memory, report and systems are the duel's parts
 BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "streaming", "text", "server",
-              "readme_tables", "gpu", "faithful", "torchpath", "dropin", "speakers")
+              "readme_tables", "gpu", "faithful", "torchpath", "dropin", "speakers", "silence", "seams")
 
 if __name__ == "__main__":
     for name in BENCHMARKS:

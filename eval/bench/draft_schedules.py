@@ -14,9 +14,17 @@ from pathlib import Path
 
 import torch
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .drafters import manifest_clips
+from .harness import (
+    add_common_flags,
+    interleave,
+    load_clips,
+    load_main,
+    manifest_clips,
+    own_clock,
+    set_threads,
+    transcriber,
+)
 
 SCHEDULES = {
     "fixed 8": {"draft_schedule": "fixed", "num_draft_tokens": 8},
@@ -45,37 +53,32 @@ def random_assistant(main_model, layers: int = 2, seed: int = 0):
 
 
 def run(args) -> list[str]:
-    from asr_specdec.weights.whisper_models import load_whisper
-    from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.io.audio import load_audio
-
-    torch.set_num_threads(args.threads)
-    main = load_whisper(args.main)
+    set_threads(args.threads)
+    main = load_main(args.main)
     drafters = {"quantized-self": {"mode": "quantized-self"},
                 "random 2-layer assistant": {"mode": "assistant", "assistant_model": random_assistant(main.model)}}
-    common = {"language": "en", "compute_type": args.compute_type}
-    systems = {"plain": SpeculativeWhisper(main, mode="off", **common)}
+    systems = {"plain": transcriber(main, "off", compute_type=args.compute_type)}
     for drafter, drafter_options in drafters.items():
         for schedule, options in SCHEDULES.items():
-            systems[f"{drafter}, {schedule}"] = SpeculativeWhisper(main, **drafter_options, **options, **common)
+            systems[f"{drafter}, {schedule}"] = transcriber(main, **drafter_options, **options,
+                                                            compute_type=args.compute_type)
     clips = manifest_clips(Path(args.audio))[: args.limit or None]
-    audio = [load_audio(clip) for clip in clips]
-    for system in systems.values():  # warm-up
-        system.transcribe(audio[0])
+    audio = load_clips(clips)
     seconds = dict.fromkeys(systems, 0.0)
     drafted, accepted, rounds = dict.fromkeys(systems, 0), dict.fromkeys(systems, 0), dict.fromkeys(systems, 0)
     identical = dict.fromkeys(systems, True)
-    for samples in audio:
-        reference = None
-        for name, system in systems.items():
-            result = system.transcribe(samples)
-            stats = result.stats
-            seconds[name] += stats.total_seconds
-            drafted[name] += stats.drafted_tokens
-            accepted[name] += stats.accepted_tokens
-            rounds[name] += stats.main_passes
-            reference = reference if reference is not None else result.tokens
-            identical[name] &= result.tokens == reference
+    reference = {}
+
+    def record(name, index, result, taken):
+        stats = result.stats
+        seconds[name] += taken
+        drafted[name] += stats.drafted_tokens
+        accepted[name] += stats.accepted_tokens
+        rounds[name] += stats.main_passes
+        identical[name] &= result.tokens == reference.setdefault(index, result.tokens)
+
+    interleave({name: system.transcribe for name, system in systems.items()}, audio, each=record,
+               seconds_of=own_clock)
     lines = [f"{len(clips)} clips, {args.threads} threads, compute type {systems['plain'].compute_type}",
              "| drafter, schedule | seconds | vs plain | acceptance | draft tokens per round | identical |",
              "|---|---|---|---|---|---|"]
@@ -90,11 +93,9 @@ def run(args) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.draft_schedules")
-    parser.add_argument("--main", default="base")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
+    add_common_flags(parser, repeats=False)
     parser.add_argument("--limit", type=int, default=0, help="first N clips only")
     parser.add_argument("--compute-type", default="auto")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args(argv)
     print("\n".join(run(args)))
     return 0

@@ -10,19 +10,24 @@ argmax (every greedy step projects all of the vocabulary in float32), to show wh
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
+from .harness import (
+    add_common_flags,
+    interleave,
+    load_clips,
+    load_main,
+    manifest_clips,
+    own_clock,
+    set_threads,
+    transcriber,
+)
 
 
 @dataclass
@@ -40,24 +45,17 @@ class Tally:
     error: str | None = None
 
 
-def manifest_clips(folder: Path) -> list[Path]:
-    lines = (folder / "manifest.jsonl").read_text().splitlines()
-    return [folder / json.loads(line)["audio"] for line in lines if line.strip()]
-
-
 def our_modes(main, assistant, draft_tokens: int, language: str):
-    from asr_specdec.whisper import SpeculativeWhisper
-
-    modes = {"off": SpeculativeWhisper(main, mode="off", language=language)}
-    modes["off (float32 argmax)"] = SpeculativeWhisper(main, mode="off", language=language)
+    modes = {"off": transcriber(main, "off", language=language)}
+    modes["off (float32 argmax)"] = transcriber(main, "off", language=language)
     modes["off (float32 argmax)"].runner.certified_argmax = False
     for mode in ("quantized-self", "prompt-lookup", "early-exit"):
-        modes[mode] = SpeculativeWhisper(main, mode=mode, language=language, num_draft_tokens=draft_tokens)
-    modes["assistant (main copy)"] = SpeculativeWhisper(main, mode="assistant", assistant_model=main,
-                                                        language=language, num_draft_tokens=draft_tokens)
+        modes[mode] = transcriber(main, mode, language=language, num_draft_tokens=draft_tokens)
+    modes["assistant (main copy)"] = transcriber(main, "assistant", assistant_model=main, language=language,
+                                                 num_draft_tokens=draft_tokens)
     if assistant is not None:
-        modes["universal"] = SpeculativeWhisper(main, mode="universal", assistant_model=assistant,
-                                                language=language, num_draft_tokens=draft_tokens)
+        modes["universal"] = transcriber(main, "universal", assistant_model=assistant, language=language,
+                                         num_draft_tokens=draft_tokens)
     return modes
 
 
@@ -82,65 +80,57 @@ def transformers_modes(main, assistant, draft_tokens: int, language: str):
 
 
 def run(args) -> list[str]:
-    from asr_specdec.weights.whisper_models import load_whisper
-    from asr_specdec.whisper.io.audio import load_audio
-
-    torch.set_num_threads(args.threads)
-    main = load_whisper(args.main)
-    assistant = load_whisper(args.assistant) if args.assistant else None
+    set_threads(args.threads)
+    main = load_main(args.main)
+    assistant = load_main(args.assistant) if args.assistant else None
     ours = our_modes(main, assistant, args.num_draft_tokens, args.language)
     theirs = transformers_modes(main, assistant, args.num_draft_tokens, args.language)
     clips = manifest_clips(Path(args.audio))[: args.limit or None]
-    audio = {clip: load_audio(clip) for clip in clips}
+    # (clip, samples, log-mel features): transformers is timed from the features, ours from the samples
+    workload = [(clip, samples, main.processor(samples, sampling_rate=16000, return_tensors="pt").input_features)
+                for clip, samples in zip(clips, load_clips(clips))]
     tallies = {name: Tally() for name in [*ours, *theirs]}
     end = main.model.generation_config.eos_token_id
     reference = {}
 
-    for transcriber in ours.values():  # warm-up: first calls pay one-off allocation costs
-        transcriber.transcribe(audio[clips[0]])
-    warm_features = main.processor(audio[clips[0]], sampling_rate=16000, return_tensors="pt").input_features
-    for generate in theirs.values():
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                generate(warm_features)
-        except Exception:  # noqa: BLE001 (the timed run reports the refusal)
-            pass
-    for _ in range(args.repeats):
-        for clip in clips:
-            samples = audio[clip]
-            for name, transcriber in ours.items():
-                result = transcriber.transcribe(samples)
-                tally, stats = tallies[name], result.stats
-                tally.seconds += stats.total_seconds
-                tally.encoder += stats.encoder_seconds
-                tally.decode_seconds += stats.total_seconds - stats.encoder_seconds
-                tally.draft += stats.draft_seconds
-                tally.verify += stats.verify_seconds
-                tally.drafted += stats.drafted_tokens
-                tally.accepted += stats.accepted_tokens
-                tally.tokens += stats.new_tokens
-                tally.passes += stats.main_passes
-                if name == "off":
-                    reference.setdefault(clip, result.tokens)
-                if result.tokens != reference[clip]:
-                    tally.mismatches.append(clip.name)
-            features = main.processor(samples, sampling_rate=16000, return_tensors="pt").input_features
-            for name, generate in theirs.items():
-                tally = tallies[name]
-                if tally.error:
-                    continue
-                started = time.perf_counter()
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        ids = generate(features)[0].tolist()
-                except Exception as error:  # report what transformers refuses instead of stopping the bench
-                    tally.error = f"{type(error).__name__}: {str(error).splitlines()[0][:80]}"
-                    continue
-                tally.seconds += time.perf_counter() - started
-                if text_tokens(ids, end) != text_tokens(reference[clip], end):
-                    tally.mismatches.append(clip.name)
+    def generated(generate, features):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return generate(features)[0].tolist()
+
+    systems = {name: (lambda item, whisper=whisper: whisper.transcribe(item[1])) for name, whisper in ours.items()}
+    systems.update({name: (lambda item, generate=generate: generated(generate, item[2]))
+                    for name, generate in theirs.items()})
+
+    def record(name, index, output, seconds):
+        clip, tally = clips[index], tallies[name]
+        tally.seconds += seconds
+        if name in theirs:
+            if text_tokens(output, end) != text_tokens(reference[clip], end):
+                tally.mismatches.append(clip.name)
+            return
+        stats = output.stats
+        tally.encoder += stats.encoder_seconds
+        tally.decode_seconds += stats.total_seconds - stats.encoder_seconds
+        tally.draft += stats.draft_seconds
+        tally.verify += stats.verify_seconds
+        tally.drafted += stats.drafted_tokens
+        tally.accepted += stats.accepted_tokens
+        tally.tokens += stats.new_tokens
+        tally.passes += stats.main_passes
+        if name == "off":
+            reference.setdefault(clip, output.tokens)
+        if output.tokens != reference[clip]:
+            tally.mismatches.append(clip.name)
+
+    # ours on its own clock (stats.total_seconds), transformers on the wall clock; what transformers refuses is
+    # reported instead of stopping the bench
+    def seconds_of(output, wall):
+        return wall if isinstance(output, list) else own_clock(output, wall)
+
+    rounds = interleave(systems, workload, args.repeats, each=record, catch=list(theirs), seconds_of=seconds_of)
+    for name, error in rounds.errors.items():
+        tallies[name].error = error
     return table(tallies, len(clips) * args.repeats)
 
 
@@ -177,14 +167,11 @@ def table(tallies: dict, runs: int) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.drafters")
-    parser.add_argument("--main", default="base")
+    add_common_flags(parser)
     parser.add_argument("--assistant", default="tiny.en", help="universal-mode assistant ('' to skip)")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
     parser.add_argument("--limit", type=int, default=0, help="first N clips only")
-    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--num-draft-tokens", type=int, default=DEFAULT_DRAFT_TOKENS)
     parser.add_argument("--language", default="en")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args(argv)
     print("\n".join(run(args)))
     return 0

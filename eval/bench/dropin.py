@@ -17,13 +17,20 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .drafters import manifest_clips
-from .longform import joined_clips
-from .speed import Tally, best_of, table
+from .harness import (
+    ClipTally,
+    add_common_flags,
+    clip_table,
+    ct2_checkpoint,
+    faster_whisper,
+    interleave,
+    joined_clips,
+    load_clips,
+    manifest_clips,
+    set_threads,
+)
 
 
 def defaults_text(model, samples: np.ndarray) -> tuple[str, list[int], int, int]:
@@ -34,43 +41,30 @@ def defaults_text(model, samples: np.ndarray) -> tuple[str, list[int], int, int]
 
 
 def systems(main: str, threads: int, scratch: Path) -> dict:
-    from faster_whisper import WhisperModel as FasterWhisperModel
-
     from asr_specdec import WhisperModel
-    from asr_specdec.weights.packs import assemble_pack
 
-    ct2_dir = scratch / "ct2"
-    ct2_dir.mkdir()
-    assemble_pack(main, ct2_dir)
+    ct2_dir, missing = ct2_checkpoint(main, scratch)
+    if ct2_dir is None:
+        raise SystemExit(f"error: {missing}")
     return {"asr_specdec.WhisperModel, defaults": WhisperModel(main, cpu_threads=threads),
             "asr_specdec.WhisperModel, int8": WhisperModel(main, cpu_threads=threads, compute_type="int8"),
-            **{f"faster-whisper {kind}": FasterWhisperModel(str(ct2_dir), device="cpu", compute_type=kind,
-                                                             cpu_threads=threads, num_workers=1)
-               for kind in ("float32", "int8")}}
+            **{f"faster-whisper {kind}": faster_whisper(ct2_dir, kind, threads) for kind in ("float32", "int8")}}
 
 
 def duel(models: dict, clips: list[Path], long_audio: np.ndarray, repeats: int) -> list[str]:
-    from asr_specdec.whisper.io.audio import load_audio
-
-    audio = [load_audio(clip) for clip in clips]
-    tallies = {name: Tally() for name in models}
-    for model in models.values():  # warm-up
-        defaults_text(model, audio[0])
-    for samples in audio:
-        for name, model in models.items():
-            seconds, (text, tokens, _, _) = best_of(lambda model=model, samples=samples: defaults_text(model, samples),
-                                                    repeats)
-            tallies[name].seconds.append(seconds)
-            tallies[name].texts.append(text)
-            tallies[name].tokens.append(tokens)
-    long_seconds = {name: float("inf") for name in models}
-    long_texts = {}
-    for _ in range(repeats):
-        for name, model in models.items():
-            seconds, (long_texts[name], *_) = best_of(lambda model=model: defaults_text(model, long_audio), 1)
-            long_seconds[name] = min(long_seconds[name], seconds)
+    audio = load_clips(clips)
+    runs = {name: (lambda samples, model=model: defaults_text(model, samples)) for name, model in models.items()}
+    rounds = interleave(runs, audio, repeats)
+    tallies = {name: ClipTally(seconds=rounds.per_item(name)) for name in models}
+    for name, tally in tallies.items():
+        for text, tokens, _, _ in rounds.results[name]:
+            tally.texts.append(text)
+            tally.tokens.append(tokens)
+    long_rounds = interleave(runs, [long_audio], repeats, warm_up=False)
+    long_seconds = {name: long_rounds.total(name) for name in models}
+    long_texts = {name: long_rounds.results[name][0][0] for name in models}
     reference = long_seconds["faster-whisper int8"]
-    lines = [f"**{len(clips)} shared clips, one at a time**", "", *table(tallies, clips), "",
+    lines = [f"**{len(clips)} shared clips, one at a time**", "", *clip_table(tallies, clips), "",
              f"**the long file** ({len(long_audio) / 16000:.1f} s)", "",
              "| system | seconds | vs faster-whisper int8 | text = faster-whisper int8's |", "|---|---|---|---|"]
     for name, seconds in long_seconds.items():
@@ -81,13 +75,10 @@ def duel(models: dict, clips: list[Path], long_audio: np.ndarray, repeats: int) 
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.dropin")
-    parser.add_argument("--main", default="base")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
+    add_common_flags(parser, repeats=2)
     parser.add_argument("--limit", type=int, default=0, help="first N clips only")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     clips = manifest_clips(Path(args.audio))[: args.limit or None]
     with tempfile.TemporaryDirectory() as scratch:
         models = systems(args.main, args.threads, Path(scratch))

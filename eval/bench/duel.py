@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cli_args import OneLineParser
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .systems import LANGUAGE, SAMPLE_RATE, SYSTEMS, Setup, System, one_line
+from .harness import LANGUAGE, SAMPLE_RATE, add_common_flags, ct2_checkpoint, interleave, one_line, set_threads, timed
+from .systems import SYSTEMS, Setup, System
 
 DEFAULT_BATCH_SIZES = (1, 4, 8, 16)
 DEFAULT_OUTPUT = "bench-results"
@@ -41,10 +41,10 @@ class Progress:
     """Phase lines on stderr, so that a long run shows where it is."""
 
     def __init__(self):
-        self.started = time.perf_counter()
+        self.started = time.monotonic()
 
     def __call__(self, message: str) -> None:
-        print(f"[bench {time.perf_counter() - self.started:6.1f} s] {message}", file=sys.stderr, flush=True)
+        print(f"[bench {time.monotonic() - self.started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -140,9 +140,8 @@ def decode_workload(system: System, utterances: list, batch_size: int) -> tuple[
     decoded, batch_walls = [], []
     for begin in range(0, len(utterances), batch_size):
         batch = utterances[begin:begin + batch_size]
-        started = time.perf_counter()
-        outputs = system.decode(batch)
-        batch_walls.append((len(batch), time.perf_counter() - started))
+        outputs, seconds = timed(system.decode, batch)
+        batch_walls.append((len(batch), seconds))
         decoded += outputs
     return decoded, batch_walls
 
@@ -162,22 +161,6 @@ def model_spec(spec: str) -> str:
 
     path = Path(spec).expanduser()
     return str(path.resolve()) if spec not in PACKS and path.exists() else spec
-
-
-def ct2_checkpoint(spec: str, scratch: Path) -> tuple[Path | None, str]:
-    """(the CTranslate2 checkpoint of `spec` for faster-whisper, or None and why)."""
-    from asr_specdec.errors import SpecdecError
-    from asr_specdec.weights.packs import PACKS, assemble_pack
-
-    if spec in PACKS:
-        (scratch / "ct2").mkdir()
-        try:
-            return assemble_pack(spec, scratch / "ct2"), ""
-        except SpecdecError as error:
-            return None, str(error)
-    if (Path(spec).expanduser() / "model.bin").is_file():
-        return Path(spec).expanduser().resolve(), ""
-    return None, f"'{spec}' is neither an offline pack nor a CTranslate2 directory, which faster-whisper needs"
 
 
 def build_cells(keys: list[str], setup: Setup, batch_sizes: list[int]) -> tuple[dict, dict]:
@@ -215,19 +198,19 @@ def warm_up(systems: dict, cells: dict, workload: Workload, batch_sizes: list[in
 
 def time_systems(systems: dict, cells: dict, workload: Workload, batch_sizes: list[int], repeats: int,
                  reference: list[list[int]]) -> None:
+    """Each repeat runs every batch size, and within it every system, over the whole workload; a system that
+    fails is reported in its cell, never a traceback that stops the bench."""
     utterances = workload.utterances
-    for _ in range(repeats):
-        for size in batch_sizes:
-            for key, system in systems.items():
-                cell = cells[key, size]
-                if cell.status != "ok":
-                    continue
-                try:
-                    decoded, batch_walls = decode_workload(system, utterances, size)
-                except Exception as error:  # reported in the table, never a traceback that stops the bench
-                    cell.stop("failed", one_line(error))
-                    continue
-                cell.record(decoded, batch_walls, reference)
+    runs = {(key, size): (lambda _, system=system, size=size: decode_workload(system, utterances, size))
+            for size in batch_sizes for key, system in systems.items() if cells[key, size].status == "ok"}
+
+    def record(cell_key, index, outcome, seconds):
+        decoded, batch_walls = outcome
+        cells[cell_key].record(decoded, batch_walls, reference)
+
+    rounds = interleave(runs, [utterances], repeats, warm_up=False, each=record, catch=True)
+    for cell_key, error in rounds.errors.items():
+        cells[cell_key].stop("failed", error)
 
 
 def measure_memory(cells: dict, setup: Setup, workload: Workload, scratch: Path) -> None:
@@ -316,14 +299,12 @@ def pairing_summary(check, assistant: str) -> dict:
 
 
 def run(args) -> dict:
-    import torch
-
     from asr_specdec.errors import SpecdecError
 
     from .systems import pair_assistant
 
     progress = Progress()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     _quiet_transformers()
     setup = Setup(model_spec(args.main), args.threads)
     try:
@@ -400,16 +381,14 @@ def write_outputs(report: dict, output: Path) -> list[str]:
 
 def parse_args(argv):
     parser = bench_parser(__doc__, "eval.bench.duel", OneLineParser)
-    parser.add_argument("--main", default="base", help="main model: pack name or CTranslate2 dir (faster-whisper "
-                                                       "needs one), or a transformers dir")
+    add_common_flags(parser, main_help="main model: pack name or CTranslate2 dir (faster-whisper needs one), or a "
+                                       "transformers dir",
+                     threads=None, threads_help="torch and CTranslate2 threads (default: torch's choice)")
     parser.add_argument("--batch-sizes", default=",".join(map(str, DEFAULT_BATCH_SIZES)))
     parser.add_argument("--utterances", type=int, default=16, help="shared clips cycled to this many utterances")
-    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"some of {','.join(SYSTEMS)}")
     parser.add_argument("--no-memory", dest="memory", action="store_false",
                         help="skip the peak-memory processes")
-    parser.add_argument("--threads", type=int, help="torch and CTranslate2 threads (default: torch's choice)")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
     parser.add_argument("--output", default=DEFAULT_OUTPUT, help=f"folder for the outputs (default {DEFAULT_OUTPUT})")
     args = parser.parse_args(argv)
     args.batch_sizes, args.systems = parse_batch_sizes(args.batch_sizes), parse_systems(args.systems)

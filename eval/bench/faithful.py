@@ -25,15 +25,14 @@ as fast, as on a machine at half speed) on the `--clock`, WER against the offlin
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
+from .harness import add_common_flags, ct2_checkpoint, faster_whisper, set_threads, timed, transcriber
 from .nonspeech import NON_SPEECH, RATE, clips, joined, loop_words, non_speech, spoken_words, word_counts
 
 DEFAULT_CLIPS = "ES2011a.Headset-0-40s-46s.wav,librivox-0870.wav,librivox-0880.wav,goforward.wav"
@@ -116,17 +115,13 @@ def server_texts(asr, files: dict[str, np.ndarray]) -> dict[str, str]:
 
 def faster_whisper_paths(main: str, threads: int, scratch: Path) -> dict:
     """label -> callable(samples) -> text, for faster-whisper int8 with its defaults (and with its VAD)."""
-    from .duel import ct2_checkpoint
-
-    try:
-        from faster_whisper import WhisperModel
-    except ImportError:
+    if importlib.util.find_spec("faster_whisper") is None:
         return {}
     directory, why = ct2_checkpoint(main, scratch)
     if directory is None:
         print(f"faster-whisper left out: {why}")
         return {}
-    model = WhisperModel(str(directory), device="cpu", compute_type="int8", cpu_threads=threads)
+    model = faster_whisper(directory, "int8", threads)
 
     def text(samples, **options):
         segments, _ = model.transcribe(samples, language="en", **options)
@@ -175,12 +170,10 @@ HEADER = ("| path | non-speech s | words on non-speech | per hour | loop words |
 def benchmark(args) -> int:
     import tempfile
 
-    from asr_specdec.whisper import SpeculativeWhisper
-
     kinds = {f"{kind}": non_speech(kind, args.seconds, seed=index) for index, kind in enumerate(NON_SPEECH)}
     named = clips(Path(args.audio), args.clips.split(","))
     speech = speech_files(named, args.pause, args.quiet_db)
-    asr = SpeculativeWhisper(args.main, language="en")
+    asr = transcriber(args.main)
     asr.transcribe(named[0][1][:5 * RATE])  # warm-up
     clip_text = {name: asr.transcribe(samples).text for name, samples in named}
     reference = " ".join(clip_text[name] for name, _ in named)
@@ -191,25 +184,25 @@ def benchmark(args) -> int:
           f"({sum(len(samples) for _, samples in named) / RATE:.1f} s)\n")
     print(HEADER, flush=True)
     results = []
-    for path in paths:
-        started = time.perf_counter()
+    def our_path(path):
         if path == "longform":  # all non-speech kinds joined into one long file; the speech files as they are
             together = np.concatenate(list(kinds.values()))
             texts = {"non-speech joined": asr.transcribe(together).text}
             texts |= run_path("offline", asr, {name: samples for name, samples in speech.items()
                                                if len(samples) > asr.pipeline.window_samples})
-            files = {"non-speech joined": together}
-        else:
-            texts = run_path(path, asr, kinds | speech)
-            files = kinds
-        results.append(summarize(f"ours, {path}", time.perf_counter() - started, texts, files, speech, references))
+            return texts, {"non-speech joined": together}
+        return run_path(path, asr, kinds | speech), kinds
+
+    for path in paths:
+        (texts, files), seconds = timed(our_path, path)
+        results.append(summarize(f"ours, {path}", seconds, texts, files, speech, references))
         print(row(results[-1]), flush=True)
     if not args.no_faster_whisper:
         with tempfile.TemporaryDirectory() as scratch:
             for label, text in faster_whisper_paths(args.main, args.threads, Path(scratch)).items():
-                started = time.perf_counter()
-                texts = {name: text(samples) for name, samples in (kinds | speech).items()}
-                results.append(summarize(label, time.perf_counter() - started, texts, kinds, speech, references))
+                texts, seconds = timed(lambda text=text: {name: text(samples)
+                                                          for name, samples in (kinds | speech).items()})
+                results.append(summarize(label, seconds, texts, kinds, speech, references))
                 print(row(results[-1]), flush=True)
     print("\nnon-speech words per kind: " + "; ".join(
         f"{result['path']}: " + ", ".join(f"{name} {info['words']}" for name, info in result["per_file"].items()
@@ -223,7 +216,6 @@ def benchmark(args) -> int:
 
 def live_check(args) -> int:
     """Live final text against offline text, on each clip and on the issue's join, runs x speeds."""
-    from asr_specdec.whisper import SpeculativeWhisper
     from eval.metrics import word_errors
 
     folder = Path(args.audio)
@@ -231,7 +223,7 @@ def live_check(args) -> int:
     files = {name: samples for name, samples in named}
     files["issue join (45 s)"] = joined([samples for _, samples in clips(folder, list(ISSUE_JOIN))],
                                         np.zeros(int(GAP_SECONDS * RATE), dtype=np.float32))
-    asr = SpeculativeWhisper(args.main, language="en")
+    asr = transcriber(args.main)
     offline = {name: asr.transcribe(samples).text for name, samples in files.items()}
     speeds = [float(speed) for speed in args.speeds.split(",")]
     print(f"{args.main} (mode {asr.mode}, {asr.compute_type.name}), {args.threads} threads, {args.clock} clock; "
@@ -259,7 +251,7 @@ def live_check(args) -> int:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.faithful")
-    parser.add_argument("--main", default="base")
+    add_common_flags(parser, repeats=False)
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each non-speech kind")
     parser.add_argument("--clips", default=DEFAULT_CLIPS, help="comma-separated shared clips the speech files join")
     parser.add_argument("--pause", type=float, default=5.0, help="seconds of silence or noise between utterances")
@@ -270,8 +262,6 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--speeds", default="1,2", help="live: audio speeds (2: a machine at half speed)")
     parser.add_argument("--clock", choices=("real", "simulated"), default="simulated")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--output", help="also write every text and count here (JSON)")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.pause < 0 or args.runs < 1:
@@ -279,7 +269,7 @@ def main(argv=None) -> int:
     unknown = [path for path in args.paths.split(",") if path not in PATHS]
     if unknown:
         parser.error(f"unknown path {', '.join(unknown)}: choose from {', '.join(PATHS)}")
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     return live_check(args) if args.live_check else benchmark(args)
 
 

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .drafters import manifest_clips
+from .harness import add_common_flags, interleave, load_clips, manifest_clips, set_threads, timed, transcriber
 from .ops import count_operations
 
 # openai/whisper-large-v3's config.json; distil-large-v3 keeps its encoder and has 2 decoder layers
@@ -65,15 +63,12 @@ def median_seconds(function, repeats: int, device: str) -> float:
         if device.startswith("cuda"):
             torch.cuda.synchronize(device)
 
-    function()
-    synchronize()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
+    def run():
         function()
         synchronize()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+
+    run()
+    return statistics.median(timed(run)[1] for _ in range(repeats))
 
 
 ROWS = (1, 4, 16)  # batched passes: rows decoded together (a beam search of 5 is a 5-row step)
@@ -220,38 +215,35 @@ def projection(costs: dict[str, float], tokens: float, acceptances) -> list[str]
 def clips_plain_and_speculative(main: str, modes: list[str], assistant: str | None, device: str, compute: str,
                                 clips: list[Path], repeats: int) -> tuple[list[str], float]:
     """Each mode on each clip, taking turns clip by clip; (table rows, mean tokens per clip of plain decoding)."""
-    from asr_specdec.whisper import SpeculativeWhisper, load_audio
-
-    systems = {mode: SpeculativeWhisper(main, mode=mode, language="en", device=device, compute_type=compute,
-                                        assistant_model=assistant if mode in ("assistant", "universal") else None)
+    systems = {mode: transcriber(main, mode, device=device, compute_type=compute,
+                                 assistant_model=assistant if mode in ("assistant", "universal") else None)
                for mode in modes}
-    audio = [load_audio(clip) for clip in clips]
-    seconds = {mode: 0.0 for mode in modes}
+    audio = load_clips(clips)
     same = {mode: 0 for mode in modes}
     drafted = {mode: 0 for mode in modes}
     accepted = {mode: 0 for mode in modes}
     plain_tokens = 0
-    for whisper in systems.values():
-        whisper.transcribe(audio[0])  # warm-up
-    for number, samples in enumerate(audio, start=1):
-        print(f"clip {number} of {len(audio)}: {', '.join(modes)}", file=sys.stderr, flush=True)  # progress
-        reference = None
-        for mode, whisper in systems.items():
-            result = None
+    reference = {}
 
-            def run(whisper=whisper, samples=samples):
-                nonlocal result
-                result = whisper.transcribe(samples)
+    def transcribed(whisper, samples):
+        result = whisper.transcribe(samples)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize(device)
+        return result
 
-            seconds[mode] += median_seconds(run, repeats, device)
-            print(f"clip {number}/{len(audio)} {mode}: {seconds[mode]:.2f} s so far",
-                  file=sys.stderr, flush=True)
-            reference = result.tokens if reference is None else reference
-            same[mode] += result.tokens == reference
+    def progress(mode, index, result, seconds):
+        print(f"clip {index + 1}/{len(audio)} {mode}: {seconds:.2f} s", file=sys.stderr, flush=True)
+
+    rounds = interleave({mode: (lambda samples, whisper=whisper: transcribed(whisper, samples))
+                         for mode, whisper in systems.items()}, audio, repeats, each=progress)
+    for mode in modes:
+        for index, result in enumerate(rounds.results[mode]):
+            same[mode] += result.tokens == reference.setdefault(index, result.tokens)
             drafted[mode] += result.stats.drafted_tokens
             accepted[mode] += result.stats.accepted_tokens
             if mode == modes[0]:
                 plain_tokens += len(result.tokens)
+    seconds = {mode: rounds.total(mode, statistics.median) for mode in modes}
     first = modes[0]
     rows = ["| mode | seconds, all clips | speed-up vs " + first + " | acceptance | tokens = " + first + " |",
             "|---|---|---|---|---|"]
@@ -268,27 +260,24 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), default=None,
                         help="default: float16 on CUDA, float32 on a CPU")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes and tiny.en: a quick check that it runs")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--main", default=None, help="the real model for the clips (default base; tiny.en with --tiny)")
+    add_common_flags(parser, main=None, main_help="the real model for the clips (default base; tiny.en with --tiny)",
+                     repeats=5, threads=None)
     parser.add_argument("--modes", default="off,prompt-lookup,early-exit",
                         help="modes for the clips, the first is the reference (off)")
     parser.add_argument("--assistant", default=None, help="assistant for modes assistant/universal")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
     parser.add_argument("--clips", type=int, default=0, help="first N clips only (default all)")
     parser.add_argument("--acceptance", type=float, action="append", default=[],
                         help="also project at this acceptance (repeatable)")
     parser.add_argument("--tokens", type=float, default=None,
                         help="tokens per window for the projection (default: the clips' mean under plain decoding)")
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: passes, clips")
-    parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--smoke", action="store_true",
                         help="instead: every mode, batches, VAD, sampling, fallback, long-form, --compare and the "
                              "server on this device, one line per case (exit 1 when one fails)")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA GPU here (use --device cpu)")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads or None)
     dtype_name = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
     dtype = getattr(torch, dtype_name)
     shape, main_model = (TINY, args.main or "tiny.en") if args.tiny else (LARGE_V3, args.main or "base")

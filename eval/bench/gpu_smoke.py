@@ -22,6 +22,8 @@ import numpy as np
 
 from asr_specdec.core.modes import ASSISTANT_MODES, modes_for
 
+from .harness import timed
+
 
 class Mismatch(AssertionError):
     pass
@@ -157,13 +159,22 @@ def two_concurrent_requests(transcriber, clip: Path, modes: tuple[str, str]) -> 
         thread.join(30)
 
 
+def smoke_case(check: Callable[[], str | None]) -> str:
+    """"ok", "skipped: why" or "FAILED: what (where)": a smoke run reports every failure and goes on."""
+    try:
+        skipped = check()
+    except Exception as error:
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        return f"FAILED: {type(error).__name__}: {str(error)[:160]} ({Path(where.filename).name}:{where.lineno})"
+    return f"skipped: {skipped}" if skipped else "ok"
+
+
 def smoke(main: str, assistant: str | None, device: str, audio_folder: Path, compute_types: list[str],
           limit: int = 3, long_seconds: float = 40.0) -> list[str]:
     """One line per case and compute type; a case that fails says how, and the run goes on."""
     from asr_specdec.whisper import load_audio
 
-    from .drafters import manifest_clips
-    from .longform import joined_clips
+    from .harness import joined_clips, manifest_clips
 
     paths = manifest_clips(audio_folder)
     clips = [load_audio(path) for path in paths[:limit]]
@@ -171,14 +182,7 @@ def smoke(main: str, assistant: str | None, device: str, audio_folder: Path, com
     lines = []
     for compute in compute_types:
         for name, check in cases(main, assistant, device, compute, clips, long_audio, paths[0]).items():
-            started = time.perf_counter()
-            try:
-                skipped = check()
-                verdict = f"skipped: {skipped}" if skipped else "ok"
-            except Exception as error:  # a smoke run reports every failure and goes on
-                where = traceback.extract_tb(error.__traceback__)[-1]
-                verdict = f"FAILED: {type(error).__name__}: {str(error)[:160]} ({Path(where.filename).name}:" \
-                          f"{where.lineno})"
-            lines.append(f"{compute:8} {name:48} {verdict} ({time.perf_counter() - started:.1f} s)")
+            verdict, seconds = timed(smoke_case, check)
+            lines.append(f"{compute:8} {name:48} {verdict} ({seconds:.1f} s)")
             print(lines[-1], flush=True)
     return lines

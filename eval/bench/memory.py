@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from ..paths import PROJECT_ROOT
-from .systems import Setup, build_system, one_line
+from .harness import one_line, set_threads
+from .systems import Setup, build_system
 
 PROBE_TIMEOUT_SECONDS = 3600
 LAUNCHER = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
@@ -73,9 +74,7 @@ def run_probe(config: dict) -> dict:
     setup = Setup(config["main"], config["threads"], Path(config["ct2_dir"]) if config["ct2_dir"] else None,
                   config["ct2_missing"], config["assistant"])
     if not config["system"].startswith("fw-"):  # faster-whisper's process never imports torch
-        import torch
-
-        torch.set_num_threads(setup.threads)
+        set_threads(setup.threads)
     system = build_system(config["system"], setup)
     utterances, batch_size = load_workload(Path(config["workload"])), config["batch_size"]
     for begin in range(0, len(utterances), batch_size):

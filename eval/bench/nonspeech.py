@@ -4,10 +4,11 @@ written, reference words lost or invented, words in repeated n-gram loops)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
+
+from .harness import manifest_entries
 
 RATE = 16000
 # every kind of non-speech the benchmark plays (each `seconds` long, reproducible from `seed`)
@@ -75,8 +76,7 @@ def clips(folder: Path, names: list[str] | None = None) -> list[tuple[str, np.nd
     """The shared clips (name, 16-kHz samples) in the manifest's order, or those named, in that order."""
     from asr_specdec.whisper.io.audio import load_audio
 
-    entries = [json.loads(line)["audio"] for line in (folder / "manifest.jsonl").read_text().splitlines()
-               if line.strip()]
+    entries = [entry["audio"] for entry in manifest_entries(folder)]
     chosen = names if names is not None else entries
     missing = [name for name in chosen if name not in entries]
     if missing:

@@ -1,19 +1,22 @@
-"""The README's numbers, from one benchmark run: runs the benchmarks the README quotes, keeps what each printed and
-where and when it ran, and rewrites the README's marked regions from that run.
+"""The documentation's numbers, from one benchmark run: runs the benchmarks docs/benchmarks.md quotes, keeps what
+each printed and where and when it ran, and rewrites the marked regions of docs/benchmarks.md and the README from
+that run.
 
     python -m eval.bench.readme_tables run [--output bench-results/readme] [--only speed,longform] [--threads 2]
-    python -m eval.bench.readme_tables write [--output bench-results/readme] [--readme README.md]
+    python -m eval.bench.readme_tables write [--output bench-results/readme] [--pages docs/benchmarks.md,README.md]
 
 `run` runs each benchmark of BENCHMARKS in its own process, one after the other, and writes OUTPUT/NAME.md (what the
 benchmark printed) and OUTPUT/run.json (for each benchmark: its command, the date, the commit and whether the work
 tree had changes, the machine, its load when the benchmark started, and how long it took). `--only` reruns some
 benchmarks and keeps the others' earlier results; `write` then says which benchmarks come from another commit.
 
-`write` replaces, in the README, the text between `<!-- readme-tables:NAME -->` and `<!-- /readme-tables:NAME -->`
-by benchmark NAME's output (its `##` headings made bold lines, so they do not break the README's outline), and the
-region `readme-tables:run` by the run's provenance: date, commit, machine and command of each benchmark; and the
-web app's quoted figures (app/measured.json) from the speed and drafters results. Prose around the regions should
-quote no number of its own: every number comes from the regions.
+`write` replaces, in each page, the text between `<!-- readme-tables:NAME -->` and `<!-- /readme-tables:NAME -->`
+by benchmark NAME's output (its `##` headings made bold lines, so they do not break the page's outline), or by a
+region made from the run (REGIONS: `run`, the run's provenance: date, commit, machine and command of each
+benchmark; `headline`, the README's table of headline numbers, from the speed benchmark); and the web app's quoted
+figures (app/measured.json) from the speed and drafters results. Prose around the regions should quote no number
+of its own: every number comes from the regions. A new region is one entry in BENCHMARKS (a benchmark's output)
+or in REGIONS (made from the outputs), and its two markers in a page.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ BENCHMARKS = {
     "dropin": ["eval.bench.dropin", "--main", "base", "--repeats", "2"],
     "speakers": ["eval.bench.speakers", "--main", "base", "--repeats", "5"],
 }
+PAGES = ("docs/benchmarks.md", "README.md")  # the pages `write` rewrites, relative to the project root
 REGION = re.compile(r"(<!-- readme-tables:(?P<name>[\w-]+) -->\n)(.*?)(<!-- /readme-tables:(?P=name) -->)", re.S)
 
 
@@ -114,6 +118,48 @@ def provenance(record: dict) -> str:
     if len(commits) > 1:
         lines.append(f"\nThese benchmarks ran at {len(commits)} different commits ({', '.join(sorted(commits))}).")
     return "\n".join(lines) + "\n"
+
+
+def run_region(output: Path, record: dict) -> str:
+    return provenance(record)
+
+
+def headline_region(output: Path, record: dict) -> str | None:
+    """The README's headline numbers: from the speed benchmark's clip and long-file tables, ours at `auto` plain
+    and speculative and at float32, against faster-whisper and transformers; then where they were measured."""
+    if "speed" not in record or not (output / "speed.md").is_file():
+        return None
+    printed, entry = (output / "speed.md").read_text(), record["speed"]
+    auto = re.search(r"auto = ([\w:]+)", printed)
+    tables = markdown_tables(printed)
+    clips = next((rows for rows in tables if rows and {"system", "total s", "text = float32"} <= set(rows[0])), [])
+    long = next((rows for rows in tables if rows and {"system", "seconds", "vs faster-whisper int8"} <= set(rows[0])),
+                [])
+    if not auto or not clips:
+        return None
+    length = re.search(r"([\d.]+) s of audio, sequential", printed)
+    long_seconds = {row["system"]: row["seconds"] for row in long}
+    long_seconds["transformers generate()"] = long_seconds.get("transformers generate(return_timestamps=True)", "")
+    wanted = dict.fromkeys([f"ours {auto[1]}, plain", f"ours {auto[1]}, quantized-self", "ours float32, plain"])
+    rows = [row for name in wanted for row in clips if row["system"] == name]
+    rows += [row for row in clips if not row["system"].startswith("ours ")]
+    count = clips[0]["text = float32"].split("/")[-1]  # "12/12": of the clips
+    lines = [f"| system | {count} clips, s | vs faster-whisper int8 | "
+             f"{length[1] + '-s file' if length else 'long file'}, s | WER |", "|---|---|---|---|---|"]
+    for row in rows:
+        name = row["system"].replace("quantized-self", "speculative (quantized-self)")
+        if row["system"].startswith(f"ours {auto[1]},"):
+            name += " (`auto` here)"
+        lines.append(f"| {name} | {row['total s']} | {row['vs faster-whisper int8']} | "
+                     f"{long_seconds.get(row['system'], '')} | {row['WER']} |")
+    lines.append(f"\n`{entry['command']}`, {entry['date']}, commit {entry['commit']}, {entry['machine']}: "
+                 f"{auto[0]} on this CPU.")
+    return "\n".join(lines) + "\n"
+
+
+# regions made from the run rather than printed by one benchmark: name -> (results folder, run record) -> text,
+# or None where the run has no result for it
+REGIONS = {"run": run_region, "headline": headline_region}
 
 
 def as_region(printed: str) -> str:
@@ -195,32 +241,39 @@ def write_app_figures(output: Path, record: dict, path: Path) -> list[str]:
     return done
 
 
-def write(output: Path, readme: Path, app_figures: Path | None = None) -> int:
+def rewrite(text: str, output: Path, record: dict) -> tuple[str, list[str]]:
+    """(`text` with every region the run has a result for rewritten, the names of those it has none for)."""
+    missing = []
+
+    def replace(match: re.Match) -> str:
+        name = match["name"]
+        if name in REGIONS:
+            body = REGIONS[name](output, record)
+        elif name in record and (output / f"{name}.md").is_file():
+            body = as_region((output / f"{name}.md").read_text())
+        else:
+            body = None
+        if body is None:
+            missing.append(name)
+            return match.group(0)
+        return match.group(1) + body + match.group(4)
+
+    return REGION.sub(replace, text), missing
+
+
+def write(output: Path, pages: list[Path], app_figures: Path | None = None) -> int:
     record_path = output / "run.json"
     if not record_path.is_file():
         print(f"error: no benchmark run in {output} (run `python -m eval.bench.readme_tables run` first)",
               file=sys.stderr)
         return 2
     record = json.loads(record_path.read_text())
-    text = readme.read_text()
-    missing = []
-
-    def replace(match: re.Match) -> str:
-        name = match["name"]
-        if name == "run":
-            body = provenance(record)
-        elif name in record and (output / f"{name}.md").is_file():
-            body = as_region((output / f"{name}.md").read_text())
-        else:
-            missing.append(name)
-            return match.group(0)
-        return match.group(1) + body + match.group(4)
-
-    updated = REGION.sub(replace, text)
-    readme.write_text(updated)
-    regions = [match["name"] for match in REGION.finditer(updated)]
-    print(f"rewrote {len(regions) - len(missing)} of {len(regions)} regions in {readme}"
-          + (f"; no result for {', '.join(missing)} (kept as they were)" if missing else ""), file=sys.stderr)
+    for page in pages:
+        updated, missing = rewrite(page.read_text(), output, record)
+        page.write_text(updated)
+        regions = [match["name"] for match in REGION.finditer(updated)]
+        print(f"rewrote {len(regions) - len(missing)} of {len(regions)} regions in {page}"
+              + (f"; no result for {', '.join(missing)} (kept as they were)" if missing else ""), file=sys.stderr)
     if app_figures is not None:
         done = write_app_figures(output, record, app_figures)
         print(f"{app_figures}: " + (f"figures from {', '.join(done)}" if done else "kept (no speed or drafters "
@@ -236,14 +289,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", default="bench-results/readme", help="folder of the run's results")
     parser.add_argument("--only", default=",".join(BENCHMARKS), help="run: these benchmarks (comma-separated)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="run: torch threads per benchmark")
-    parser.add_argument("--readme", default=str(PROJECT_ROOT / "README.md"), help="write: the file to rewrite")
+    parser.add_argument("--pages", default=",".join(str(PROJECT_ROOT / page) for page in PAGES),
+                        help="write: the files to rewrite (comma-separated)")
     parser.add_argument("--app-figures", default=str(PROJECT_ROOT / "app" / "measured.json"),
                         help="write: the web app's quoted figures, rewritten from the speed and drafters results "
                              "('' leaves them)")
     args = parser.parse_args(argv)
     output = Path(args.output)
     if args.action == "write":
-        return write(output, Path(args.readme), Path(args.app_figures) if args.app_figures else None)
+        pages = [Path(page) for page in args.pages.split(",") if page]
+        return write(output, pages, Path(args.app_figures) if args.app_figures else None)
     names = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(names) - set(BENCHMARKS))
     if unknown:

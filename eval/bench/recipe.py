@@ -15,16 +15,25 @@ silences and noise, the extra time of word timestamps, and word times against fa
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .longform import joined_clips
+from .harness import (
+    add_common_flags,
+    ct2_checkpoint,
+    faster_whisper,
+    interleave,
+    joined_clips,
+    load_clips,
+    manifest_clips,
+    manifest_entries,
+    own_clock,
+    set_threads,
+    transcriber,
+)
 
 SAMPLE_RATE = 16000
 
@@ -42,7 +51,7 @@ def paused_clips(folder: Path, pauses: list[tuple[float, str]], names: list[str]
     first preceded by `pauses[i]` = (seconds, 'silence' or 'noise'; noise is Gaussian, RMS 0.02)."""
     from asr_specdec.whisper.io.audio import load_audio
 
-    entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
+    entries = manifest_entries(folder)
     names = names or [entry["audio"] for entry in entries]
     rng = np.random.default_rng(0)
     parts, onsets, position = [], [], 0
@@ -82,18 +91,16 @@ def matched_words(theirs: list, mine: list) -> list[tuple]:
             for offset in range(block.size)]
 
 
-def interleaved(runs: dict, repeats: int) -> tuple[dict, dict]:
-    seconds, results = {name: [] for name in runs}, {}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            results[name] = run()
-            seconds[name].append(results[name].stats.total_seconds)
-    return seconds, results
+def interleaved(runs: dict, audio: np.ndarray, repeats: int) -> tuple[dict, dict]:
+    """(name -> each run's seconds on the transcriber's clock, name -> the last result), runs taking turns."""
+    rounds = interleave(runs, [audio], repeats, warm_up=False, seconds_of=own_clock)
+    return ({name: rounds.seconds[name][0] for name in runs}, {name: rounds.results[name][0] for name in runs})
 
 
 def bench_vad(asr, audio: np.ndarray, onsets: list[float], repeats: int) -> None:
-    seconds, results = interleaved({"sequential": lambda: asr.transcribe(audio),
-                                    "vad+batched": lambda: asr.transcribe(audio, vad_filter=True)}, repeats)
+    seconds, results = interleaved({"sequential": asr.transcribe,
+                                    "vad+batched": lambda samples: asr.transcribe(samples, vad_filter=True)},
+                                   audio, repeats)
     print(f"\npaused file, {len(audio) / SAMPLE_RATE:.0f} s, {len(onsets)} clips:")
     for name, values in seconds.items():
         errors = onset_errors(results[name].segments, onsets)
@@ -105,9 +112,9 @@ def bench_vad(asr, audio: np.ndarray, onsets: list[float], repeats: int) -> None
 
 
 def bench_words(asr, audio: np.ndarray, repeats: int) -> None:
-    seconds, results = interleaved({"without words": lambda: asr.transcribe(audio),
-                                    "word timestamps": lambda: asr.transcribe(audio, word_timestamps=True)},
-                                   repeats)
+    seconds, results = interleaved({"without words": asr.transcribe,
+                                    "word timestamps": lambda samples: asr.transcribe(samples, word_timestamps=True)},
+                                   audio, repeats)
     extra = sum(seconds["word timestamps"]) / sum(seconds["without words"]) - 1
     words = sum(len(segment.words) for segment in results["word timestamps"].segments)
     print(f"\nword timestamps, {len(audio) / SAMPLE_RATE:.0f} s joined clips: " + ", ".join(
@@ -116,20 +123,15 @@ def bench_words(asr, audio: np.ndarray, repeats: int) -> None:
 
 
 def compare_faster_whisper(model_name: str, folder: Path, threads: int) -> None:
-    from faster_whisper import WhisperModel
-
-    from asr_specdec.weights.packs import assemble_pack
-    from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.io.audio import load_audio
-
     with tempfile.TemporaryDirectory() as scratch:
-        reference = WhisperModel(str(assemble_pack(model_name, scratch)), device="cpu", compute_type="float32",
-                                 cpu_threads=threads)
-        ours = SpeculativeWhisper(model_name, mode="off", language="en")
-        entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
+        ct2_dir, missing = ct2_checkpoint(model_name, Path(scratch))
+        if ct2_dir is None:
+            raise SystemExit(f"error: {missing}")
+        reference = faster_whisper(ct2_dir, "float32", threads)
+        ours = transcriber(model_name, "off")
+        clips = manifest_clips(folder)
         compared = starts = ends = differing = 0
-        for entry in entries:
-            audio = load_audio(folder / entry["audio"])
+        for audio in load_clips(clips):
             segments, _ = reference.transcribe(audio, language="en", beam_size=1, best_of=1, temperature=0.0,
                                                word_timestamps=True, condition_on_previous_text=False)
             theirs = [word for segment in segments for word in segment.words]
@@ -142,7 +144,7 @@ def compare_faster_whisper(model_name: str, folder: Path, threads: int) -> None:
                 ends += int(abs(their.end - my.end) <= 0.1 + 1e-6)
     print(f"\nword times vs faster-whisper ({model_name}, float32, greedy, same CTranslate2 weights): {compared} "
           f"words, start within 0.1 s {starts / compared:.1%}, end within 0.1 s {ends / compared:.1%} "
-          f"({differing} of {len(entries)} clips with a different word sequence: the same words compared)")
+          f"({differing} of {len(clips)} clips with a different word sequence: the same words compared)")
 
 
 PAUSES = [(25.0, "silence"), (20.0, "noise"), (12.0, "silence"), (8.0, "noise")]
@@ -150,18 +152,13 @@ PAUSES = [(25.0, "silence"), (20.0, "noise"), (12.0, "silence"), (8.0, "noise")]
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.recipe")
-    parser.add_argument("--main", default="base", help="main model")
+    add_common_flags(parser, main_help="main model", repeats=2)
     parser.add_argument("--mode", default="quantized-self")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--faster-whisper", action="store_true", help="also compare word times with faster-whisper")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    from asr_specdec.whisper import SpeculativeWhisper
-
+    set_threads(args.threads)
     folder = Path(args.audio)
-    asr = SpeculativeWhisper(args.main, mode=args.mode, language="en")
+    asr = transcriber(args.main, args.mode)
     asr.transcribe(np.zeros(SAMPLE_RATE, dtype=np.float32))  # warm-up
     print(f"model {args.main}, mode {args.mode}, {args.threads} threads, {args.repeats} runs each, interleaved")
     audio, onsets = paused_clips(folder, PAUSES)

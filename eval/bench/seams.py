@@ -11,24 +11,27 @@ words, and the clips whose first reference word is missing from the transcript."
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
-import torch
-
 from ..metrics import normalize, wer
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .longform import joined_clips
+from .harness import (
+    add_common_flags,
+    ct2_checkpoint,
+    faster_whisper,
+    joined_clips,
+    manifest_entries,
+    set_threads,
+    transcriber,
+)
 
 
 def references(folder: Path, faster) -> list[str]:
     from asr_specdec.whisper.io.audio import load_audio
 
-    entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
     return [entry["reference"] or faster_text(faster, load_audio(folder / entry["audio"]), False)
-            for entry in entries]
+            for entry in manifest_entries(folder)]
 
 
 def faster_text(model, audio, condition: bool) -> str:
@@ -51,22 +54,17 @@ def lost_first_words(clips: list[str], text: str) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.seams")
-    parser.add_argument("--main", default="base", help="main model (a pack with CTranslate2 weights)")
+    add_common_flags(parser, main_help="main model (a pack with CTranslate2 weights)", repeats=False)
     parser.add_argument("--gaps", default="0.5,12", help="seconds of silence after each clip, comma-separated")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    from faster_whisper import WhisperModel
-
-    from asr_specdec.weights.packs import assemble_pack
-    from asr_specdec.whisper import SpeculativeWhisper
-
+    set_threads(args.threads)
     folder = Path(args.audio)
     with tempfile.TemporaryDirectory() as scratch:
-        faster = WhisperModel(str(assemble_pack(args.main, scratch)), device="cpu", compute_type="float32",
-                              cpu_threads=args.threads)
-        ours = SpeculativeWhisper(args.main, mode="off", language="en", compute_type="float32")
+        ct2_dir, missing = ct2_checkpoint(args.main, Path(scratch))
+        if ct2_dir is None:
+            raise SystemExit(f"error: {missing}")
+        faster = faster_whisper(ct2_dir, "float32", args.threads)
+        ours = transcriber(args.main, "off", compute_type="float32")
         clips = references(folder, faster)
         reference = " ".join(clips)
         print(f"model {args.main}, float32, greedy, {args.threads} threads; {len(clips)} clips, "

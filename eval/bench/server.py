@@ -28,8 +28,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
+from .harness import add_common_flags, manifest_entries, timed
 
 SERVERS = {
     "batched": [],  # the server's own --max-batch-size, set below
@@ -157,27 +157,27 @@ def run_load(server: Server, clips: list[Clip], references: dict[str, str], clie
                 if index >= requests:
                     return
                 clip = clips[index % len(clips)]
-                sent = time.perf_counter()
                 try:
-                    text = transcribe(client, server.url, clip)
+                    text, latency = timed(transcribe, client, server.url, clip)
                 except httpx.HTTPError as error:
                     with lock:
                         measurement.failed.append(f"{clip.name}: {error}")
                     continue
                 with lock:
-                    measurement.latencies.append(time.perf_counter() - sent)
+                    measurement.latencies.append(latency)
                     measurement.audio_seconds += clip.seconds
                     measurement.requests += 1
                     if text != references[clip.name]:
                         measurement.wrong.append(clip.name)
 
-    started = time.perf_counter()
-    threads = [threading.Thread(target=client_loop) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    measurement.wall_seconds = time.perf_counter() - started
+    def all_clients() -> None:
+        threads = [threading.Thread(target=client_loop) for _ in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    measurement.wall_seconds = timed(all_clients)[1]
     after, cpu_after = server.batch_counts(), server.cpu_seconds()
     if cpu_before is not None and cpu_after is not None:
         measurement.server_cpu_seconds = cpu_after - cpu_before
@@ -189,9 +189,8 @@ def run_load(server: Server, clips: list[Clip], references: dict[str, str], clie
 def load_clips(folder: Path) -> list[Clip]:
     from asr_specdec.whisper import load_audio
 
-    entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines() if line.strip()]
     clips = []
-    for entry in entries:
+    for entry in manifest_entries(folder):
         data = (folder / entry["audio"]).read_bytes()
         clips.append(Clip(entry["audio"], data, len(load_audio(data)) / 16000))
     return clips
@@ -234,16 +233,14 @@ def ratios(measurements: list[Measurement]) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.server")
-    parser.add_argument("--main", default="base")
+    add_common_flags(parser, repeats_help="rounds over every client count and server", threads=None,
+                     threads_help="torch threads of each server")
     parser.add_argument("--mode", default=None, help="drafting mode (default: the server's own)")
     parser.add_argument("--language", default=None, help="e.g. en (default: detected per request)")
     parser.add_argument("--clients", default="1,4,8,16")
     parser.add_argument("--requests", type=int, default=24, help="requests per measurement")
-    parser.add_argument("--repeats", type=int, default=1, help="rounds over every client count and server")
     parser.add_argument("--max-batch-size", type=int, default=8, help="of the batched server")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads of each server")
     parser.add_argument("--servers", default=",".join(SERVERS))
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
     parser.add_argument("--time-limit", type=float, default=3600.0, help="seconds; stop measuring after this")
     parser.add_argument("--output", default="bench-results/server")
     args = parser.parse_args(argv)

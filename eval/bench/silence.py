@@ -12,13 +12,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import soundfile
 
 from .cli import bench_parser
+from .harness import add_common_flags, interleave
+
+
+class CommandFailed(Exception):
+    """The transcribe command exited non-zero: the benchmark stops and says why."""
 
 
 def silence_file(path: Path, seconds: float, dithered: bool) -> Path:
@@ -34,24 +38,25 @@ def silence_file(path: Path, seconds: float, dithered: bool) -> Path:
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.silence")
     parser.add_argument("--minutes", type=float, default=60.0)
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--main", default="base")
+    add_common_flags(parser, audio=False, threads=False)  # the transcribe command takes torch's own threads
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         files = {name: silence_file(Path(scratch) / f"{name}.wav", args.minutes * 60, name == "dithered")
                  for name in ("zeros", "dithered")}
-        seconds = {name: [] for name in files}
-        texts = {}
-        for _ in range(args.repeats):
-            for name, path in files.items():
-                started = time.perf_counter()
-                done = subprocess.run([sys.executable, "-m", "asr_specdec.transcribe", str(path), "--main", args.main],
-                                      capture_output=True, text=True)
-                seconds[name].append(time.perf_counter() - started)
-                if done.returncode != 0:
-                    print(f"{name}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
-                    return 1
-                texts[name] = done.stdout.strip()
+        runs = {name: (lambda _, path=path: subprocess.run(
+            [sys.executable, "-m", "asr_specdec.transcribe", str(path), "--main", args.main],
+            capture_output=True, text=True)) for name, path in files.items()}
+        def check(name, index, done, seconds):
+            if done.returncode != 0:
+                raise CommandFailed(f"{name}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+
+        try:  # a fresh process each run: nothing to warm up
+            rounds = interleave(runs, [None], args.repeats, warm_up=False, each=check)
+        except CommandFailed as failure:
+            print(failure)
+            return 1
+        seconds = {name: rounds.seconds[name][0] for name in runs}
+        texts = {name: rounds.results[name][0].stdout.strip() for name in runs}
     ratio = sum(seconds["dithered"]) / sum(seconds["zeros"])
     print(f"{args.minutes:g} min of silence, {args.main}, CLI defaults: " + "; ".join(
         f"{name} {' / '.join(f'{value:.1f}' for value in values)} s, text {texts[name]!r}"

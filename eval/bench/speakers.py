@@ -23,14 +23,11 @@ clustering and labels.
 
 from __future__ import annotations
 
-import time
 import warnings
 from pathlib import Path
 
-import torch
-
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
+from .harness import add_common_flags, interleave, joined_clips, process_timed, set_threads, transcriber
 
 COLLAR = 0.25
 
@@ -108,17 +105,19 @@ def stereo_words(whisper, path: Path) -> str:
 
 def cost(whisper, audio, repeats: int) -> str:
     whisper.transcribe(audio[: 5 * 16000], diarize=True)  # warm-up: the models' first calls
-    seconds = {"default": [], "diarize": []}
     cpu = {"default": [], "diarize": []}
     diarizing = []
-    for _ in range(repeats):
-        for name, options in (("default", {}), ("diarize", {"diarize": True})):
-            started, used = time.perf_counter(), time.process_time()
-            result = whisper.transcribe(audio, **options)
-            seconds[name].append(time.perf_counter() - started)
-            cpu[name].append(time.process_time() - used)
-            if options:
-                diarizing.append(result.timings["diarization_seconds"])
+
+    def record(name, index, outcome, seconds):
+        result, cpu_seconds = outcome
+        cpu[name].append(cpu_seconds)
+        if name == "diarize":
+            diarizing.append(result.timings["diarization_seconds"])
+
+    runs = {"default": lambda samples: process_timed(whisper.transcribe, samples),
+            "diarize": lambda samples: process_timed(whisper.transcribe, samples, diarize=True)}
+    rounds = interleave(runs, [audio], repeats, warm_up=False, each=record)
+    seconds = {name: rounds.seconds[name][0] for name in runs}
     best = {name: min(values) for name, values in seconds.items()}
     best_cpu = {name: min(values) for name, values in cpu.items()}
     runs = "; ".join(f"{name} {' / '.join(f'{value:.2f}' for value in values)} s" for name, values in seconds.items())
@@ -131,23 +130,17 @@ def cost(whisper, audio, repeats: int) -> str:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.speakers")
-    parser.add_argument("--main", default="base")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl and peer/")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    add_common_flags(parser, repeats=3, audio_help="folder with manifest.jsonl and peer/")
     parser.add_argument("--skip", default="", help="parts to leave out, comma-separated: der,words,stereo,cost")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    from asr_specdec.whisper import SpeculativeWhisper
+    set_threads(args.threads)
     from eval.bench.conversations import conversations
-
-    from .longform import joined_clips
 
     folder, skip = Path(args.audio), set(args.skip.split(","))
     talks = conversations(folder)
     print(f"{len(talks)} conversations, {sum(len(t.samples) for t in talks) / 16000:.0f} s; {args.threads} threads; "
           f"{args.main}")
-    whisper = SpeculativeWhisper(args.main, language="en")
+    whisper = transcriber(args.main)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = diarized(whisper, talks) if not {"der", "words"} <= skip else []

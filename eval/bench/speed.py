@@ -21,23 +21,36 @@ with beam_size=N, ours plain and speculative), and ours greedy speculative stays
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .drafters import manifest_clips
-from .longform import joined_clips
+from .harness import (
+    LANGUAGE,
+    ClipTally,
+    add_common_flags,
+    best_of,
+    clip_table,
+    ct2_checkpoint,
+    faster_whisper,
+    interleave,
+    joined_clips,
+    load_clips,
+    load_lean_main,
+    load_main,
+    manifest_clips,
+    set_threads,
+    timed,
+    transcriber,
+)
 
-LANGUAGE = "en"
 DEFAULT_COMPUTE_TYPES = "float32,int8:float32,bfloat16:float32,bfloat16,int8"
 CAPS = {"avx2": {"CT2_FORCE_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
                  "DNNL_MAX_CPU_ISA": "AVX2", "ASR_SPECDEC_ISA": "avx2"},
@@ -48,62 +61,30 @@ CAPS = {"avx2": {"CT2_FORCE_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ON
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
 
 
-@dataclass
-class Tally:
-    seconds: list = field(default_factory=list)  # per clip: the minimum over repeats
-    texts: list = field(default_factory=list)
-    tokens: list = field(default_factory=list)
-    drafted: int = 0
-    accepted: int = 0
-    error: str = ""
-
-
-def best_of(function, repeats: int):
-    """(minimum seconds, result of the last call) of `function()` over `repeats` calls."""
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = function()
-        best = min(best, time.perf_counter() - started)
-    return best, result
-
-
 # ---------------------------------------------------------------------------------------------------- systems
 
 def our_systems(main: str, compute_types: list[str], beam_size: int | None = None) -> dict:
-    from asr_specdec.weights.whisper_models import resolve_model_dir
-    from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
-    from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
-
-    location = resolve_model_dir(main)
-    loaded = (load_lean_whisper(location), load_lean_processor(location))
+    loaded = load_lean_main(main)
     systems = {}
     for compute in compute_types:
         for mode in ("off", "quantized-self"):
-            whisper = SpeculativeWhisper(loaded, mode=mode, language=LANGUAGE, compute_type=compute,
-                                         beam_size=beam_size)
+            whisper = transcriber(loaded, mode, compute_type=compute, beam_size=beam_size)
             beams = f", beam {beam_size}" if beam_size else ""
             systems[f"ours {compute}, {'plain' if mode == 'off' else mode}{beams}"] = whisper
         if beam_size:
-            systems[f"ours {compute}, quantized-self, greedy"] = SpeculativeWhisper(
-                loaded, mode="quantized-self", language=LANGUAGE, compute_type=compute)
+            greedy = transcriber(loaded, "quantized-self", compute_type=compute)
+            systems[f"ours {compute}, quantized-self, greedy"] = greedy
     return systems
 
 
 def faster_whisper_systems(main: str, threads: int, scratch: Path) -> tuple[dict, str]:
-    from asr_specdec.weights.packs import assemble_pack
-
-    try:
-        from faster_whisper import WhisperModel
-    except ImportError:
+    if importlib.util.find_spec("faster_whisper") is None:
         return {}, "faster-whisper is not installed (pip install 'asr-specdec[bench]')"
-    ct2_dir = scratch / "ct2"
-    ct2_dir.mkdir()
-    assemble_pack(main, ct2_dir)
-    return {f"faster-whisper {kind}": WhisperModel(str(ct2_dir), device="cpu", compute_type=kind,
-                                                   cpu_threads=threads, num_workers=1)
-            for kind in ("float32", "int8")}, str(ct2_dir)
+    ct2_dir, missing = ct2_checkpoint(main, scratch)
+    if ct2_dir is None:
+        return {}, missing
+    return {f"faster-whisper {kind}": faster_whisper(ct2_dir, kind, threads) for kind in ("float32", "int8")}, \
+        str(ct2_dir)
 
 
 def faster_whisper_text(model, samples: np.ndarray, timestamps: bool, beam_size: int = 1) -> tuple[str, list[int]]:
@@ -116,9 +97,7 @@ def faster_whisper_text(model, samples: np.ndarray, timestamps: bool, beam_size:
 
 
 def transformers_system(main: str):
-    from asr_specdec.weights.whisper_models import load_whisper
-
-    return load_whisper(main)
+    return load_main(main)
 
 
 def transformers_text(loaded, samples: np.ndarray, long: bool) -> tuple[str, list[int]]:
@@ -140,19 +119,13 @@ def step_costs(main: str, repeats: int, clip: Path) -> list[str]:
     """Per-pass costs of the encoder and decoder on a real clip (random features give flat vocabulary scores, which
     no speech gives and which make the certified greedy choice rescore far more candidates): the clip's first 30
     greedy tokens, then one more token, or the next 9 at once."""
-    from asr_specdec.weights.whisper_models import resolve_model_dir
-    from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.io.audio import load_audio
     from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
     from asr_specdec.whisper.runtime.encoder import EncoderRunner
-    from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
-    from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
 
-    directory = resolve_model_dir(main)
-    model, processor = load_lean_whisper(directory), load_lean_processor(directory)
-    samples = load_audio(clip)
+    model, processor = load_lean_main(main)
+    samples = load_clips([clip])[0]
     features = processor(samples, sampling_rate=16000, return_tensors="pt").input_features
-    plain = SpeculativeWhisper((model, processor), mode="off", language="en", compute_type="float32")
+    plain = transcriber((model, processor), "off", compute_type="float32")
     sequence = plain.tokens.prompt(plain.tokens.language_ids["<|en|>"], "transcribe", False) + plain.transcribe(
         samples).tokens
     if len(sequence) < 40:
@@ -238,18 +211,21 @@ def speculative_round(model, encoded, prefix: list[int], following: list[int], r
     main.feed_rows(main_cache, [prefix], [0])
     drafter.feed_rows(draft_cache, [prefix], [0])
     times = {"verification over 9 tokens": [], "draft step": [], "one main step": []}
-    for _ in range(10 * repeats):
-        began = time.perf_counter()
+    def verify():
         main.greedy_choices(main.feed_rows(main_cache, [following[:9]], [start])[0], None)
-        verified = time.perf_counter()
+
+    def draft():
         for index in range(8):
             drafter.greedy_choices(drafter.feed_rows(draft_cache, [following[index:index + 1]], [start + index])[0],
                                    None)
-        drafted = time.perf_counter()
+
+    def step():
         main.greedy_choices(main.feed_rows(main_cache, [following[:1]], [start])[0], None)
-        times["verification over 9 tokens"].append(verified - began)
-        times["draft step"].append((drafted - verified) / 8)
-        times["one main step"].append(time.perf_counter() - drafted)
+
+    for _ in range(10 * repeats):
+        times["verification over 9 tokens"].append(timed(verify)[1])
+        times["draft step"].append(timed(draft)[1] / 8)
+        times["one main step"].append(timed(step)[1])
     median = {name: float(np.median(values)) for name, values in times.items()}
     return [f"| in a round (median): {name} | {seconds * 1e3:.2f} |" for name, seconds in median.items()] + [
         f"| in a round: a draft step / a main step | {median['draft step'] / median['one main step']:.2f} |"]
@@ -257,28 +233,21 @@ def speculative_round(model, encoded, prefix: list[int], following: list[int], r
 
 def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int,
                 beam_size: int = 1) -> tuple[list[str], dict]:
-    from asr_specdec.whisper.io.audio import load_audio
-
-    audio = [load_audio(clip) for clip in clips]
-    tallies = {name: Tally() for name in [*systems, *fw, *(["transformers generate()"] if hf else [])]}
+    audio = load_clips(clips)
     runs = {name: (lambda samples, whisper=whisper: _ours(whisper, samples)) for name, whisper in systems.items()}
     runs.update({name: (lambda samples, model=model: (*faster_whisper_text(model, samples, False, beam_size), 0, 0))
                  for name, model in fw.items()})
     if hf:
         runs["transformers generate()"] = lambda samples: (*transformers_text(hf, samples, False), 0, 0)
-    for run in runs.values():  # warm-up
-        run(audio[0])
-    for samples in audio:
-        for name, run in runs.items():
-            seconds, (text, tokens, drafted, accepted, *_) = best_of(lambda run=run, samples=samples: run(samples),
-                                                                 repeats)
-            tally = tallies[name]
-            tally.seconds.append(seconds)
+    rounds = interleave(runs, audio, repeats)
+    tallies = {name: ClipTally(seconds=rounds.per_item(name)) for name in runs}
+    for name, tally in tallies.items():
+        for text, tokens, drafted, accepted, *_ in rounds.results[name]:
             tally.texts.append(text)
             tally.tokens.append(tokens)
             tally.drafted += drafted
             tally.accepted += accepted
-    return table(tallies, clips), tallies
+    return clip_table(tallies, clips), tallies
 
 
 def _ours(whisper, samples):
@@ -287,46 +256,16 @@ def _ours(whisper, samples):
             result.stats.beam_steps_per_main_pass)
 
 
-def table(tallies: dict, clips: list[Path]) -> list[str]:
-    import json
-
-    from ..metrics import wer
-
-    manifest = {json.loads(line)["audio"]: json.loads(line)["reference"]
-                for line in (clips[0].parent / "manifest.jsonl").read_text().splitlines() if line.strip()}
-    scored = [index for index, clip in enumerate(clips) if manifest.get(clip.name)]
-    references = [manifest[clips[index].name] for index in scored]
-    reference_name = next((name for name in tallies if name.startswith("ours float32, plain")), None)
-    fw_int8, fw_fp32 = tallies.get("faster-whisper int8"), tallies.get("faster-whisper float32")
-    lines = ["| system | total s | per clip ms (median) | vs faster-whisper int8 | vs faster-whisper float32 | "
-             "WER | text = float32 | acceptance |", "|---|---|---|---|---|---|---|---|"]
-    for name, tally in tallies.items():
-        total = sum(tally.seconds)
-        ratio_int8 = f"{sum(fw_int8.seconds) / total:.2f}x" if fw_int8 else ""
-        ratio_fp32 = f"{sum(fw_fp32.seconds) / total:.2f}x" if fw_fp32 else ""
-        error_rate = wer(references, [tally.texts[index] for index in scored]) if scored else 0.0
-        same = ""
-        if reference_name:
-            reference = tallies[reference_name].texts
-            same = f"{sum(a == b for a, b in zip(tally.texts, reference))}/{len(reference)}"
-        acceptance = f"{tally.accepted / tally.drafted:.0%}" if tally.drafted else ""
-        lines.append(f"| {name} | {total:.2f} | {np.median(tally.seconds) * 1e3:.0f} | {ratio_int8} | {ratio_fp32} | "
-                     f"{error_rate:.2%} | {same} | {acceptance} |")
-    return lines
-
-
 def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int, beam_size: int = 1) -> list[str]:
-    runs = {name: (lambda whisper=whisper: _ours(whisper, audio)) for name, whisper in systems.items()}
-    runs.update({name: (lambda model=model: (*faster_whisper_text(model, audio, True, beam_size), 0, 0))
+    runs = {name: (lambda samples, whisper=whisper: _ours(whisper, samples)) for name, whisper in systems.items()}
+    runs.update({name: (lambda samples, model=model: (*faster_whisper_text(model, samples, True, beam_size), 0, 0))
                  for name, model in fw.items()})
     if hf:
-        runs["transformers generate(return_timestamps=True)"] = lambda: (*transformers_text(hf, audio, True), 0, 0)
-    seconds = {name: float("inf") for name in runs}
-    results = {}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            taken, results[name] = best_of(run, 1)
-            seconds[name] = min(seconds[name], taken)
+        runs["transformers generate(return_timestamps=True)"] = lambda samples: (
+            *transformers_text(hf, samples, True), 0, 0)
+    rounds = interleave(runs, [audio], repeats, warm_up=False)
+    seconds = {name: rounds.total(name) for name in runs}
+    results = {name: rounds.results[name][0] for name in runs}
     lines = [f"{len(audio) / 16000:.1f} s of audio, sequential 30-s windows with timestamps",
              "| system | seconds | vs our plain at its compute type | vs faster-whisper int8 | text = our plain |",
              "|---|---|---|---|---|"]
@@ -343,20 +282,15 @@ def long_file(systems: dict, fw: dict, hf, audio: np.ndarray, repeats: int, beam
 
 
 def batches(main: str, compute: str, clips: list[Path], repeats: int, batch_size: int = 8) -> list[str]:
-    from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.io.audio import load_audio
-
-    audio = [load_audio(clip) for clip in clips]
-    systems = {mode: SpeculativeWhisper(main, mode=mode, language=LANGUAGE, compute_type=compute)
-               for mode in ("off", "quantized-self")}
+    audio = load_clips(clips)
+    systems = {mode: transcriber(main, mode, compute_type=compute) for mode in ("off", "quantized-self")}
     for whisper in systems.values():
         whisper.transcribe_batch(audio[:2], batch_size=2)
-    seconds, tokens = {name: float("inf") for name in systems}, {}
-    for _ in range(repeats):
-        for name, whisper in systems.items():
-            taken, results = best_of(lambda whisper=whisper: whisper.transcribe_batch(audio, batch_size=batch_size), 1)
-            seconds[name] = min(seconds[name], taken)
-            tokens[name] = [result.tokens for result in results]
+    runs = {name: (lambda workload, whisper=whisper: whisper.transcribe_batch(workload, batch_size=batch_size))
+            for name, whisper in systems.items()}
+    rounds = interleave(runs, [audio], repeats, warm_up=False)
+    seconds = {name: rounds.total(name) for name in runs}
+    tokens = {name: [result.tokens for result in rounds.results[name][0]] for name in runs}
     return [f"batches of {batch_size}, {len(audio)} clips, compute type {systems['off'].compute_type}: "
             f"plain {seconds['off']:.2f} s, speculative {seconds['quantized-self']:.2f} s, "
             f"speedup {seconds['off'] / seconds['quantized-self']:.2f}x, identical: "
@@ -406,10 +340,9 @@ def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
     for name, command in commands.items():
         best, peak, output = float("inf"), 0, ""
         for _ in range(repeats):
-            started = time.perf_counter()
-            process = subprocess.run([sys.executable, "-c", PEAK_RSS_LAUNCHER, *command], capture_output=True,
-                                     text=True, cwd=here, env=environment, timeout=600)
-            best = min(best, time.perf_counter() - started)
+            process, seconds = timed(subprocess.run, [sys.executable, "-c", PEAK_RSS_LAUNCHER, *command],
+                                     capture_output=True, text=True, cwd=here, env=environment, timeout=600)
+            best = min(best, seconds)
             errors = process.stderr.strip().splitlines()
             peak = max(peak, int(errors.pop()) if errors and errors[-1].isdigit() else 0)
             output = process.stdout.strip().splitlines()[-1] if process.returncode == 0 and process.stdout.strip() \
@@ -420,12 +353,9 @@ def cold_starts(ct2_dir: str | None, threads: int, repeats: int) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.speed")
-    parser.add_argument("--main", default="base")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
+    add_common_flags(parser, repeats=3)
     parser.add_argument("--limit", type=int, default=0, help="first N clips only")
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--compute-types", default=DEFAULT_COMPUTE_TYPES)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--skip", default="", help="comma-separated sections to skip: steps, short, long, batch, cold")
     parser.add_argument("--isa", choices=tuple(CAPS), help="ours on this kernel build, the others capped to it")
     parser.add_argument("--beam-size", type=int, default=None,
@@ -435,7 +365,7 @@ def main(argv=None) -> int:
         environment = {**os.environ, **CAPS[args.isa]}  # the caps must be set before torch loads
         arguments = sys.argv[1:] if argv is None else list(argv)
         return subprocess.run([sys.executable, "-m", "eval.bench.speed", *arguments], env=environment).returncode
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
     compute_types = args.compute_types.split(",")
     clips = manifest_clips(Path(args.audio))[: args.limit or None]

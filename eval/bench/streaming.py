@@ -26,9 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..paths import SHARED_AUDIO
 from .cli import bench_parser
-from .longform import joined_clips
+from .harness import add_common_flags, joined_clips, set_threads
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -97,7 +96,7 @@ def row(name: str, duration: float, wer: float, summary: dict) -> str:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.streaming")
-    parser.add_argument("--main", default="base")
+    add_common_flags(parser, repeats=False)
     parser.add_argument("--mode", default="quantized-self", help="the transcriber's own drafter (the fallback)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--chunk", type=float, default=0.5, help="seconds of audio per arriving chunk")
@@ -107,11 +106,9 @@ def main(argv=None) -> int:
                              "chunk whatever the decode time (a schedule that does not depend on the machine's load)")
     parser.add_argument("--clips", help="comma-separated clip names (default: every clip of the manifest)")
     parser.add_argument("--no-joined", action="store_true", help="leave out the 64-s file of all clips joined")
-    parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder with manifest.jsonl")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--output", help="also write the raw per-update numbers here (JSON)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
 
     from asr_specdec.whisper import SpeculativeWhisper
     from asr_specdec.whisper.io.audio import load_audio

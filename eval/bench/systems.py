@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-LANGUAGE = "en"  # the shared clips are English
-SAMPLE_RATE = 16000
+from .harness import LANGUAGE, SAMPLE_RATE, faster_whisper, load_main, one_line, transcriber
 
 SYSTEMS = {
     "ours-plain": "ours, plain greedy",
@@ -49,9 +48,7 @@ class Setup:
 
     def main_model(self):
         if self.loaded is None:
-            from asr_specdec.weights.whisper_models import load_whisper
-
-            self.loaded = load_whisper(self.main)
+            self.loaded = load_main(self.main)
         return self.loaded
 
     def int8_assistant(self):
@@ -126,13 +123,11 @@ class FasterWhisperSystem(System):
     through the CTranslate2 model's batched generate, as faster-whisper's BatchedInferencePipeline calls it."""
 
     def __init__(self, key: str, ct2_dir: Path, compute_type: str, threads: int):
-        from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
 
         self.key, self.label = key, SYSTEMS[key]
-        self.model = WhisperModel(str(ct2_dir), device="cpu", compute_type=compute_type, cpu_threads=threads,
-                                  num_workers=1)
+        self.model = faster_whisper(ct2_dir, compute_type, threads)
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe",
                                    language=LANGUAGE)
         self.prompt = self.model.get_prompt(self.tokenizer, [], without_timestamps=True)
@@ -237,10 +232,8 @@ def check_encoder_sharing(model, assistant, features) -> SharingCheck:
 def build_system(key: str, setup: Setup) -> System:
     """The system `key` over `setup`'s weights; raises with a one-line reason when it cannot be built."""
     if key in ("ours-plain", "ours-spec"):
-        from asr_specdec.whisper import SpeculativeWhisper
-
         mode = "off" if key == "ours-plain" else "quantized-self"
-        return OursSystem(key, SpeculativeWhisper(setup.main_model(), mode=mode, language=LANGUAGE))
+        return OursSystem(key, transcriber(setup.main_model(), mode))
     if key == "hf-plain":
         return TransformersSystem(key, setup.main_model())
     if key == "hf-assisted":
@@ -255,11 +248,6 @@ def build_system(key: str, setup: Setup) -> System:
             raise RuntimeError(setup.ct2_missing or "no CTranslate2 checkpoint")
         return FasterWhisperSystem(key, setup.ct2_dir, "float32" if key == "fw-fp32" else "int8", setup.threads)
     raise ValueError(f"unknown system '{key}'")
-
-
-def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or "no message"
-    return f"{type(error).__name__}: {text[:200]}"
 
 
 def pair_assistant(setup: Setup, audio: np.ndarray) -> SharingCheck:

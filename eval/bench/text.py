@@ -12,7 +12,6 @@ Modes: prompt-lookup, quantized-self (transformers: the same int8 copy as assist
 from __future__ import annotations
 
 import os
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -20,6 +19,7 @@ import torch
 
 from ..paths import PROJECT_ROOT
 from .cli import bench_parser
+from .harness import add_common_flags, interleave, set_threads
 
 QUOTE = PROJECT_ROOT / "samples" / "prompts" / "quote_passage.txt"
 PROMPTS = {
@@ -90,12 +90,6 @@ def build_modes(smollm, gemma, draft_tokens: int, early_exit: int, max_new_token
     return modes
 
 
-def timed(function, *args, **kwargs):
-    started = time.perf_counter()
-    value = function(*args, **kwargs)
-    return value, time.perf_counter() - started
-
-
 def measure(modes: list[Mode], prompts: dict, max_new_tokens: int, repeats: int) -> dict:
     """Sum times per (main model, plain) and per mode, prompt by prompt; returns the plain tallies."""
     from asr_specdec.text import SpeculativeLM
@@ -108,28 +102,41 @@ def measure(modes: list[Mode], prompts: dict, max_new_tokens: int, repeats: int)
     for mode in modes:
         mode.ours.generate("Hello", max_new_tokens=4)
         hf_generate(mode.main, mode.ours.encode("Hello"), 4, **mode.hf_arguments)
-    for _ in range(repeats):
-        for name, prompt in prompts.items():
-            reference = {}
-            for key, (lm, tallies) in plain.items():
-                result, seconds = timed(lm.generate, prompt)
-                add(tallies["ours"], seconds, result, prompt_name=name)
-                reference[key] = result.tokens
-                ids, seconds = timed(hf_generate, mains[key], result.prompt_tokens, max_new_tokens)
-                add(tallies["hf"], seconds, None, ids, reference[key], name)
-            for mode in modes:
-                expected = reference[id(mode.main)]
-                result, seconds = timed(mode.ours.generate, prompt)
-                add(mode.tallies["ours"], seconds, result, result.tokens, expected, name)
-                if mode.tallies["hf"].error:
-                    continue
-                try:
-                    ids, seconds = timed(hf_generate, mode.main, result.prompt_tokens, max_new_tokens,
-                                         **mode.hf_arguments)
-                except Exception as error:  # report what transformers refuses instead of stopping the bench
-                    mode.tallies["hf"].error = f"{type(error).__name__}: {str(error).splitlines()[0][:70]}"
-                    continue
-                add(mode.tallies["hf"], seconds, None, ids, expected, name)
+    # transformers is given the prompt ids our generate() encodes (SpeculativeLM.encode, its prompt_tokens)
+    prompt_ids = {key: {name: lm.encode(prompt) for name, prompt in prompts.items()} for key, (lm, _) in plain.items()}
+    systems, tallies, expected = {}, {}, {}
+    for key, (lm, plain_tallies) in plain.items():
+        systems[key, "ours"] = lambda name, lm=lm: lm.generate(prompts[name])
+        systems[key, "hf"] = lambda name, key=key: hf_generate(mains[key], prompt_ids[key][name], max_new_tokens)
+        tallies[key, "ours"], tallies[key, "hf"] = plain_tallies["ours"], plain_tallies["hf"]
+    for mode in modes:
+        key = id(mode.main)
+        systems[mode.name, "ours"] = lambda name, mode=mode: mode.ours.generate(prompts[name])
+        systems[mode.name, "hf"] = lambda name, mode=mode, key=key: hf_generate(
+            mode.main, prompt_ids[key][name], max_new_tokens, **mode.hf_arguments)
+        tallies[mode.name, "ours"], tallies[mode.name, "hf"] = mode.tallies["ours"], mode.tallies["hf"]
+        expected[mode.name] = key
+    reference = {}
+
+    def record(system, index, output, seconds):
+        name, side = system
+        prompt_name = list(prompts)[index]
+        if name in plain:  # the main model's plain decoding: the reference of its modes
+            if side == "ours":
+                reference[name] = output.tokens
+                add(tallies[system], seconds, output, prompt_name=prompt_name)
+            else:
+                add(tallies[system], seconds, None, output, reference[name], prompt_name)
+        elif side == "ours":
+            add(tallies[system], seconds, output, output.tokens, reference[expected[name]], prompt_name)
+        else:
+            add(tallies[system], seconds, None, output, reference[expected[name]], prompt_name)
+
+    # report what transformers refuses instead of stopping the bench
+    rounds = interleave(systems, list(prompts), repeats, warm_up=False, each=record,
+                        catch=[(mode.name, "hf") for mode in modes])
+    for (name, side), error in rounds.errors.items():
+        tallies[name, side].error = error
     return {key: tallies for key, (_, tallies) in plain.items()}
 
 
@@ -183,18 +190,17 @@ def identical(tally: Tally, runs: int) -> str:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.text")
+    add_common_flags(parser, main=False, audio=False)
     parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--num-draft-tokens", type=int, default=8)
     parser.add_argument("--early-exit-layer", type=int, default=8, help="of SmolLM2's 30 layers")
     parser.add_argument("--no-universal", action="store_true", help="skip Gemma 3 (slow to convert and load)")
     parser.add_argument("--prompts", nargs="*", default=list(PROMPTS), choices=list(PROMPTS))
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args(argv)
 
     from asr_specdec.weights.text_models import load_causal_lm
 
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     smollm = load_causal_lm("smollm2-135m")
     gemma = None if args.no_universal else load_causal_lm("gemma3-270m")
     modes = build_modes(smollm, gemma, args.num_draft_tokens, args.early_exit_layer, args.max_new_tokens)

@@ -36,6 +36,8 @@ def worker(root: str, main: str, modes: list[str], threads: int) -> None:
     from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
     from asr_specdec.whisper.runtime.lean_processor import load_lean_processor
 
+    from .harness import timed
+
     location = resolve_model_dir(main)
     loaded = (load_lean_whisper(location), load_lean_processor(location))
     systems = {mode: SpeculativeWhisper(loaded, language="en", **({} if mode == "default" else {"mode": mode}))
@@ -43,15 +45,11 @@ def worker(root: str, main: str, modes: list[str], threads: int) -> None:
     audio_cache: dict[str, object] = {}
     print(json.dumps({"ready": asr_specdec.__file__,
                       "modes": {name: system.mode for name, system in systems.items()}}), flush=True)
-    import time
-
     for line in sys.stdin:
         clip, mode = line.rstrip("\n").rsplit(" ", 1)
         if clip not in audio_cache:
             audio_cache[clip] = load_audio(clip)
-        started = time.perf_counter()
-        result = systems[mode].transcribe(audio_cache[clip])
-        seconds = time.perf_counter() - started
+        result, seconds = timed(systems[mode].transcribe, audio_cache[clip])
         print(json.dumps({"seconds": seconds, "tokens": list(result.tokens), "text": result.text}), flush=True)
 
 
@@ -90,24 +88,21 @@ def main(argv: list[str] | None = None) -> None:
         root, model, modes, threads = argv[1:5]
         worker(root, model, modes.split(","), int(threads))
         return
-    from ..paths import SHARED_AUDIO
     from .cli import bench_parser
-    from .drafters import manifest_clips
+    from .harness import add_common_flags, manifest_clips
 
     parser = bench_parser(__doc__, "eval.bench.torchpath")
     parser.add_argument("--before", type=Path, required=True, help="the checkout to compare against (its root)")
     parser.add_argument("--after", type=Path, default=Path(__file__).resolve().parents[2])
-    parser.add_argument("--main", default="base")
+    add_common_flags(parser, repeats=2, threads=2)
     parser.add_argument("--modes", default="default,off")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", type=int, default=0, help="the first N shared clips only (0: all)")
     options = parser.parse_args(argv)
     for root in (options.before, options.after):
         if not (root / "asr_specdec" / "__init__.py").is_file():
             parser.error(f"{root} is not a checkout of this project (no asr_specdec/__init__.py)")
     modes = options.modes.split(",")
-    clips = manifest_clips(SHARED_AUDIO)
+    clips = manifest_clips(Path(options.audio))
     clips = clips[: options.clips] if options.clips else clips
     workers = {name: Worker(root.resolve(), options.main, modes, options.threads)
                for name, root in (("before", options.before), ("after", options.after))}

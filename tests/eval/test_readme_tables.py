@@ -1,5 +1,6 @@
-"""eval.bench.readme_tables: the README's marked regions rewritten from one run's outputs, each benchmark's
-provenance listed, regions without a result left alone, and the real README's regions all known benchmarks."""
+"""eval.bench.readme_tables: the pages' marked regions rewritten from one run's outputs, each benchmark's
+provenance listed, the README's headline table made from the speed benchmark's output, regions without a result
+left alone, and the real pages' regions all known benchmarks or regions."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_write_fills_the_regions_from_the_run(tmp_path, capsys):
     parts = [region("run", "old\n"), region("longform", "stale 8.4 s\n"), region("speed", "old\n"),
              region("duel", "kept as it was\n")]
     readme.write_text("intro 1\n\n" + "\n\ntext\n".join(parts) + "\nend\n")
-    assert readme_tables.main(["write", "--output", str(run), "--readme", str(readme), "--app-figures", ""]) == 0
+    assert readme_tables.main(["write", "--output", str(run), "--pages", str(readme), "--app-figures", ""]) == 0
     text = readme.read_text()
     assert "stale 8.4 s" not in text and "| plain | 1.16 |" in text and "**long audio, base**" in text
     assert "**the long file**\n\nplain 1.81 s\n<!-- /readme-tables:speed -->" in text
@@ -73,7 +74,7 @@ def test_write_gives_the_app_the_same_runs_figures(tmp_path):
     figures.write_text((PROJECT / "app" / "measured.json").read_text())
     readme = tmp_path / "README.md"
     readme.write_text(region("run", "old\n"))
-    assert readme_tables.main(["write", "--output", str(run), "--readme", str(readme),
+    assert readme_tables.main(["write", "--output", str(run), "--pages", str(readme),
                                "--app-figures", str(figures)]) == 0
     measured = json.loads(figures.read_text())
     assert measured["compute_types"] == {"float32": {"speed_vs_float32": 1.0, "same_text": 12, "clips": 12},
@@ -92,11 +93,52 @@ def test_the_apps_figures_file_covers_every_mode_and_cpu_type():
 
 
 def test_write_without_a_run_says_so(tmp_path, capsys):
-    assert readme_tables.main(["write", "--output", str(tmp_path / "none"), "--readme", str(tmp_path / "R.md")]) == 2
+    assert readme_tables.main(["write", "--output", str(tmp_path / "none"), "--pages", str(tmp_path / "R.md")]) == 2
     assert "no benchmark run in" in capsys.readouterr().err
 
 
-def test_every_region_of_the_readme_names_a_benchmark_of_the_run():
-    names = [match["name"] for match in readme_tables.REGION.finditer((PROJECT / "README.md").read_text())]
-    assert "run" in names and len(names) == len(set(names))
-    assert set(names) - {"run"} == set(readme_tables.BENCHMARKS)
+def test_every_region_of_the_pages_names_a_benchmark_or_a_region_of_the_run():
+    names = [match["name"] for page in readme_tables.PAGES
+             for match in readme_tables.REGION.finditer((PROJECT / page).read_text())]
+    assert len(names) == len(set(names))
+    assert set(names) == set(readme_tables.BENCHMARKS) | set(readme_tables.REGIONS)
+    readme = [match["name"] for match in readme_tables.REGION.finditer((PROJECT / "README.md").read_text())]
+    assert readme == ["headline"]
+
+
+LONG_FILE = """## the long file
+
+64.4 s of audio, sequential 30-s windows with timestamps
+| system | seconds | vs our plain at its compute type | vs faster-whisper int8 | text = our plain |
+|---|---|---|---|---|
+| ours float32, plain | 4.47 | 1.00x | 1.09x | yes |
+| ours float32, quantized-self | 3.91 | 1.14x | 1.24x | yes |
+| faster-whisper int8 | 4.85 |  | 1.00x |  |
+"""
+
+
+def test_the_headline_table_is_made_from_the_speed_benchmarks_output(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "speed.md").write_text(SPEED + "\n" + LONG_FILE)
+    (run / "run.json").write_text(json.dumps({"speed": entry("abc1234")}))
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n" + region("headline", "stale\n") + "\nend\n")
+    assert readme_tables.main(["write", "--output", str(run), "--pages", str(readme), "--app-figures", ""]) == 0
+    rows = readme_tables.markdown_tables(readme.read_text())[0]
+    assert [row["system"] for row in rows] == ["ours float32, plain (`auto` here)",
+                                               "ours float32, speculative (quantized-self) (`auto` here)",
+                                               "faster-whisper int8"]  # auto = float32: its rows once
+    assert rows[1] == {"system": "ours float32, speculative (quantized-self) (`auto` here)", "12 clips, s": "7.90",
+                       "vs faster-whisper int8": "0.99x", "64.4-s file, s": "3.91", "WER": "1.14%"}
+    assert "stale" not in readme.read_text() and "commit abc1234" in readme.read_text()
+
+
+def test_a_headline_without_a_speed_result_is_kept(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({}))
+    readme = tmp_path / "README.md"
+    readme.write_text(region("headline", "kept\n"))
+    assert readme_tables.main(["write", "--output", str(run), "--pages", str(readme), "--app-figures", ""]) == 0
+    assert "kept" in readme.read_text() and "no result for headline" in capsys.readouterr().err

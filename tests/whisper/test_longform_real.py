@@ -13,7 +13,7 @@ import torch
 from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.io.formats import to_srt, to_vtt
-from eval.bench.longform import joined_clips
+from eval.bench.harness import joined_clips
 
 pytestmark = pytest.mark.slow
 

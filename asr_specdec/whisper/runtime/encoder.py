@@ -11,7 +11,7 @@ keys/values the same way (`cross_projection`); without those kernels, torch's dy
 float32 copy.
 
 The encoder runs once per window, identically for plain and speculative decoding: its precision changes the
-text as any model change may (measured in the README), never the equality of speculative and plain output.
+text as any model change may (measured in docs/benchmarks.md), never the equality of speculative and plain output.
 """
 
 from __future__ import annotations
