@@ -66,11 +66,10 @@ def variant(model, compute_type: str, mode: str | None):
     """Our drop-in `model` at another compute type or mode, on the same loaded weights (one float copy in memory,
     not one per system)."""
     from asr_specdec.whisper import SpeculativeWhisper
-    from asr_specdec.whisper.runtime.compute import parse_compute_type
 
     speculative = model.speculative
     options = replace(speculative.model_options, main=speculative.loaded(), processor=None, drafter=None, mode=mode,
-                      compute_type=parse_compute_type(None if compute_type == "auto" else compute_type))
+                      compute_type=compute_type)
     other = copy.copy(model)
     other.speculative = SpeculativeWhisper.from_options(options, speculative.options)
     return other
