@@ -4,7 +4,7 @@ import importlib
 
 # memory, report and systems are the duel's parts
 BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "streaming", "text", "server",
-              "readme_tables", "gpu", "faithful", "torchpath", "dropin", "speakers")
+              "readme_tables", "gpu", "faithful", "torchpath", "dropin", "speakers", "sizes")
 
 if __name__ == "__main__":
     for name in BENCHMARKS:

