@@ -63,3 +63,23 @@ def test_the_builder_refuses_an_unknown_shape(capsys):
         size_models.main(["tiny"])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and err.count("\n") == 1 and "unknown shape(s) tiny" in err
+
+
+class _HalfMaker:
+    """A model that makes half the tokens it is asked for plus two, as faster-whisper's CTranslate2 did here."""
+
+    def __init__(self):
+        self.asked = []
+
+    def transcribe(self, samples, max_new_tokens, **options):
+        from types import SimpleNamespace
+
+        self.asked.append(max_new_tokens)
+        return [SimpleNamespace(tokens=[7] * (max_new_tokens // 2 + 2))], None
+
+
+def test_the_request_is_scaled_until_the_count_is_right():
+    model = _HalfMaker()
+    requested = sizes.requested_for(model, None, 100)
+    assert sizes.forced_call(model, None, requested) == 100 and len(model.asked) <= 5
+    assert sizes.requested_for(model, None, 300) == sizes.MAX_REQUEST  # more than the model's positions hold
