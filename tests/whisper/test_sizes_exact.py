@@ -1,8 +1,8 @@
 """Exactness at the widths people run: speculative tokens equal plain greedy tokens at the head counts, widths, mel
 bins and vocabularies of small, medium and large-v3 (turbo and distil share large-v3's), at every decoder compute
 type, for every drafter; one encoder and two decoder layers each, so that it stays affordable. Random weights make
-greedy decoding repeat itself and drafts then pass; the assistants here are the main model's decoder with noise
-added, so that their drafts are both accepted and rejected, and the test checks that they were."""
+greedy decoding repeat itself and drafts then pass; the assistants here are the main model with noise added to
+its decoder, so that their drafts are both accepted and rejected, and the test checks that they were."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 FAMILIES = ("small", "medium", "large-v3")
 END, START = 50257, 50258
-NOISE = 0.02  # added to every assistant weight: drafts pass often, not always
+NOISE = 0.01  # added to the assistants' decoder weights: some drafts pass, most do not (16 of 295 on small, float32)
 
 
 def reduced(name: str, seed: int) -> WhisperForConditionalGeneration:
@@ -46,10 +46,13 @@ def reduced(name: str, seed: int) -> WhisperForConditionalGeneration:
 
 
 def with_noise(model: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """`model` with noise added to its decoder; its encoder is kept, as distil-whisper keeps the teacher's (so the
+    assistant reuses the main encoder's output)."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(NOISE * torch.randn(parameter.shape, generator=generator))
+        for name, parameter in model.named_parameters():
+            if not name.startswith("model.encoder"):
+                parameter.add_(NOISE * torch.randn(parameter.shape, generator=generator))
     return model.eval()
 
 
