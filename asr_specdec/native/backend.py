@@ -46,6 +46,12 @@ AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("float32", "float32"
 # where the build multiplies int8 with a dot-product instruction (vpdpbusd on ymm): the int8 encoder with float32
 # activations measured faster than float32 at float32's WER (docs/compute.md, "auto per build")
 AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VNNI): ("int8", "float32")}
+# wider models, per build: model width (d_model) -> the fastest compute type measured at that width, which holds from
+# it up to the next width listed; narrower models keep the choices above. AVX-512 from issue 49's run of the size
+# benchmark (`python -m eval.bench.sizes`, random weights at small 768, medium 1024, large-v3-turbo and large-v3
+# 1280, 2 threads, 30-s window, 100 tokens forced): int8 fastest at every width, 1.19-1.34x the bfloat16:float32
+# that base's choice gives there. Builds not measured there keep their choice at every width.
+AUTO_COMPUTE_BY_WIDTH = {"avx512": {768: ("int8", "int8"), 1024: ("int8", "int8"), 1280: ("int8", "int8")}}
 _MACOS_X86 = {"AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512F": "avx512f", "AVX512BW": "avx512bw",
               "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni", "AVX512BF16": "avx512_bf16"}
 
@@ -154,10 +160,14 @@ def native_bfloat16() -> bool:
     return bool({"avx512_bf16", "amx_bf16"} & cpu_features())
 
 
-def auto_compute(kernels_loaded: bool) -> tuple[str, str]:
-    """(encoder, decoder) precisions that `auto` means on this CPU: the build's measured choice when its kernels
-    loaded; without them a bfloat16 encoder where PyTorch has native bfloat16, else float32."""
+def auto_compute(kernels_loaded: bool, width: int | None = None) -> tuple[str, str]:
+    """(encoder, decoder) precisions that `auto` means on this CPU for a model `width` wide (its d_model; None:
+    as base): the build's measured choice at that width when its kernels loaded; without them a bfloat16 encoder
+    where PyTorch has native bfloat16, else float32."""
     chosen = backend()
+    measured_widths = [listed for listed in AUTO_COMPUTE_BY_WIDTH.get(chosen.isa, {}) if width and listed <= width]
+    if kernels_loaded and measured_widths:
+        return AUTO_COMPUTE_BY_WIDTH[chosen.isa][max(measured_widths)]
     if kernels_loaded and chosen.isa in AUTO_COMPUTE:
         with_feature = [AUTO_COMPUTE_WITH[build, feature] for build, feature in AUTO_COMPUTE_WITH
                         if build == chosen.isa and WITH_FEATURE[build, feature] == chosen.flags]

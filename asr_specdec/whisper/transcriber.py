@@ -84,10 +84,12 @@ class SpeculativeWhisper:
     def _build(self, model_options: ModelOptions, options: TranscribeOptions) -> None:
         self.device = resolve_device(model_options.main, model_options.device)
         device = str(self.device)
-        self.compute_type = parse_compute_type(model_options.compute_type, device)
-        dtype = model_dtype(self.compute_type, device)
+        dtype = model_dtype(parse_compute_type(model_options.compute_type, device), device)
         self.options = options  # this transcriber's defaults; a call's overrides are a copy
         model, loaded_processor, self.main_name = load_model(model_options.main, device, dtype)
+        # what `auto` means depends on the model's width, which only the loaded model tells (the load's dtype does not)
+        self.compute_type = parse_compute_type(model_options.compute_type, device,
+                                               getattr(model.config, "d_model", None))
         processor = model_options.processor or loaded_processor
         if processor is None:
             raise ModelError("a Whisper model given as an object needs its processor: pass processor=...")

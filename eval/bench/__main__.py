@@ -4,7 +4,8 @@ import importlib
 
 # harness is every benchmark's timing loop, flags and models; memory, report and systems are the duel's parts
 BENCHMARKS = ("speed", "drafters", "draft_schedules", "duel", "longform", "recipe", "streaming", "text", "server",
-              "readme_tables", "gpu", "faithful", "torchpath", "dropin", "speakers", "silence", "seams")
+              "readme_tables", "gpu", "faithful", "torchpath", "dropin", "speakers", "silence", "seams",
+              "sizes", "shared_cpu")
 
 if __name__ == "__main__":
     for name in BENCHMARKS:

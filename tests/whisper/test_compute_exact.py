@@ -103,6 +103,23 @@ def test_compute_types_are_parsed_and_checked():
             parse_compute_type(bad, device)
 
 
+def test_the_transcriber_takes_auto_at_its_models_width(monkeypatch, tmp_path_factory):
+    from asr_specdec.native import backend as backend_module
+    from asr_specdec.whisper import SpeculativeWhisper
+
+    from ..tiny_ct2 import tiny_converted_whisper
+
+    loaded = tiny_converted_whisper(tmp_path_factory)
+    width, isa = loaded[0].config.d_model, backend_module.backend().isa
+    narrower = SpeculativeWhisper(loaded, mode="off").compute_type
+    monkeypatch.setitem(backend_module.AUTO_COMPUTE_BY_WIDTH, isa, {width: ("int8", "int8")})
+    assert SpeculativeWhisper(loaded, mode="off").compute_type == (ComputeType("int8", "int8") if NATIVE
+                                                                  else narrower)
+    monkeypatch.setitem(backend_module.AUTO_COMPUTE_BY_WIDTH, isa, {width + 1: ("int8", "int8")})
+    assert SpeculativeWhisper(loaded, mode="off").compute_type == narrower
+    assert SpeculativeWhisper(loaded, mode="off", compute_type="float32").compute_type == ComputeType()
+
+
 @pytest.mark.skipif(not NATIVE, reason="native kernels unavailable")
 def test_the_pytorch_path_agrees_with_the_kernels():
     from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner

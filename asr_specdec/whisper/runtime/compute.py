@@ -22,6 +22,7 @@ from ...errors import ModelError
 PRECISIONS = ("float32", "bfloat16", "float16", "int8")
 COMPUTE_TYPE_HELP = ("float32, bfloat16, float16 (CUDA), int8, auto, or ENCODER:DECODER such as int8:float32 "
                      "(default auto: bfloat16:float32 on the AVX-512 kernel build and other CPUs with native bfloat16, "
+                     "int8 there for models wider than base, "
                      "int8:float32 on the AVX2 build with AVX-VNNI, float32 on other AVX2 CPUs and on NEON, "
                      "float16 on CUDA, else float32)")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -40,24 +41,26 @@ class ComputeType:
         return self.name
 
 
-def auto_compute_type(device: str) -> ComputeType:
+def auto_compute_type(device: str, width: int | None = None) -> ComputeType:
     """The fastest compute type measured to keep float32's WER on the shared clips, for this CPU's kernel build
-    (native/backend.py decides; README, Compute types): the decoder in float32, the encoder in bfloat16 where the
-    CPU multiplies it natively, else in float32; float16 on CUDA."""
+    and a model `width` wide (d_model; None: as base) (native/backend.py decides; README, Compute types): up to
+    base's width the decoder in float32, the encoder in bfloat16 where the CPU multiplies it natively, else in
+    float32; wider models what was measured fastest at their width; float16 on CUDA."""
     if str(device).startswith("cuda"):
         return ComputeType("float16", "float16")
     from ...native import capabilities
     from ...native.backend import auto_compute
 
-    return ComputeType(*auto_compute(capabilities().decoder))
+    return ComputeType(*auto_compute(capabilities().decoder, width))
 
 
-def parse_compute_type(text: str | ComputeType | None, device: str = "cpu") -> ComputeType:
-    """A ComputeType from its name ("auto" or None: the default for `device`), checked against the device."""
+def parse_compute_type(text: str | ComputeType | None, device: str = "cpu", width: int | None = None) -> ComputeType:
+    """A ComputeType from its name ("auto" or None: the default for `device` and a model `width` wide), checked
+    against the device."""
     if isinstance(text, ComputeType):
         compute = text
     elif text is None or text == "auto":
-        return auto_compute_type(device)
+        return auto_compute_type(device, width)
     else:
         parts = str(text).strip().lower().split(":")
         if len(parts) > 2 or any(part not in PRECISIONS for part in parts):

@@ -1,0 +1,85 @@
+"""The size benchmark's parts that need no size model: the tokenizer large-v3's shapes get, the projection by
+acceptance, and its command line's errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.bench import size_models, sizes
+
+
+def test_large_v3_shapes_get_its_tokenizer_with_yue_and_the_specials_after_it_moved_up():
+    base, large = size_models._tokenizer_json(51865), size_models._tokenizer_json(51866)
+    base_ids = {token["content"]: token["id"] for token in base["added_tokens"]}
+    large_ids = {token["content"]: token["id"] for token in large["added_tokens"]}
+    assert large_ids["<|yue|>"] == 50358 and "<|yue|>" not in base_ids
+    for name in ("<|translate|>", "<|transcribe|>", "<|notimestamps|>"):
+        assert large_ids[name] == base_ids[name] + 1
+    for name in ("<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|su|>"):
+        assert large_ids[name] == base_ids[name]
+    assert sorted(large_ids.values()) == list(range(50257, 50365))  # contiguous: 50365 + 1501 timestamps = 51866
+    assert large["post_processor"]["special_tokens"]["<|notimestamps|>"]["ids"] == [50364]
+
+
+def test_each_shape_is_its_own_cache_entry():
+    checksums = {size_models.folder_checksum(shape) for shape in size_models.SHAPES.values()}
+    assert len(checksums) == len(size_models.SHAPES)
+    assert size_models.size_model_dir("small").parts[-2:] == ("size-models", "small")
+
+
+def test_a_round_yields_one_token_at_no_acceptance_and_all_drafts_plus_one_at_full():
+    assert sizes.rounds_yield(0.0, 5) == 1.0
+    assert sizes.rounds_yield(1.0, 5) == 6.0
+    assert sizes.rounds_yield(0.5, 2) == pytest.approx(1 + 0.5 + 0.25)
+
+
+def test_the_projection_and_the_acceptance_that_reaches_a_speedup():
+    costs = {"draft_step": 0.01, "verification": 0.06}
+    # faster-whisper 10 s; ours 1 s besides 100 tokens; main step 0.05 s would give 6 s plain (1.67x)
+    def speedup(acceptance):
+        return sizes.projected_speedup(acceptance, costs, 5, 100, 1.0, 10.0)
+    assert speedup(0.0) == pytest.approx(10.0 / (1.0 + 100 * 0.11))
+    assert speedup(0.6) < speedup(0.8) < speedup(0.9)
+    needed = sizes.acceptance_for(3.0, speedup)
+    assert speedup(needed) == pytest.approx(3.0, rel=1e-6) and speedup(needed - 0.01) < 3.0
+    assert sizes.acceptance_for(100.0, speedup) is None  # beyond even full acceptance
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--shapes", "small,huge"], "unknown shape(s) huge"),
+    (["--skip", "speed"], "unknown section(s) in --skip: speed"),
+    (["--repeats", "0"], "--repeats must be at least 1"),
+    (["--compute-types", ","], "--compute-types names none"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        sizes.main(arguments)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and err.startswith("error:") and message in err
+
+
+def test_the_builder_refuses_an_unknown_shape(capsys):
+    with pytest.raises(SystemExit) as exited:
+        size_models.main(["tiny"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and "unknown shape(s) tiny" in err
+
+
+class _HalfMaker:
+    """A model that makes half the tokens it is asked for plus two, as faster-whisper's CTranslate2 did here."""
+
+    def __init__(self):
+        self.asked = []
+
+    def transcribe(self, samples, max_new_tokens, **options):
+        from types import SimpleNamespace
+
+        self.asked.append(max_new_tokens)
+        return [SimpleNamespace(tokens=[7] * (max_new_tokens // 2 + 2))], None
+
+
+def test_the_request_is_scaled_until_the_count_is_right():
+    model = _HalfMaker()
+    requested = sizes.requested_for(model, None, 100)
+    assert sizes.forced_call(model, None, requested) == 100 and len(model.asked) <= 5
+    assert sizes.requested_for(model, None, 300) == sizes.MAX_REQUEST  # more than the model's positions hold
