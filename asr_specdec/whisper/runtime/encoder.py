@@ -46,14 +46,25 @@ def _encoder_copy(encoder: nn.Module, precision: str, weights_key: str | None = 
     copies = entry[1]
     if precision not in copies:
         if precision == "int8":
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # torch announces the move of this API to torchao
-                copies[precision] = torch.ao.quantization.quantize_dynamic(
-                    copy.deepcopy(encoder).float().eval(), {nn.Linear}, dtype=torch.qint8)
+            copies[precision] = _dynamic_int8(encoder)
         else:
             copies[precision] = _converted(encoder, DTYPES[precision.removesuffix("-frame")],
                                            without_linears=precision.endswith("-frame"), weights_key=weights_key)
     return copies[precision]
+
+
+def _dynamic_int8(encoder: nn.Module) -> nn.Module:
+    """torch's dynamic int8 quantization of `encoder`'s linear layers, in a copy that shares the float32 weights
+    it keeps (norms, convolutions, positions) with the model instead of holding a float copy of the encoder."""
+    parameters = list(encoder.parameters())
+    shared = {id(parameter): parameter for parameter in parameters} if all(
+        parameter.dtype == torch.float32 for parameter in parameters) else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch announces the move of this API to torchao
+        quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(encoder, shared).float().eval(),
+                                                           {nn.Linear}, dtype=torch.qint8, inplace=True)
+    let_go(*_linear_tensors(encoder))  # read to quantize: mapped pages go back to the file
+    return quantized
 
 
 def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, weights_key: str | None) -> nn.Module:
