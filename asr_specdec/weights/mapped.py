@@ -1,4 +1,5 @@
-"""Weights memory-mapped from a file (safetensors' tensors are): letting the pages of one go after it was read.
+"""Memory a load no longer needs, given back: the pages of weights memory-mapped from a file (safetensors' tensors
+are) once they were read, and the heap's free space once packing is done.
 
 A mapped tensor costs resident memory only for the pages that were read, and keeps them until the mapping goes.
 Packing reads every weight once, so without this a first load would end holding the whole float32 model beside
@@ -71,3 +72,13 @@ def let_go(*tensors: torch.Tensor | None) -> int:
                                                                                     MADV_DONTNEED) == 0:
             released += stop - begin
     return released
+
+
+def trim_heap() -> None:
+    """Return the C heap's free memory to the system (glibc's malloc_trim): packing frees many transient tensors
+    the allocator would otherwise keep, counted in the resident set. Without glibc, nothing."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
