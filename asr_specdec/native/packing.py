@@ -183,7 +183,7 @@ class PackStore:
         import os
         import tempfile
 
-        from safetensors.torch import save_file
+        from ..weights.streamed_safetensors import Planned, write_streamed
 
         for name in self.names:
             self._get(name)
@@ -191,7 +191,9 @@ class PackStore:
         handle, staged = tempfile.mkstemp(dir=self.path.parent, prefix=".staging-")
         os.close(handle)
         try:
-            save_file({name: tensor.contiguous() for name, tensor in self.tensors.items()}, staged)
+            # tensor by tensor: a serialised copy of every pack at once would double the first load's peak
+            write_streamed(Path(staged), {name: Planned(tensor.dtype, tuple(tensor.shape), lambda tensor=tensor: tensor)
+                                          for name, tensor in self.tensors.items()}, {"format": "pt"})
             os.replace(staged, self.path)
         except OSError:
             Path(staged).unlink(missing_ok=True)  # a read-only cache only costs the next start-up its time

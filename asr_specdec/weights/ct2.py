@@ -1,14 +1,17 @@
 """CTranslate2 Whisper checkpoints (faster-whisper's format) -> transformers Whisper directories.
 
 A checkpoint directory holds model.bin (binary version 6), config.json (suppress ids, alignment heads) and
-tokenizer.json. The conversion reads the weights, upcasts them to float32, infers the architecture from
-the tensor shapes, and writes a directory that `from_pretrained` loads: model, processor (feature
-extractor + tokenizer with Whisper's 1501 timestamp tokens) and a complete generation config.
+tokenizer.json. The conversion infers the architecture from the tensor shapes and writes a directory that
+`from_pretrained` loads: model, processor (feature extractor + tokenizer with Whisper's 1501 timestamp tokens)
+and a complete generation config. It streams: model.bin is memory-mapped, and each weight is upcast to float32,
+written and let go before the next is read, so a conversion holds about one tensor at a time, whatever the
+model's size.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import re
 import struct
 from contextlib import contextmanager
@@ -32,8 +35,20 @@ class Ct2Checkpoint:
 
     spec_name: str
     revision: int
-    variables: dict[str, np.ndarray]
+    variables: dict[str, np.ndarray]  # views of the memory-mapped file (read-only)
     aliases: dict[str, str]
+    mapping: mmap.mmap | None = None  # the file's mapping, for release()
+
+    def release(self, array: np.ndarray) -> None:
+        """Drop the pages of `array` (a view of the mapping) from this process's resident set; read again, they
+        come back from the file. Without it a conversion would end up holding the whole file."""
+        if self.mapping is None or array.size == 0:
+            return
+        start = array.ctypes.data - np.frombuffer(self.mapping, dtype=np.uint8).ctypes.data
+        if not 0 <= start < len(self.mapping):
+            return  # not a view of the file (bfloat16 values were widened into a new array)
+        begin = start - start % mmap.PAGESIZE
+        self.mapping.madvise(mmap.MADV_DONTNEED, begin, start + array.nbytes - begin)
 
 
 class _Cursor:
@@ -68,13 +83,22 @@ def _array(raw: memoryview, type_id: int, shape: tuple[int, ...]) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(_DTYPES[type_id]).newbyteorder("<")).reshape(shape)
 
 
-def read_model_bin(path: str | Path) -> Ct2Checkpoint:
-    """Parse a CTranslate2 model.bin; any malformed or truncated file raises ModelError."""
-    path = Path(path)
+def _map(path: Path) -> mmap.mmap | bytes:
     try:
-        cursor = _Cursor(path.read_bytes(), path)
+        with open(path, "rb") as handle:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except ValueError:  # an empty file cannot be mapped
+        return b""
     except OSError as error:
         raise ModelError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def read_model_bin(path: str | Path) -> Ct2Checkpoint:
+    """Parse a CTranslate2 model.bin, memory-mapped (its tensors are read when used); any malformed or truncated
+    file raises ModelError."""
+    path = Path(path)
+    mapping = _map(path)
+    cursor = _Cursor(mapping, path)
     (version,) = cursor.unpack("<I")
     if version != BINARY_VERSION:
         raise ModelError(f"{path}: CTranslate2 binary version {version} is not supported (expected {BINARY_VERSION})")
@@ -99,11 +123,12 @@ def read_model_bin(path: str | Path) -> Ct2Checkpoint:
         aliases[alias] = cursor.string()
     if cursor.offset != len(cursor.data):
         raise cursor.corrupt(f"{len(cursor.data) - cursor.offset} unexpected trailing bytes")
-    return Ct2Checkpoint(spec_name, revision, variables, aliases)
+    return Ct2Checkpoint(spec_name, revision, variables, aliases, mapping if isinstance(mapping, mmap.mmap) else None)
 
 
 class _Weights:
-    """Float32 torch tensors by CTranslate2 name, dequantizing int8/int16 weights and following aliases."""
+    """Float32 torch tensors by CTranslate2 name, dequantizing int8/int16 weights and following aliases; each is a
+    new tensor, and the file's pages it was read from are let go."""
 
     def __init__(self, checkpoint: Ct2Checkpoint, path: Path):
         self.checkpoint, self.path = checkpoint, path
@@ -120,7 +145,8 @@ class _Weights:
     def __call__(self, name: str):
         import torch
 
-        values = self.array(name).astype(np.float32)
+        stored = self.array(name)
+        values = stored.astype(np.float32)  # a copy: the mapping is read-only, and its pages are let go below
         if self.has(name + "_scale"):  # quantized: stored value = round(weight * scale), per output channel
             scale = self.array(name + "_scale").astype(np.float32)
             if scale.ndim == 1:
@@ -129,6 +155,7 @@ class _Weights:
                 values = values / scale
             except ValueError:
                 raise ModelError(f"{self.path}: scale of {name!r} does not fit its shape {values.shape}") from None
+        self.checkpoint.release(stored)
         return torch.from_numpy(np.ascontiguousarray(values))
 
     def layer_count(self, side: str) -> int:
@@ -141,31 +168,41 @@ class _Weights:
         return int(values.reshape(-1)[0]) if values.size == 1 else None
 
 
-def _state_dict(weights: _Weights, encoder_layers: int, decoder_layers: int) -> dict:
+def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int) -> dict:
+    """transformers' parameter names -> Planned float32 tensors, made from the checkpoint only when written."""
+    import torch
+
+    from .streamed_safetensors import Planned
+
     state = {}
 
+    def tensor(hf: str, ct2: str, part: int = 0, parts: int = 1):
+        shape = tuple(torch.empty(weights.array(ct2).shape, device="meta").chunk(parts)[part].shape)
+        state[hf] = Planned(torch.float32, shape,
+                            lambda: weights(ct2).chunk(parts)[part].contiguous() if parts > 1 else weights(ct2))
+
     def linear(hf: str, ct2: str, bias: bool = True):
-        state[f"{hf}.weight"] = weights(f"{ct2}/weight")
+        tensor(f"{hf}.weight", f"{ct2}/weight")
         if bias:
-            state[f"{hf}.bias"] = weights(f"{ct2}/bias")
+            tensor(f"{hf}.bias", f"{ct2}/bias")
 
     def split(hf_names: list[str], ct2: str):
         # a fused projection; the key projection has no bias in transformers, and CTranslate2 stores zeros
         # there (a key bias adds the same score to every key, which softmax ignores anyway)
-        for hf, weight, bias in zip(hf_names, weights(f"{ct2}/weight").chunk(len(hf_names)),
-                                    weights(f"{ct2}/bias").chunk(len(hf_names))):
-            state[f"{hf}.weight"] = weight
+        for part, hf in enumerate(hf_names):
+            tensor(f"{hf}.weight", f"{ct2}/weight", part, len(hf_names))
             if not hf.endswith("k_proj"):
-                state[f"{hf}.bias"] = bias
+                tensor(f"{hf}.bias", f"{ct2}/bias", part, len(hf_names))
 
     def norm(hf: str, ct2: str):
-        state[f"{hf}.weight"], state[f"{hf}.bias"] = weights(f"{ct2}/gamma"), weights(f"{ct2}/beta")
+        tensor(f"{hf}.weight", f"{ct2}/gamma")
+        tensor(f"{hf}.bias", f"{ct2}/beta")
 
     for conv in ("conv1", "conv2"):
         linear(f"model.encoder.{conv}", f"encoder/{conv}")
-    state["model.decoder.embed_tokens.weight"] = weights("decoder/embeddings/weight")
+    tensor("model.decoder.embed_tokens.weight", "decoder/embeddings/weight")
     for side, count in (("encoder", encoder_layers), ("decoder", decoder_layers)):
-        state[f"model.{side}.embed_positions.weight"] = weights(f"{side}/position_encodings/encodings")
+        tensor(f"model.{side}.embed_positions.weight", f"{side}/position_encodings/encodings")
         norm(f"model.{side}.layer_norm", f"{side}/layer_norm")
         for index in range(count):
             hf, ct2 = f"model.{side}.layers.{index}", f"{side}/layer_{index}"
@@ -284,28 +321,43 @@ def _whisper_config(weights: _Weights, ids: dict[str, int], ct2_config: dict):
     )
 
 
-def _model(weights: _Weights, config):
+def _planned_model(weights: _Weights, config) -> dict:
+    """The model's weights as written by save_pretrained (a tied output projection is not written), checked
+    against the model the inferred config builds, without making any of them."""
     import torch
     from transformers import WhisperForConditionalGeneration
 
-    state = _state_dict(weights, config.encoder_layers, config.decoder_layers)
+    state = _planned_state(weights, config.encoder_layers, config.decoder_layers)
     aliases, variables = weights.checkpoint.aliases, weights.checkpoint.variables
     if "decoder/projection/weight" in variables and \
             aliases.get("decoder/projection/weight") != "decoder/embeddings/weight":
         config.tie_word_embeddings = False
-        state["proj_out.weight"] = weights("decoder/projection/weight")
-    else:
-        state["proj_out.weight"] = state["model.decoder.embed_tokens.weight"]
+        state["proj_out.weight"] = _planned_state_entry(weights, "decoder/projection/weight")
     try:
-        with torch.device("meta"):  # skips random initialisation: every weight comes from the checkpoint
+        with torch.device("meta"):  # shapes only: no weight is allocated
             model = WhisperForConditionalGeneration(config)
-        model.load_state_dict(state, strict=True, assign=True)
     except (RuntimeError, ValueError) as error:
         raise ModelError(f"{weights.path}: weights do not fit the inferred Whisper shape: "
                          f"{' '.join(str(error).split())[:300]}") from None
+    expected = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
     if config.tie_word_embeddings:
-        model.tie_weights()
-    return model.eval()
+        expected.pop("proj_out.weight", None)
+    wrong = sorted(set(expected) ^ set(state)) or sorted(name for name in state if state[name].shape != expected[name])
+    if wrong:
+        name = wrong[0]
+        why = (f"{name} is {list(state[name].shape)}, the model's is {list(expected[name])}"
+               if name in state and name in expected
+               else f"{name} is {'missing' if name in expected else 'unexpected'}")
+        raise ModelError(f"{weights.path}: weights do not fit the inferred Whisper shape: {why}")
+    return state
+
+
+def _planned_state_entry(weights: _Weights, ct2: str):
+    import torch
+
+    from .streamed_safetensors import Planned
+
+    return Planned(torch.float32, tuple(weights.array(ct2).shape), lambda: weights(ct2))
 
 
 @contextmanager
@@ -326,6 +378,8 @@ def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
     """Write a float32 transformers Whisper directory (model, processor, generation config) into out_dir."""
     from transformers import WhisperFeatureExtractor, WhisperProcessor
 
+    from .streamed_safetensors import write_streamed
+
     ct2_dir, out_dir = Path(ct2_dir).expanduser(), Path(out_dir).expanduser()
     if not ct2_dir.is_dir():
         raise ModelError(f"no such CTranslate2 model directory: {ct2_dir}")
@@ -344,20 +398,19 @@ def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
     ids = _special_ids(tokenizer_json, ct2_dir / "tokenizer.json", multilingual)
 
     config = _whisper_config(weights, ids, ct2_config)
-    model = _model(weights, config)
-    model.generation_config = _generation_config(ids, ct2_config, multilingual, config.max_target_positions)
+    state = _planned_model(weights, config)
+    generation_config = _generation_config(ids, ct2_config, multilingual, config.max_target_positions)
     tokenizer = _tokenizer(ct2_dir / "tokenizer.json", tokenizer_json, ids, vocab_size)
     processor = WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=config.num_mel_bins),
                                  tokenizer=tokenizer)
+    config.dtype = "float32"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with quiet_progress_bars():
-            model.save_pretrained(out_dir)
+            config.save_pretrained(out_dir)
+            generation_config.save_pretrained(out_dir)
             processor.save_pretrained(out_dir)
-        # safetensors writes its file owner-only (0600); give it the mode the other files got from the umask
-        mode = (out_dir / "config.json").stat().st_mode & 0o777
-        for weights_file in out_dir.glob("*.safetensors"):
-            weights_file.chmod(mode)
+        write_streamed(out_dir / "model.safetensors", state, {"format": "pt"})
     except OSError as error:
         raise ModelError(f"cannot write {out_dir}: {error.strerror or error}") from None
     return out_dir

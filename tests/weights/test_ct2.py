@@ -109,6 +109,35 @@ def test_128_mel_checkpoint_gets_a_128_mel_feature_extractor(tmp_path):
     assert json.loads((out / "config.json").read_text())["num_mel_bins"] == 128
 
 
+def test_conversion_streams_one_tensor_at_a_time(tiny_ct2, tmp_path, monkeypatch):
+    """The conversion never holds the float model: each weight is made, written and let go before the next (a
+    fused projection's parts each make the whole fused tensor, so at most two are alive at once), and the
+    checkpoint's tensors are views of the mapped file, not a copy of it."""
+    import weakref
+
+    from asr_specdec.weights import ct2
+
+    checkpoint = read_model_bin(tiny_ct2[0] / "model.bin")
+    assert checkpoint.mapping is not None
+    assert all(not array.flags.owndata and not array.flags.writeable for array in checkpoint.variables.values())
+    original, alive, sizes = ct2._Weights.__call__, {}, []
+
+    def counted(self, name):
+        tensor = original(self, name)
+        key = object()
+        alive[key] = tensor.nbytes
+        weakref.finalize(tensor, alive.pop, key, None)
+        sizes.append((sum(alive.values()), tensor.nbytes))
+        return tensor
+
+    monkeypatch.setattr(ct2._Weights, "__call__", counted)
+    out = convert_ct2_whisper(tiny_ct2[0], tmp_path / "model")
+    largest = max(size for _, size in sizes)
+    total = (out / "model.safetensors").stat().st_size
+    held = max(held for held, _ in sizes)
+    assert len(sizes) > 50 and held <= 2 * largest and held < total / 2
+
+
 def _first_data_offset(data: bytes) -> int:
     """Offset where the first variable's bytes start (everything before it is header)."""
     name_length = int.from_bytes(data[4:6], "little")

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...weights.mapped import let_go
 from .compute import DTYPES
 
 _ENCODER_COPIES: dict[int, tuple[weakref.ref, dict]] = {}
@@ -45,14 +46,25 @@ def _encoder_copy(encoder: nn.Module, precision: str, weights_key: str | None = 
     copies = entry[1]
     if precision not in copies:
         if precision == "int8":
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # torch announces the move of this API to torchao
-                copies[precision] = torch.ao.quantization.quantize_dynamic(
-                    copy.deepcopy(encoder).float().eval(), {nn.Linear}, dtype=torch.qint8)
+            copies[precision] = _dynamic_int8(encoder)
         else:
             copies[precision] = _converted(encoder, DTYPES[precision.removesuffix("-frame")],
                                            without_linears=precision.endswith("-frame"), weights_key=weights_key)
     return copies[precision]
+
+
+def _dynamic_int8(encoder: nn.Module) -> nn.Module:
+    """torch's dynamic int8 quantization of `encoder`'s linear layers, in a copy that shares the float32 weights
+    it keeps (norms, convolutions, positions) with the model instead of holding a float copy of the encoder."""
+    parameters = list(encoder.parameters())
+    shared = {id(parameter): parameter for parameter in parameters} if all(
+        parameter.dtype == torch.float32 for parameter in parameters) else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch announces the move of this API to torchao
+        quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(encoder, shared).float().eval(),
+                                                           {nn.Linear}, dtype=torch.qint8, inplace=True)
+    let_go(*_linear_tensors(encoder))  # read to quantize: mapped pages go back to the file
+    return quantized
 
 
 def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, weights_key: str | None) -> nn.Module:
@@ -69,6 +81,7 @@ def _converted(encoder: nn.Module, dtype: torch.dtype, without_linears: bool, we
     for name, parameter in encoder.named_parameters():
         converted = (torch.empty(0, dtype=dtype, device=parameter.device) if id(parameter) in linears
                      else store.tensor(name, lambda parameter=parameter: parameter.detach().to(dtype)))
+        let_go(parameter)  # its mapped pages go back to the file once copied
         memo[id(parameter)] = nn.Parameter(converted, requires_grad=False)
     store.save()
     return copy.deepcopy(encoder, memo).to(dtype).eval()
@@ -298,6 +311,7 @@ class Int8Products:
                 "fc1": self._pack(f"{prefix}.fc1", lambda layer=layer: _bfloat16(*_weight_bias(layer.fc1))),
                 "fc2": self._pack(f"{prefix}.fc2", lambda layer=layer: _bfloat16(*_weight_bias(layer.fc2))),
             })
+            let_go(*_linear_tensors(layer))  # read to pack: mapped pages go back to the file
         self._store.save()
         self._cross: dict[tuple, object] = {}
 
@@ -326,9 +340,14 @@ class Int8Products:
                 return torch.cat([weight for weight, _ in parts]), torch.cat(biases)
 
             self._cross[key] = self._pack(f"cross.{len(linears)}", build)
+            let_go(*(tensor for linear in linears for tensor in _weight_bias(linear)))
             self._store.save()
         output = self.product(self._cross[key], inputs)
         return list(output.split([linear.out_features for linear in linears], dim=-1))
+
+
+def _linear_tensors(module: nn.Module) -> list[torch.Tensor]:
+    return [tensor for linear in module.modules() if isinstance(linear, nn.Linear) for tensor in _weight_bias(linear)]
 
 
 def _weight_bias(linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -27,6 +27,7 @@ from ...native.packing import (
     quantize_int8,
 )
 from ...native.threads import governor
+from ...weights.mapped import let_go
 from .decoder_backend import full_argmax
 
 KV_FORMATS = {torch.float32: 0, torch.bfloat16: 2, torch.int8: 3}
@@ -55,7 +56,14 @@ def shared_pack(owner: torch.Tensor, tag: str, storage: str, build, store: PackS
         entry = _SHARED_PACKS[key] = (weakref.ref(owner, lambda _: _SHARED_PACKS.pop(key, None)), {})
     per_owner = entry[1]
     if (tag, storage) not in per_owner:
-        per_owner[(tag, storage)] = store.linear(name, lambda: pack_linear(*build(), storage))
+        def packed():
+            weight, bias = build()
+            try:
+                return pack_linear(weight, bias, storage)
+            finally:
+                let_go(weight, bias)  # read to pack: mapped pages go back to the file (read again if used)
+
+        per_owner[(tag, storage)] = store.linear(name, packed)
     return per_owner[(tag, storage)]
 
 
@@ -117,6 +125,7 @@ class NativeDecoder:
             self._approx_store.save()
             self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self._vocab, self.approx))
         self._store.save()
+        let_go(vocabulary)  # read whole to pack; a step reads back only the rows of its tokens (the embedding)
         self._scratch = torch.empty(0)
 
     def _draft_vocabulary(self, vocabulary: torch.Tensor) -> None:
@@ -165,6 +174,8 @@ class NativeDecoder:
         def build():
             weight = torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight])
             bias = torch.cat([attention.q_proj.bias, torch.zeros_like(attention.q_proj.bias), attention.v_proj.bias])
+            let_go(*(tensor for part in (attention.q_proj, attention.k_proj, attention.v_proj)
+                     for tensor in (part.weight, part.bias)))
             return weight, bias
 
         packed = shared_pack(attention.q_proj.weight, "qkv", storage, build, self._store, name)

@@ -27,6 +27,7 @@ from ...core.drafter import DraftContext, Drafter
 from ...core.engine import GenerationSettings, generate_batch, generate_beams
 from ...core.logits import LogitRules, Sampling
 from ...core.stats import DecodeStats
+from ...weights.mapped import trim_heap
 from ..io import audio as audio_io
 from .compute import ComputeType
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
@@ -131,6 +132,7 @@ class WindowPipeline:
         reduced = self.compute.encoder == "bfloat16" or self.encoder.cross_projection is not None
         cross_dtype = torch.bfloat16 if reduced else None
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
+        trim_heap()  # packing's transient tensors, freed, would stay resident in the allocator
         # (features, encoder output, cross states) of the last call's one window (language detection's, or a
         # decode a fallback may retry), for the next call (see _encode)
         self._kept_encoding: tuple | None = None

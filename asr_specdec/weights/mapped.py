@@ -1,0 +1,84 @@
+"""Memory a load no longer needs, given back: the pages of weights memory-mapped from a file (safetensors' tensors
+are) once they were read, and the heap's free space once packing is done.
+
+A mapped tensor costs resident memory only for the pages that were read, and keeps them until the mapping goes.
+Packing reads every weight once, so without this a first load would end holding the whole float32 model beside
+its packs. Let go, a page is read back from the file if the tensor is used again. Only pages of a file mapping
+are ever let go (in anonymous memory that would erase the values), and only whole pages inside the tensor.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+from functools import lru_cache
+
+import torch
+
+MADV_DONTNEED = 4
+
+
+@lru_cache(maxsize=1)
+def _madvise():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    function = libc.madvise
+    function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _file_mappings() -> list[tuple[int, int]]:
+    """(start, end) of this process's mappings of regular files, private (copy-on-write) or read-only."""
+    spans = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) < 6 or not fields[5].startswith("/") or fields[5].rstrip().endswith("(deleted)"):
+                    continue
+                if fields[1][3] != "p" and "w" in fields[1]:  # shared and writable: changes may not be written back
+                    continue
+                start, end = (int(value, 16) for value in fields[0].split("-"))
+                spans.append((start, end))
+    except OSError:
+        return []
+    return spans
+
+
+def let_go(*tensors: torch.Tensor | None) -> int:
+    """Drop from the resident set the whole pages of each CPU tensor that lie in a file mapping; returns the bytes
+    let go. Tensors in ordinary memory are left as they are."""
+    madvise = _madvise()
+    if madvise is None:
+        return 0
+    ranges = []
+    for tensor in tensors:
+        if tensor is None or tensor.device.type != "cpu" or tensor.numel() == 0 or not tensor.is_contiguous():
+            continue
+        start = tensor.data_ptr()
+        end = start + tensor.numel() * tensor.element_size()
+        begin, stop = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE, end // mmap.PAGESIZE * mmap.PAGESIZE
+        if stop > begin:
+            ranges.append((begin, stop))
+    if not ranges:
+        return 0
+    spans, released = _file_mappings(), 0
+    for begin, stop in ranges:
+        if any(start <= begin and stop <= end for start, end in spans) and madvise(begin, stop - begin,
+                                                                                    MADV_DONTNEED) == 0:
+            released += stop - begin
+    return released
+
+
+def trim_heap() -> None:
+    """Return the C heap's free memory to the system (glibc's malloc_trim): packing frees many transient tensors
+    the allocator would otherwise keep, counted in the resident set. Without glibc, nothing."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
