@@ -20,6 +20,7 @@ CONTROLS = {
     "--initial-prompt": "Initial prompt",
     "--hotwords": "Hotwords",
     "--beam-size": "Beam search: beams",
+    "--diarize": "Speakers",
     "--repetition-penalty": "Repetition penalty",
     "--no-repeat-ngram-size": "No repeat n-gram size",
 }

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
+from asr_specdec.core.limits import LIMITS, OptionLimits
 from asr_specdec.core.modes import ASSISTANT_MODES, default_mode
 
 
@@ -17,6 +18,8 @@ class AppSettings:
     max_upload_mb: float = 25.0
     max_audio_seconds: float = 600.0
     device: str = "cpu"
+    # the most a request may ask for; the page's controls take their ranges from it (the options' own by default)
+    limits: OptionLimits = field(default_factory=lambda: LIMITS)
 
     @property
     def max_upload_bytes(self) -> int:
@@ -92,8 +95,9 @@ class RecipeChoices:
 
 
 def _speaker_count(text: str) -> int:
+    """A number of speakers (its range is the options': a bad one reaches the page as their one-line message)."""
     from asr_specdec.errors import SpecdecError
 
-    if not text.isdigit() or int(text) < 1:
-        raise SpecdecError(f"Speakers: choose off, estimate or a number of people from 1 up, not '{text}'")
+    if not text.lstrip("-").isdigit():
+        raise SpecdecError(f"Speakers: choose off, estimate or a number of people, not '{text}'")
     return int(text)

@@ -150,16 +150,19 @@ def _controls(service: TranscriptionService) -> Controls:
     word_timestamps = gr.Checkbox(False, label="Word timestamps (each word with its time in the segments)",
                                   elem_id="word-timestamps")
     vad_filter = gr.Checkbox(False, label="Skip silence (VAD): decode only where someone speaks", elem_id="vad")
-    speakers = gr.Dropdown(["off", "estimate", *map(str, range(1, 9))], value=RecipeChoices.speakers,
+    limits = settings.limits
+    speakers = gr.Dropdown(["off", "estimate", *map(str, range(1, limits.diarize + 1))], value=RecipeChoices.speakers,
                            allow_custom_value=True, label="Speakers (who spoke when)", elem_id="speakers",
                            info="how many people speak, or estimate: each segment labelled and coloured by speaker")
     with gr.Accordion("Decoding options", open=False, elem_id="decoding-options"):
-        draft_tokens = gr.Slider(1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Draft tokens per round")
+        draft_tokens = gr.Slider(1, limits.num_draft_tokens, value=DEFAULT_DRAFT_TOKENS, step=1,
+                                 label="Draft tokens per round")
         dynamic = gr.Checkbox(False, label="Dynamic draft length (+2 on full acceptance, -1 otherwise)")
         initial_prompt = gr.Textbox("", label="Initial prompt", lines=2, elem_id="initial-prompt",
                                     info="text the transcript continues: spellings, names, punctuation style")
         hotwords = gr.Textbox("", label="Hotwords", elem_id="hotwords", info="words to listen for, in every window")
-        beam_size = gr.Slider(0, 8, value=0, step=1, label="Beam search: beams (0: greedy)", elem_id="beam-size",
+        beam_size = gr.Slider(0, limits.beam_size, value=0, step=1, label="Beam search: beams (0: greedy)",
+                              elem_id="beam-size",
                               info="openai-whisper's and faster-whisper's default is 5; speculative beam search gives "
                                    "exactly plain beam search's text")
         # no minimum here: the library checks the range, and its message names these fields (Gradio's would not)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from .errors import SpecdecError
+from .errors import OptionError
 
 WORD_CUES = ("segment", "each", "highlight")
 # options whose flag is not their keyword (commands.error_line names a refused option by its flag)
-FLAG_DESTS = {"threshold": "vad_threshold", "min_silence_duration_ms": "vad_min_silence_ms",
+FLAG_DESTS = {"diarize": "speakers", "threshold": "vad_threshold", "min_silence_duration_ms": "vad_min_silence_ms",
               "speech_pad_ms": "vad_speech_pad_ms", "vad_filter": "vad"}
 
 
@@ -45,7 +45,7 @@ def _whole_number(text: str) -> int | str:
 def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True, speakers: bool = True) -> None:
     """The recipe's flags, their defaults read from the options objects (TranscribeOptions, its Recipe and
     VadOptions): a default is written once, there."""
-    from .whisper.options import TranscribeOptions
+    from .whisper.options import MAX_CHUNK_SECONDS, TranscribeOptions
 
     options = TranscribeOptions()
     recipe, vad = options.recipe, options.vad_options
@@ -63,6 +63,11 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True
                            help="srt/vtt cues: one per segment (default), one per word ('each'), or one per word "
                                 "showing its segment with the word underlined ('highlight'); word cues imply "
                                 "--word-timestamps")
+    group.add_argument("--temperature", type=float, default=None, metavar="T",
+                       help="openai-whisper's: the first temperature of the fallback ladder; 0 decodes greedily (the "
+                            "default), above 0 samples at T (best of --best-of); with --temperature-fallback the "
+                            "ladder climbs from T by 0.2 to 1.0. Sampling every token at a fixed temperature is "
+                            "--do-sample --sampling-temperature")
     group.add_argument("--temperature-fallback", action="store_true",
                        help="retry a window that fails (too repetitive or unlikely) by sampling at 0.2, 0.4, ... 1.0, "
                             "as openai-whisper and faster-whisper do (off by default: greedy output is exact and "
@@ -104,9 +109,9 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True
                             "over S seconds of silence, and skip that silence (openai-whisper's and faster-whisper's "
                             "option; default off)")
     group.add_argument("--chunk-length", type=_whole_number, default=None, metavar="SECONDS",
-                       help="windows of SECONDS (1 to 30) of audio, each zero-padded to Whisper's 30 s, as "
-                            "faster-whisper's chunk_length: long files are decoded window by window at this length, "
-                            "and a window's timestamps end there (default 30)")
+                       help=f"windows of SECONDS (1 to {MAX_CHUNK_SECONDS}) of audio, each zero-padded to Whisper's "
+                            "30 s, as faster-whisper's chunk_length: long files are decoded window by window at this "
+                            "length, and a window's timestamps end there (default 30)")
     group.add_argument("--initial-prompt", help="text the first window is conditioned on (spellings, style); "
                                                 "over 223 tokens only its end is kept")
     group.add_argument("--prefix", help="text the first window's transcript is made to begin with")
@@ -130,18 +135,15 @@ def check_recipe_arguments(args) -> None:
     from .whisper.arguments import recipe_arguments
     from .whisper.options import TranscribeOptions
 
-    if args.chunk_length is not None and not isinstance(args.chunk_length, int):
-        raise SpecdecError(f"--chunk-length must be a whole number of seconds from 1 to 30, not '{args.chunk_length}'")
+    if getattr(args, "do_sample", False) and args.temperature is not None:
+        raise OptionError("temperature", f"--temperature is openai-whisper's first temperature of the fallback ladder "
+                                         f"now: sample at a fixed temperature with --do-sample --sampling-temperature "
+                                         f"{args.temperature:g}")
     speakers = getattr(args, "speakers", None)
-    if speakers is not None and (not isinstance(speakers, int) or speakers < 1) and speakers != 0:
-        raise SpecdecError(f"--speakers takes a whole number of speakers >= 1 (or nothing: estimated), "
-                           f"not '{speakers}'")
-    threshold = args.hallucination_silence_threshold
-    if threshold is not None and args.vad:
-        raise SpecdecError("--hallucination-silence-threshold applies without --vad only")
-    if threshold is not None and not (args.word_timestamps or getattr(args, "word_cues", "segment") != "segment"):
-        raise SpecdecError("--hallucination-silence-threshold needs --word-timestamps")
-    TranscribeOptions().with_overrides(**recipe_arguments(None, recipe_options(args)))
+    if speakers is not None and not isinstance(speakers, int):
+        raise OptionError("diarize", f"{{diarize}} takes a whole number of speakers (or nothing: estimated), not "
+                                     f"'{speakers}'")
+    TranscribeOptions().with_overrides(**recipe_arguments(recipe_options(args)))
 
 
 def recipe_options(args) -> dict:
@@ -175,6 +177,9 @@ def recipe_options(args) -> dict:
         options["hallucination_silence_threshold"] = args.hallucination_silence_threshold
     if args.temperatures is not None:
         options["temperatures"] = args.temperatures
-    elif args.temperature_fallback:
-        options["temperature_fallback"] = True
+    else:
+        if args.temperature is not None:
+            options["temperature"] = args.temperature
+        if args.temperature_fallback:
+            options["temperature_fallback"] = True
     return options

@@ -53,18 +53,32 @@ def build_parser() -> argparse.ArgumentParser:
                               "whisper-1)")
     serving.add_argument("--shutdown-timeout", type=float, default=30.0,
                          help="seconds in-flight requests get to finish on shutdown (default 30)")
+    from .core.limits import LIMITS
+
+    for name, flag in LIMIT_FLAGS.items():
+        serving.add_argument(flag, type=int, default=getattr(LIMITS, name), dest=f"limit_{name}", metavar="N",
+                             help=f"the most {flag.removeprefix('--max-').replace('-', ' ')} a request may ask for "
+                                  "(default and most: %(default)s)")
     serving.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
                          help="access and server log level (default info)")
     # what transcriber_arguments.build_transcriber reads and a server decides per request
-    parser.set_defaults(do_sample=False, temperature=None, task="transcribe", format="json", timestamps=None,
+    parser.set_defaults(do_sample=False, task="transcribe", format="json", timestamps=None,
                         stats=False)
     return parser
 
 
+# the limits of core/limits.py a deployment may tighten, and their flags
+LIMIT_FLAGS = {"beam_size": "--max-beam-size", "best_of": "--max-best-of", "num_draft_tokens": "--max-draft-tokens",
+               "diarize": "--max-speakers"}
+
+
 def settings_from(args):
+    from .core.limits import OptionLimits
     from .server import ServerSettings
 
+    limits = OptionLimits(**{name: getattr(args, f"limit_{name}") for name in LIMIT_FLAGS}, where="on this server")
     return ServerSettings(
+        limits=limits,
         max_batch_size=args.max_batch_size, batch_wait_ms=args.batch_window_ms, max_queue=args.max_queue,
         max_concurrent=args.max_concurrent, max_upload_mb=args.max_upload_mb,
         max_audio_seconds=args.max_audio_seconds, request_timeout=args.request_timeout,
@@ -84,12 +98,15 @@ def configure_logging(level: str) -> None:
 def run(args) -> int:
     import uvicorn
 
-    from .errors import SpecdecError
+    from .errors import OptionError, SpecdecError
     from .server import create_app
     from .transcriber_arguments import build_transcriber
 
     try:
         settings = settings_from(args)
+    except OptionError as error:  # a limit named by its flag
+        print(f"error: {error.in_words(lambda name: LIMIT_FLAGS.get(name, name))}", file=sys.stderr)
+        return 2
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

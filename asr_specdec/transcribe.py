@@ -13,7 +13,13 @@ from pathlib import Path
 
 from .commands import error_line, format_stats, run_command
 from .recipe_arguments import add_recipe_arguments, check_recipe_arguments
-from .transcriber_arguments import DEFAULTS_HELP, add_model_arguments, build_transcriber, plain_sibling
+from .transcriber_arguments import (
+    DEFAULTS_HELP,
+    add_model_arguments,
+    add_sampling_arguments,
+    build_transcriber,
+    plain_sibling,
+)
 from .whisper.io.records import result_record
 
 FORMATS = ("text", "json", "jsonl", "srt", "vtt")
@@ -24,10 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      epilog=DEFAULTS_HELP)
     parser.add_argument("files", nargs="+", metavar="FILE", help="audio files (wav, flac, ogg, mp3, ...)")
     add_model_arguments(parser)
-    parser.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
-    parser.add_argument("--temperature", type=float, default=None,
-                        help="sampling temperature with --do-sample, > 0 (default 1.0); without --do-sample only 0 "
-                             "(greedy) is accepted: see --temperature-fallback for openai's retries")
+    add_sampling_arguments(parser)
     parser.add_argument("--task", choices=("transcribe", "translate"), default=TranscribeOptions.task)
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--timestamps", action=argparse.BooleanOptionalAction, default=None,
@@ -80,9 +83,10 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from .errors import SpecdecError
+    from .whisper.options import check_batch
 
-    if args.speakers is not None and (args.batch_size > 1 or args.live):
-        print("error: --speakers labels whole-file transcriptions: drop --batch-size and --live", file=sys.stderr)
+    if args.speakers is not None and args.live:
+        print("error: --speakers labels whole-file transcriptions: drop --live", file=sys.stderr)
         return 2
     if args.live:
         from .transcribe_live import check_live_args
@@ -94,6 +98,8 @@ def run(args) -> int:
     try:
         check_recipe_arguments(args)
         transcriber, reason = build_transcriber(args)
+        if args.batch_size > 1:
+            check_batch(transcriber.options)
         plain = plain_sibling(transcriber) if args.compare and not args.live else None
     except SpecdecError as error:
         print(f"error: {error_line(error, build_parser())}", file=sys.stderr)
@@ -108,14 +114,6 @@ def run(args) -> int:
         return run_live(args, transcriber)
     if args.batch_size < 1:
         print("error: --batch-size must be at least 1", file=sys.stderr)
-        return 2
-    if args.batch_size > 1 and (args.vad or transcriber.options.word_timestamps):
-        print("error: --batch-size decodes whole files without timestamps: drop it for --word-timestamps, and for "
-              "--vad, which batches speech windows itself (--vad-batch-size)", file=sys.stderr)
-        return 2
-    if args.batch_size > 1 and transcriber.timestamps:
-        print("error: --batch-size decodes without timestamps: add --no-timestamps (srt/vtt then get one cue per "
-              "30-s window)", file=sys.stderr)
         return 2
     several = len(args.files) > 1
     failures = 0

@@ -71,6 +71,16 @@ def add_model_arguments(parser, serving: bool = False) -> None:
     add_compute_type_arguments(parser)
 
 
+def add_sampling_arguments(parser) -> None:
+    """transformers' sampling: every token drawn at one fixed temperature (openai's --temperature is the recipe's)."""
+    from .core.logits import Sampling
+
+    parser.add_argument("--do-sample", action="store_true", help="sample every token instead of greedy decoding")
+    parser.add_argument("--sampling-temperature", type=float, default=None, metavar="T",
+                        help=f"with --do-sample: the temperature every token is sampled at, > 0 (default "
+                             f"{Sampling.temperature})")
+
+
 def choose_models(args) -> tuple[str, str | None, str, str]:
     """(main, assistant, mode, why) from the arguments and what this machine offers."""
     from .weights.whisper_models import default_models
@@ -112,17 +122,23 @@ def transcribe_options(args):
     from .whisper.options import TranscribeOptions
 
     timestamps = args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None)
-    temperature = getattr(args, "temperature", None)
-    if temperature is not None and temperature > 0 and not args.do_sample:  # greedy decoding would ignore it
-        raise OptionError("temperature", "{temperature} above 0 samples: add {do_sample} (greedy decoding, the "
-                                         "default, has no temperature)")
+    temperature = getattr(args, "sampling_temperature", None)
+    if temperature is not None and not args.do_sample:  # greedy decoding would ignore it
+        raise OptionError("sampling_temperature", "{sampling_temperature} goes with {do_sample} (openai's "
+                                                  "temperature, the first of the fallback ladder, is {temperature})")
+    try:
+        sampling = Sampling(args.do_sample, Sampling.temperature if temperature is None else temperature, args.top_k,
+                            args.top_p)
+    except OptionError as error:  # Sampling's `temperature` is this command line's --sampling-temperature
+        if error.option != "temperature":
+            raise
+        raise OptionError("sampling_temperature",
+                          error.template.replace("{temperature}", "{sampling_temperature}")) from None
     options = TranscribeOptions(
-        language=args.language, task=args.task,
-        sampling=Sampling(args.do_sample, Sampling.temperature if temperature is None else temperature, args.top_k,
-                          args.top_p),
+        language=args.language, task=args.task, sampling=sampling,
         seed=args.seed, timestamps=timestamps, long_form=args.long_form,
         condition_on_previous_text=args.condition_on_previous_text)
-    return options.with_overrides(**recipe_arguments(None, recipe_options(args)))
+    return options.with_overrides(**recipe_arguments(recipe_options(args)))
 
 
 def build_transcriber(args):

@@ -37,8 +37,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGr
                              "e.g. --assistant base with --main base drafts with a copy); '' for none")
     models.add_argument("--early-exit-layer", type=int, help="decoder layers of the early-exit drafter")
     models.add_argument("--language", default="en", help="spoken language (default en)")
-    models.add_argument("--do-sample", action="store_true", help="sample instead of greedy (parity then not expected)")
-    models.add_argument("--temperature", type=float, default=1.0)
+    models.add_argument("--do-sample", action="store_true",
+                        help="sample every token instead of greedy (parity then not expected)")
+    models.add_argument("--sampling-temperature", type=float, default=None, metavar="T",
+                        help="with --do-sample: the temperature every token is sampled at (default 1.0; openai's "
+                             "--temperature is the recipe's, below)")
     models.add_argument("--seed", type=int, default=0)
     models.add_argument("--device", default="cpu", help="cpu, cuda or auto (Ray workers with GPUs use cuda)")
     models.add_argument("--threads", type=int, help="torch threads (default: torch's choice; Ray: --cpus-per-worker)")
@@ -50,6 +53,16 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     from asr_specdec.recipe_arguments import add_recipe_arguments as add_arguments
 
     add_arguments(parser, subtitles=False)
+
+
+def decoding_settings(args) -> dict:
+    """EvalSettings' decoding fields from the command line (the recipe's as JSON, checked)."""
+    from asr_specdec.core.logits import Sampling
+
+    temperature = args.sampling_temperature
+    return {"language": args.language or None, "do_sample": args.do_sample, "seed": args.seed,
+            "sampling_temperature": Sampling.temperature if temperature is None else temperature,
+            "recipe": recipe_settings(args)}
 
 
 def recipe_settings(args) -> str:
@@ -81,6 +94,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args) -> None:
+    if getattr(args, "sampling_temperature", None) is not None and not args.do_sample:
+        raise EvalError("--sampling-temperature goes with --do-sample (openai's temperature, the first of the "
+                        "fallback ladder, is --temperature)")
     if args.limit is not None and args.limit < 1:
         raise EvalError(f"--limit must be at least 1, got {args.limit} (leave it out for the whole split)")
     if args.threads is not None and args.threads < 1:
@@ -104,12 +120,16 @@ def parse_draft_lengths(text: str | None) -> tuple[int, ...]:
 
     if text is None:
         return (DEFAULT_DRAFT_TOKENS,)
+    from asr_specdec.whisper.model_options import ModelOptions
+
     try:
         lengths = tuple(dict.fromkeys(int(part) for part in str(text).split(",") if part.strip()))
     except ValueError:
         lengths = ()
-    if not lengths or min(lengths) < 1:
+    if not lengths:
         raise EvalError(f"--num-draft-tokens takes positive integers such as 8 or 2,4,6,8, not '{text}'")
+    for length in lengths:  # each in the options' range (an OptionError names it)
+        ModelOptions(num_draft_tokens=length)
     return lengths
 
 

@@ -28,10 +28,10 @@ from .cli_args import (
     add_recipe_arguments,
     check_arguments,
     dataset_spec,
+    decoding_settings,
     device_and_threads,
     job_options,
     parse_draft_lengths,
-    recipe_settings,
     run_command,
 )
 from .errors import EvalError
@@ -129,9 +129,8 @@ def run(args, command: str) -> int:
     settings = EvalSettings(
         dataset=dataset_spec(args.dataset), config=args.config, split=args.split, modes=modes, main=args.main,
         assistant=args.assistant or None, assistant_mode_model=assistant_mode_model, draft_lengths=draft_lengths,
-        early_exit_layer=args.early_exit_layer,
-        language=args.language or None, do_sample=args.do_sample, temperature=args.temperature, seed=args.seed,
-        device=device, threads=threads, warmup=not args.no_warmup, recipe=recipe_settings(args))
+        early_exit_layer=args.early_exit_layer, device=device, threads=threads, warmup=not args.no_warmup,
+        **decoding_settings(args))
     models = {"main": main_info}
     if "universal" in modes or ("assistant" in modes and not assistant_mode_model):
         models["assistant"] = assistant_info

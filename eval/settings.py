@@ -40,7 +40,7 @@ class EvalSettings:
     early_exit_layer: int | None = None
     language: str | None = "en"
     do_sample: bool = False
-    temperature: float = 1.0
+    sampling_temperature: float = 1.0  # with do_sample (openai's temperature is the recipe's)
     seed: int = 0
     device: str = "cpu"
     threads: int | None = None

@@ -24,10 +24,10 @@ from .cli_args import (
     add_recipe_arguments,
     check_arguments,
     dataset_spec,
+    decoding_settings,
     device_and_threads,
     job_options,
     parse_draft_lengths,
-    recipe_settings,
     run_command,
 )
 from .settings import EvalSettings
@@ -68,9 +68,8 @@ def run(args, command: str) -> int:
     settings = EvalSettings(
         dataset=dataset_spec(args.dataset), config=args.config, split=args.split, modes=(args.mode,),
         main=args.main, assistant=args.assistant or None, draft_lengths=parse_draft_lengths(args.num_draft_tokens),
-        early_exit_layer=args.early_exit_layer, language=args.language or None, do_sample=args.do_sample,
-        temperature=args.temperature, seed=args.seed, device=device, threads=threads, warmup=False,
-        plain_baseline=False, recipe=recipe_settings(args))
+        early_exit_layer=args.early_exit_layer, device=device, threads=threads, warmup=False, plain_baseline=False,
+        **decoding_settings(args))
     code, store = run_rows(settings, utterances, job_options(args, command), label="transcribe")
     rows = store.rows()
     if rows:

@@ -37,9 +37,10 @@ def build_transcribers(settings: EvalSettings, variants: list[Variant]) -> dict[
     # the settings mapped into the two options objects once; each variant is a replace of them
     model = ModelOptions(main=loaded[settings.main], early_exit_layer=settings.early_exit_layer, device=device,
                          compute_type=str(dtype).removeprefix("torch."))
-    options = TranscribeOptions(language=settings.language, sampling=Sampling(settings.do_sample, settings.temperature),
-                                seed=settings.seed).with_overrides(**recipe_arguments(None, json.loads(settings.recipe
-                                                                                                    or "{}")))
+    options = TranscribeOptions(language=settings.language,
+                                sampling=Sampling(settings.do_sample, settings.sampling_temperature),
+                                seed=settings.seed).with_overrides(**recipe_arguments(json.loads(settings.recipe
+                                                                                                 or "{}")))
     transcribers = {}
     for variant in variants:
         spec = drafter_model(settings, variant.mode)

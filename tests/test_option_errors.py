@@ -11,11 +11,15 @@ from asr_specdec.transcribe import build_parser, main
 
 
 @pytest.mark.parametrize("flags, expected", [
-    (["--temperature", "-0.5"], "error: --temperature must be a number >= 0, not -0.5"),
-    (["--temperature", "0.5"], "error: --temperature above 0 samples: add --do-sample"),
-    (["--do-sample", "--temperature", "0"], "error: --temperature must be > 0 with --do-sample"),
-    (["--num-draft-tokens", "0"], "error: --num-draft-tokens must be an integer >= 1"),
-    (["--num-draft-tokens", "0", "--draft-schedule", "fixed"], "error: --num-draft-tokens must be an integer >= 1"),
+    (["--temperature=-0.5"], "error: --temperature must be a number from 0 to 2.0 (0: greedy)"),
+    (["--temperature", "0.7", "--do-sample"],
+     "error: --temperature is openai-whisper's first temperature of the fallback ladder now: sample at a fixed "
+     "temperature with --do-sample --sampling-temperature 0.7"),
+    (["--sampling-temperature", "0.5"], "error: --sampling-temperature goes with --do-sample"),
+    (["--do-sample", "--sampling-temperature", "0"], "error: --sampling-temperature must be > 0 with --do-sample"),
+    (["--num-draft-tokens", "0"], "error: --num-draft-tokens must be a whole number from 1 to 16"),
+    (["--num-draft-tokens", "0", "--draft-schedule", "fixed"],
+     "error: --num-draft-tokens must be a whole number from 1 to 16"),
     (["--top-p", "0"], "error: --top-p must be in (0, 1]"),
     (["--do-sample", "--top-k", "-1"], "error: --top-k must be an integer >= 0"),
 ])
@@ -28,7 +32,7 @@ def test_cli_refuses_in_one_line_naming_the_flag_with_exit_2(capsys, tmp_path, f
 
 def test_cli_help_explains_the_sampling_flags():
     text = build_parser().format_help()
-    for flag in ("--temperature", "--top-k", "--top-p"):
+    for flag in ("--sampling-temperature", "--top-k", "--top-p", "--temperature "):
         line = next(line for line in text.splitlines() if line.strip().startswith(flag))
         described = (line + text.split(line, 1)[1]).split("\n  -", 1)[0]  # the flag's entry up to the next one
         assert "--do-sample" in described, described
@@ -36,8 +40,8 @@ def test_cli_help_explains_the_sampling_flags():
 
 @pytest.mark.parametrize("keywords, option, words", [
     ({"do_sample": True, "temperature": 0}, "temperature", "temperature must be > 0 with do_sample"),
-    ({"temperature": -0.5}, "temperature", "temperature must be a number >= 0"),
-    ({"num_draft_tokens": 0}, "num_draft_tokens", "num_draft_tokens must be an integer >= 1"),
+    ({"temperature": -0.5}, "temperature", "temperature must be a number from 0 to 2.0"),
+    ({"num_draft_tokens": 0}, "num_draft_tokens", "num_draft_tokens must be a whole number from 1 to 16"),
     ({"mode": "universal", "assistant_model": "tiny.en", "assistant_tokenizer": "tiny.en"}, "assistant_tokenizer",
      "assistant_tokenizer must be a tokenizer object"),
 ])

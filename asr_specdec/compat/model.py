@@ -17,27 +17,16 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import SpecdecError
-from ..whisper.arguments import call_options
 from ..whisper.io import audio as audio_io
 from ..whisper.longform.sequential import window_features
 from ..whisper.longform.vad import VadOptions
-from ..whisper.options import TranscribeOptions, check_chunk_length, check_repetition, vad_options
+from ..whisper.options import TranscribeOptions, vad_options
 from ..whisper.recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
-from ..whisper.runtime.tokens import Suppression
 from .audio import decode
 from .lazy import lazy_segments
-from .plan import (
-    Arguments,
-    UnsupportedOption,
-    clip_ranges,
-    diarize_option,
-    hallucination_option,
-    search_options,
-    suppressed_tokens,
-    temperatures,
-)
+from .plan import UnsupportedOption, clip_ranges, plan_call
 from .timeline import SpeechTimeline, joined_chunks
-from .types import Segment, TranscriptionInfo, TranscriptionOptions, Word
+from .types import Segment, TranscriptionInfo, Word
 from .utils import model_spec
 from .vad import faster_whisper_regions
 
@@ -152,88 +141,52 @@ class WhisperModel:
         """Transcribe a path, a file-like object or 16-kHz samples: (lazy segments, TranscriptionInfo), with
         faster-whisper's arguments and defaults (beam search with 5 beams unless beam_size=1). This build's extra:
         `diarize=True` (or a number of speakers) gives each segment and word a `speaker`."""
-        arguments = dict(locals())
-        del arguments["self"]
-        return self._transcribe(batch_size=None, **arguments)
+        given = dict(locals())
+        del given["self"]
+        return self._transcribe(batch_size=None, **given)
 
     # the shared body of WhisperModel.transcribe and BatchedInferencePipeline.transcribe
-    def _transcribe(self, audio, batch_size: int | None, **arguments):
-        options = Arguments(**arguments)
-        check_chunk_length(options.chunk_length)
-        chunk = options.chunk_length or WINDOW_SECONDS  # faster-whisper's: the window's seconds
-        check_repetition(options.repetition_penalty, options.no_repeat_ngram_size)  # before any decoding
-        hallucination = hallucination_option(options.hallucination_silence_threshold, options.word_timestamps,
-                                             options.vad_filter, batch_size is not None)
-        search = search_options(options.beam_size, options.patience, options.length_penalty)
-        speakers = diarize_option(options.diarize, batch_size is not None, options.clip_timestamps)
-        samples = self._samples(audio)
-        duration = audio_io.duration_seconds(samples)
-        multilingual = options.multilingual
+    def _transcribe(self, audio, **given):
+        """`given`: faster-whisper's transcribe keywords (`batch_size` None for WhisperModel's), mapped and checked
+        by plan_call before any audio is read."""
+        batch_size = given["batch_size"]
+        batched = batch_size is not None
+        multilingual = given["multilingual"]
         if multilingual and not self.speculative.tokens.multilingual:
             warnings.warn("this model is English-only: multilingual=True is set to False", stacklevel=3)
             multilingual = False
-        clips = clip_ranges(options.clip_timestamps, duration)
+        call, used = plan_call(self.speculative.options, given, self.speculative.tokens, multilingual)
+        chunk = call.chunk_length or WINDOW_SECONDS  # faster-whisper's: the window's seconds
+        samples = self._samples(audio)
+        duration = audio_io.duration_seconds(samples)
+        clips = clip_ranges(given["clip_timestamps"], duration)
         vad = timeline = None
         speech = samples
-        if batch_size is not None and clips is None and not options.vad_filter:
+        if batched and clips is None and not given["vad_filter"]:
             if duration > chunk:
                 raise SpecdecError("no clips to decode: set vad_filter=True or give clip_timestamps (batched "
                                    f"transcription of audio over chunk_length, {chunk} s)")
-        elif options.vad_filter and clips is None:
-            vad, max_speech = _vad_options(options.vad_parameters, batch_size is not None, chunk)
+        elif given["vad_filter"] and clips is None:
+            vad, max_speech = _vad_options(given["vad_parameters"], batched, chunk)
             regions = faster_whisper_regions(samples, vad, max_speech)
             speech = np.concatenate([samples[start:end] for start, end in regions]) if regions else samples[:0]
             # faster-whisper's: the joined speech decoded as one audio (batched: in chunks of up to chunk_length
             # seconds of it, each on its own), times mapped back to the audio's
             timeline = SpeechTimeline(regions) if regions else None
-            if batch_size is not None:
+            if batched:
                 clips = joined_chunks([end - start for start, end in regions], chunk)
+            samples = speech
         duration_after_vad = audio_io.duration_seconds(speech)
         detection_audio = speech if clips is None or vad is not None else \
             samples[round(clips[0][0] * audio_io.SAMPLE_RATE):]
         language, probability, all_probabilities = self._language(
-            options.language, detection_audio, options.language_detection_threshold,
-            options.language_detection_segments, chunk)
-        tokens = self.speculative.tokens
-        suppress = suppressed_tokens(options.suppress_tokens, tokens.suppress_tokens, tokens.special_ids())
-        ladder = temperatures(options.temperature)
-        batched = batch_size is not None
-        if batched:  # faster-whisper's batched decoding: first temperature, no conditioning, first timestamp 0
-            ladder, condition, max_initial = ladder[:1], False, 0.0
-        else:
-            condition, max_initial = options.condition_on_previous_text, options.max_initial_timestamp
-        initial_prompt = options.initial_prompt
-        if initial_prompt is not None and not isinstance(initial_prompt, str):
-            initial_prompt = tuple(int(token) for token in initial_prompt)
-        used = TranscriptionOptions(**{  # what ran, under faster-whisper's names (its info record)
-            **{name: getattr(options, name) for name in TranscriptionOptions.__dataclass_fields__
-               if hasattr(options, name)},
-            "condition_on_previous_text": condition, "temperatures": list(ladder), "max_initial_timestamp": max_initial,
-            "multilingual": multilingual,
-            "suppress_tokens": list(suppress) if options.suppress_tokens else options.suppress_tokens})
-        call = call_options(
-            self.speculative.options, language=None if multilingual else language, task=options.task,
-            timestamps=not options.without_timestamps,
-            # batched: each clip one window decoded once, split as faster-whisper's batched pipeline splits it
-            long_form="chunked" if batched else "sequential", faster_whisper_windows=batched,
-            condition_on_previous_text=condition, temperature=ladder,
-            compression_ratio_threshold=options.compression_ratio_threshold,
-            logprob_threshold=options.log_prob_threshold, no_speech_threshold=options.no_speech_threshold,
-            best_of=options.best_of, prompt_reset_on_temperature=options.prompt_reset_on_temperature,
-            initial_prompt=initial_prompt, prefix=options.prefix, hotwords=options.hotwords,
-            word_timestamps=options.word_timestamps, prepend_punctuations=options.prepend_punctuations,
-            append_punctuations=options.append_punctuations, multilingual=multilingual,
-            suppression=Suppression(suppress, options.suppress_blank, max_initial),
-            max_new_tokens=options.max_new_tokens, repetition_penalty=options.repetition_penalty,
-            no_repeat_ngram_size=options.no_repeat_ngram_size, vad_filter=vad is not None,
-            chunk_length=options.chunk_length, whole_features=True, seek_to_words=False,  # faster-whisper's seek
-            **search, **hallucination, **speakers)
-        if vad is not None:
-            call = replace(call, vad_filter=False)
-            samples = speech
+            call.language, detection_audio, given["language_detection_threshold"],
+            given["language_detection_segments"], chunk)
+        if not multilingual:
+            call = replace(call, language=language)
         if batched and clips is None and vad is None:
             clips = [(0.0, duration)]
-        segments = self._segments(samples, clips, call, options.log_progress, duration, batched, timeline)
+        segments = self._segments(samples, clips, call, given["log_progress"], duration, batched, timeline)
         info = TranscriptionInfo(language=language, language_probability=probability, duration=duration,
                                  duration_after_vad=duration_after_vad, all_language_probs=all_probabilities,
                                  transcription_options=used, vad_options=vad)
@@ -284,9 +237,7 @@ class WhisperModel:
     def _language(self, language: str | None, samples: np.ndarray, threshold: float | None, segments: int,
                   chunk_length: int = WINDOW_SECONDS) -> tuple[str, float, list[tuple[str, float]] | None]:
         tokens = self.speculative.tokens
-        if not tokens.multilingual:
-            if language not in (None, "en"):
-                warnings.warn(f"this model is English-only: language '{language}' is replaced by 'en'", stacklevel=4)
+        if not tokens.multilingual:  # the options said "en" (options.for_model)
             return "en", 1.0, None
         if language is not None:
             tokens.language_token(language)  # an unknown language is an error now, not at the first segment
@@ -354,11 +305,11 @@ class BatchedInferencePipeline:
                    language_detection_threshold: float | None = 0.5, language_detection_segments: int = 1, *,
                    diarize: bool | int | None = None):
         """(lazy segments, TranscriptionInfo), with faster-whisper's batched defaults (VAD on, no timestamps)."""
-        arguments = dict(locals())
-        del arguments["self"]
+        given = dict(locals())
+        del given["self"]
         if batch_size < 1:
             raise SpecdecError(f"batch_size must be at least 1, not {batch_size}")
-        return self.model._transcribe(**arguments)
+        return self.model._transcribe(**given)
 
 
 def _segment(number: int, segment, offset: float, timeline: SpeechTimeline | None = None,

@@ -1,87 +1,75 @@
-"""faster-whisper's `transcribe` arguments mapped, once, onto SpeculativeWhisper's: the clips to decode, the
-suppressed tokens, what is refused. Pure functions over the arguments; nothing here decodes."""
+"""faster-whisper's `transcribe` arguments mapped, once, onto SpeculativeWhisper's options (plan_call): the
+ladder, the suppressed tokens, the search, what is refused; and the clips to decode. Nothing here decodes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import fields
 
 from ..errors import SpecdecError
+from ..whisper.arguments import call_options
+from ..whisper.options import TranscribeOptions, check_batch, for_model
+from ..whisper.runtime.tokens import Suppression
+from .types import TranscriptionOptions
 
 
 class UnsupportedOption(SpecdecError, NotImplementedError):
     """A faster-whisper option this drop-in cannot honour: refused with its name, never accepted and ignored."""
 
 
-@dataclass(frozen=True)
-class Arguments:
-    """A transcribe call's arguments under faster-whisper's names, typed; their defaults are the two signatures'
-    (WhisperModel.transcribe and BatchedInferencePipeline.transcribe keep faster-whisper's text)."""
+# faster-whisper's transcribe keywords that SpeculativeWhisper takes under the same name, with the same meaning
+SAME = ("task", "best_of", "repetition_penalty", "no_repeat_ngram_size", "compression_ratio_threshold",
+        "no_speech_threshold", "prompt_reset_on_temperature", "prefix", "hotwords", "word_timestamps",
+        "prepend_punctuations", "append_punctuations", "max_new_tokens", "chunk_length",
+        "hallucination_silence_threshold")
 
-    language: str | None
-    task: str
-    log_progress: bool
-    beam_size: int
-    best_of: int
-    patience: float
-    length_penalty: float
-    repetition_penalty: float
-    no_repeat_ngram_size: int
-    temperature: float | list[float] | tuple[float, ...]
-    compression_ratio_threshold: float | None
-    log_prob_threshold: float | None
-    no_speech_threshold: float | None
-    condition_on_previous_text: bool
-    prompt_reset_on_temperature: float
-    initial_prompt: str | list[int] | None
-    prefix: str | None
-    suppress_blank: bool
-    suppress_tokens: list[int] | None
-    without_timestamps: bool
-    max_initial_timestamp: float
-    word_timestamps: bool
-    prepend_punctuations: str
-    append_punctuations: str
-    multilingual: bool
-    vad_filter: bool
-    vad_parameters: object
-    max_new_tokens: int | None
-    chunk_length: int | None
-    clip_timestamps: object
-    hallucination_silence_threshold: float | None
-    hotwords: str | None
-    language_detection_threshold: float | None
-    language_detection_segments: int
-    diarize: bool | int | None
+
+def plan_call(base: TranscribeOptions, given: dict, tokens, multilingual: bool
+              ) -> tuple[TranscribeOptions, TranscriptionOptions]:
+    """faster-whisper's transcribe keywords (`given`, with `batch_size`: None for WhisperModel's) mapped, in one
+    pass, onto (the call's TranscribeOptions, what faster-whisper's info reports it ran with). Everything refused is
+    refused here, before any audio is read: an OptionError or UnsupportedOption naming it. The drop-in decides the
+    clips, the VAD and the language itself (model.py); the language given is in the options, as the model takes it
+    (an English-only model decodes "en", with a warning)."""
+    batched = given["batch_size"] is not None
+    ladder = temperatures(given["temperature"])
+    if batched:  # faster-whisper's batched decoding: first temperature, no conditioning, first timestamp 0
+        ladder, condition, max_initial = ladder[:1], False, 0.0
+    else:
+        condition, max_initial = given["condition_on_previous_text"], given["max_initial_timestamp"]
+    suppress = suppressed_tokens(given["suppress_tokens"], tokens.suppress_tokens, tokens.special_ids())
+    initial_prompt = given["initial_prompt"]
+    if initial_prompt is not None and not isinstance(initial_prompt, str):
+        initial_prompt = tuple(int(token) for token in initial_prompt)
+    options = for_model(call_options(
+        base, **{name: given[name] for name in SAME}, language=None if multilingual else given["language"],
+        logprob_threshold=given["log_prob_threshold"], timestamps=not given["without_timestamps"],
+        # batched: each clip one window decoded once, split as faster-whisper's batched pipeline splits it
+        long_form="chunked" if batched else "sequential", faster_whisper_windows=batched,
+        condition_on_previous_text=condition, temperature=ladder, initial_prompt=initial_prompt,
+        multilingual=multilingual, suppression=Suppression(suppress, given["suppress_blank"], max_initial),
+        whole_features=True, seek_to_words=False,  # faster-whisper's features and seek
+        vad_filter=False,  # the drop-in finds the speech itself (model.py), as faster-whisper does
+        **search_options(given["beam_size"], given["patience"], given["length_penalty"]),
+        **diarize_option(given["diarize"], given["clip_timestamps"])), tokens.multilingual)
+    if batched:
+        check_batch(options)
+    used = TranscriptionOptions(**{  # what ran, under faster-whisper's names (its info record)
+        **{item.name: given[item.name] for item in fields(TranscriptionOptions) if item.name in given},
+        "condition_on_previous_text": condition, "temperatures": list(ladder), "max_initial_timestamp": max_initial,
+        "multilingual": multilingual, "suppress_tokens": list(suppress) if given["suppress_tokens"] else
+        given["suppress_tokens"]})
+    return options, used
 
 
 def search_options(beam_size: int, patience: float, length_penalty: float) -> dict:
     """The beam-search options for SpeculativeWhisper.transcribe, with faster-whisper's meaning: CTranslate2's
     algorithm (core/beam_ctranslate2.py: its candidates, finished hypotheses, patience and sum / length **
     length_penalty ranking); beam_size=1 is greedy search (CTranslate2 decodes one beam greedily), where patience
-    and length_penalty change nothing."""
-    if beam_size < 1:
-        raise SpecdecError(f"beam_size must be at least 1, not {beam_size}")
+    and length_penalty change nothing. Their ranges are the options' (Recipe)."""
     if beam_size == 1:
         return {}
-    if patience <= 0:
-        raise SpecdecError(f"patience must be positive, not {patience}")
     return {"beam_size": beam_size, "patience": patience, "length_penalty": length_penalty,
             "beam_algorithm": "ctranslate2"}
-
-
-def hallucination_option(threshold: float | None, word_timestamps: bool, vad_filter: bool, batched: bool) -> dict:
-    """`hallucination_silence_threshold` for SpeculativeWhisper.transcribe: honoured where faster-whisper applies it
-    (WhisperModel with word_timestamps=True); where faster-whisper would drop it silently (no word timestamps, the
-    batched pipeline), refused by name (with vad_filter the joined speech is decoded sequentially, as there)."""
-    if threshold is None:
-        return {}
-    if batched:
-        raise UnsupportedOption("hallucination_silence_threshold is not applied by the batched pipeline (faster-"
-                                "whisper sets it to None there): leave it at None or use WhisperModel.transcribe")
-    if not word_timestamps:
-        raise UnsupportedOption("hallucination_silence_threshold works with word_timestamps=True only (faster-whisper "
-                                "ignores it otherwise): set word_timestamps=True or leave it at None")
-    return {"hallucination_silence_threshold": threshold}
 
 
 def temperatures(temperature) -> tuple[float, ...]:
@@ -126,14 +114,11 @@ def clip_ranges(clip_timestamps, duration: float) -> list[tuple[float, float]] |
     return [(start, end) for start, end in clips if end > start]
 
 
-def diarize_option(diarize: bool | int | None, batched: bool, clip_timestamps) -> dict:
+def diarize_option(diarize: bool | int | None, clip_timestamps) -> dict:
     """This build's `diarize` extra for SpeculativeWhisper.transcribe: speakers on the whole file's segments, so
-    refused by name for the batched pipeline (independent clips) and for clip_timestamps."""
+    refused by name with clip_timestamps (a batch refuses it: options.check_batch)."""
     if diarize is None or diarize is False:
         return {}
-    if batched:
-        raise UnsupportedOption("diarize is not available in BatchedInferencePipeline (its clips are decoded "
-                                "apart): use WhisperModel.transcribe(..., diarize=...)")
     if clip_timestamps not in ("0", [0], [0.0], None):
         raise UnsupportedOption("diarize labels the whole file: it cannot be combined with clip_timestamps")
     return {"diarize": diarize}

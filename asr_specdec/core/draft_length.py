@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..errors import OptionError
 from .beam_schedule import BeamSchedule, heuristic_length
+from .limits import MAX_DRAFT_TOKENS
 
 # On the CPU the int8 self-drafter agrees ~95% of the time: long drafts pay when its step is cheap
 DEFAULT_DRAFT_TOKENS = 8
@@ -38,7 +39,7 @@ class DraftLength:
     tokens: int = DEFAULT_DRAFT_TOKENS  # the first round's draft length (every round's when fixed)
     dynamic: bool = False  # older switch for the heuristic schedule
     minimum: int = 1
-    maximum: int = 16
+    maximum: int = MAX_DRAFT_TOKENS
     schedule: str = "fixed"
     _accepted: float = field(default=0.0, repr=False)
     _trials: float = field(default=0.0, repr=False)

@@ -8,18 +8,19 @@ the service."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated
+import inspect
+from dataclasses import MISSING, dataclass, fields, replace
+from typing import Annotated, get_type_hints
 
 from fastapi import Depends, File, Form, UploadFile
 
+from ..whisper.arguments import call_options
+from ..whisper.options import TranscribeOptions
+from ..whisper.recipe.fallback import Recipe
 from .errors import ApiError
 
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
 GRANULARITIES = ("segment", "word")
-# the request's fields that are TranscribeOptions' (and its Recipe's) options, under the same names
-DECODING = ("beam_size", "patience", "length_penalty", "best_of", "hallucination_silence_threshold",
-            "repetition_penalty", "no_repeat_ngram_size", "chunk_length")
 
 
 @dataclass(frozen=True)
@@ -57,67 +58,70 @@ class AudioRequest:
 
     @property
     def decoding(self) -> dict:
-        """The decoding options the request gives (the server's own defaults stand for the others)."""
-        return {name: getattr(self, name) for name in (*DECODING, "diarize") if getattr(self, name) is not None}
+        """The transcription options the request gives under their own names (the server's defaults stand for the
+        others)."""
+        return {name: getattr(self, name) for name in DECODING if getattr(self, name) is not None}
+
+    def options(self, base: TranscribeOptions) -> TranscribeOptions:
+        """The request's TranscribeOptions: the server's `base` with what the request gives (OpenAI's temperature;
+        above 0 one sample, as OpenAI's, unless the request asks for best_of); an option out of range raises
+        OptionError naming its field."""
+        return call_options(base, language=self.language, task=self.task, timestamps=self.timestamps,
+                            temperature=self.temperature,
+                            **({"word_timestamps": True} if self.word_timestamps else {}),
+                            **({"best_of": 1} if self.temperature > 0 else {}), **self.decoding)
 
 
-async def transcription_request(
-    file: Annotated[UploadFile, File()],
-    model: Annotated[str, Form()],
-    language: Annotated[str | None, Form()] = None,
-    prompt: Annotated[str | None, Form()] = None,
-    response_format: Annotated[str, Form()] = "json",
-    temperature: Annotated[float, Form()] = 0.0,
-    timestamp_granularities: Annotated[list[str] | None, Form(alias="timestamp_granularities[]")] = None,
-    timestamp_granularities_plain: Annotated[list[str] | None, Form(alias="timestamp_granularities")] = None,
-    stream: Annotated[bool, Form()] = False,
-    mode: Annotated[str | None, Form()] = None,
-    num_draft_tokens: Annotated[int | None, Form()] = None,
-    beam_size: Annotated[int | None, Form()] = None,
-    patience: Annotated[float | None, Form()] = None,
-    length_penalty: Annotated[float | None, Form()] = None,
-    best_of: Annotated[int | None, Form()] = None,
-    hallucination_silence_threshold: Annotated[float | None, Form()] = None,
-    repetition_penalty: Annotated[float | None, Form()] = None,
-    no_repeat_ngram_size: Annotated[int | None, Form()] = None,
-    chunk_length: Annotated[int | None, Form()] = None,
-    diarize: Annotated[str | None, Form()] = None,
-) -> AudioRequest:
-    return await _validated(file, model=model, task="transcribe", diarize=_speakers(diarize), language=language,
-                            prompt=prompt,
-                            response_format=response_format, temperature=temperature,
-                            granularities=(*(timestamp_granularities or ()), *(timestamp_granularities_plain or ())),
-                            stream=stream, mode=mode, num_draft_tokens=num_draft_tokens, beam_size=beam_size,
-                            patience=patience, length_penalty=length_penalty, best_of=best_of,
-                            hallucination_silence_threshold=hallucination_silence_threshold,
-                            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size,
-                            chunk_length=chunk_length)
+# the request's fields that are TranscribeOptions' (and its Recipe's) options, under the same names
+DECODING = tuple(item.name for item in fields(AudioRequest)
+                 if item.name in {*(option.name for option in fields(TranscribeOptions)),
+                                  *(option.name for option in fields(Recipe))} - {"language", "task", "timestamps"})
 
 
-async def translation_request(
-    file: Annotated[UploadFile, File()],
-    model: Annotated[str, Form()],
-    prompt: Annotated[str | None, Form()] = None,
-    response_format: Annotated[str, Form()] = "json",
-    temperature: Annotated[float, Form()] = 0.0,
-    stream: Annotated[bool, Form()] = False,
-    mode: Annotated[str | None, Form()] = None,
-    num_draft_tokens: Annotated[int | None, Form()] = None,
-    beam_size: Annotated[int | None, Form()] = None,
-    patience: Annotated[float | None, Form()] = None,
-    length_penalty: Annotated[float | None, Form()] = None,
-    best_of: Annotated[int | None, Form()] = None,
-    repetition_penalty: Annotated[float | None, Form()] = None,
-    no_repeat_ngram_size: Annotated[int | None, Form()] = None,
-    chunk_length: Annotated[int | None, Form()] = None,
-) -> AudioRequest:
-    return await _validated(file, model=model, task="translate", prompt=prompt, response_format=response_format,
-                            temperature=temperature, stream=stream, mode=mode, num_draft_tokens=num_draft_tokens,
-                            beam_size=beam_size, patience=patience, length_penalty=length_penalty, best_of=best_of,
-                            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size,
-                            chunk_length=chunk_length)
+# form fields only transcriptions take (a translation's language is English, its timing the segments')
+TRANSCRIPTION_ONLY = ("language", "granularities", "hallucination_silence_threshold", "diarize")
 
 
+def _form_parameters(task: str) -> list[inspect.Parameter]:
+    """The endpoint's form fields: the upload, then AudioRequest's fields under their own names (the granularities
+    under OpenAI's two spellings, the speakers as text), each with its type and default."""
+    types = get_type_hints(AudioRequest)
+    parameters = [inspect.Parameter("file", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[UploadFile, File()])]
+
+    def form(name: str, annotation, default=inspect.Parameter.empty, alias: str | None = None) -> None:
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=Annotated[annotation, Form(alias=alias)]))
+
+    for item in fields(AudioRequest):
+        if item.name in ("audio", "filename", "task") or (task == "translate" and item.name in TRANSCRIPTION_ONLY):
+            continue
+        if item.name == "granularities":
+            form("timestamp_granularities", list[str] | None, None, alias="timestamp_granularities[]")
+            form("timestamp_granularities_plain", list[str] | None, None, alias="timestamp_granularities")
+        elif item.name == "diarize":
+            form("diarize", str | None, None)
+        else:
+            required = item.default is MISSING
+            form(item.name, types[item.name], inspect.Parameter.empty if required else item.default)
+    return parameters
+
+
+def _form(task: str):
+    """The FastAPI dependency that reads and validates one endpoint's form into an AudioRequest."""
+    async def request(file: UploadFile, **given) -> AudioRequest:
+        if "timestamp_granularities" in given:
+            given["granularities"] = (*(given.pop("timestamp_granularities") or ()),
+                                      *(given.pop("timestamp_granularities_plain") or ()))
+        if "diarize" in given:
+            given["diarize"] = _speakers(given["diarize"])
+        return await _validated(file, task=task, **given)
+
+    request.__signature__ = inspect.Signature(_form_parameters(task))
+    request.__name__ = f"{task}_request"
+    return request
+
+
+transcription_request, translation_request = _form("transcribe"), _form("translate")
 TranscriptionForm = Annotated[AudioRequest, Depends(transcription_request)]
 TranslationForm = Annotated[AudioRequest, Depends(translation_request)]
 
@@ -127,8 +131,6 @@ async def _validated(file: UploadFile, **fields) -> AudioRequest:
     if response_format not in RESPONSE_FORMATS:
         raise ApiError(400, f"unsupported response_format '{response_format}': use one of "
                             f"{', '.join(RESPONSE_FORMATS)}", param="response_format", code="invalid_value")
-    if not 0.0 <= fields["temperature"] <= 1.0:
-        raise ApiError(400, "temperature must be between 0 and 1", param="temperature", code="invalid_value")
     for granularity in fields.get("granularities", ()):
         if granularity not in GRANULARITIES:
             raise ApiError(400, f"unknown timestamp granularity '{granularity}': use segment or word",
@@ -139,48 +141,28 @@ async def _validated(file: UploadFile, **fields) -> AudioRequest:
     if fields.get("diarize") and response_format not in ("verbose_json", "srt", "vtt"):
         raise ApiError(400, "speakers are shown on segments: diarize needs response_format verbose_json, srt or vtt",
                        param="diarize", code="invalid_value")
-    _check_decoding(fields)
     for name in ("language", "prompt", "mode"):
         if fields.get(name) is not None and not fields[name].strip():
             fields[name] = None
+    request = AudioRequest(audio=b"", filename=file.filename, **fields)
+    request.options(TranscribeOptions())  # an option out of range: OptionError, a 400 naming its field
     try:
         audio = await file.read()
     finally:
         await file.close()
     if not audio:
         raise ApiError(400, "the uploaded file is empty (0 bytes)", param="file", code="empty_file")
-    return AudioRequest(audio=audio, filename=file.filename, **fields)
+    return replace(request, audio=audio)
 
 
 def _speakers(diarize: str | None) -> bool | int | None:
-    """The `diarize` field: true/false, or a number of speakers (1 to 32)."""
+    """The `diarize` field: true/false, or a number of speakers (its range is the options')."""
     text = (diarize or "").strip().lower()
     if text in ("", "false", "0", "off", "no"):
         return None
     if text in ("true", "on", "yes", "auto"):
         return True
-    if text.isdigit() and 1 <= int(text) <= 32:
+    if text.lstrip("-").isdigit():
         return int(text)
-    raise ApiError(400, f"diarize must be true, false or a number of speakers from 1 to 32, not '{diarize}'",
-                   param="diarize", code="invalid_value")
-
-
-# this server's caps on what one request may cost (the options objects allow more)
-CAPS = {"beam_size": 16, "best_of": 16}
-
-
-def _check_decoding(fields: dict) -> None:
-    """400s for decoding options out of range: the server's caps here, the rest by building the options (an
-    OptionError names its field: errors.from_exception)."""
-    from ..whisper.arguments import recipe_arguments
-    from ..whisper.options import TranscribeOptions
-
-    for name, cap in CAPS.items():
-        if fields.get(name) is not None and fields[name] > cap:
-            raise ApiError(400, f"{name} must be at most {cap} on this server", param=name, code="invalid_value")
-    threshold = fields.get("hallucination_silence_threshold")
-    if threshold is not None and "word" not in fields.get("granularities", ()):
-        raise ApiError(400, "hallucination_silence_threshold needs word timestamps (timestamp_granularities[]=word)",
-                       param="hallucination_silence_threshold", code="invalid_value")
-    TranscribeOptions().with_overrides(**recipe_arguments(None, {name: fields[name] for name in DECODING
-                                                                if fields.get(name) is not None}))
+    raise ApiError(400, f"diarize must be true, false or a number of speakers, not '{diarize}'", param="diarize",
+                   code="invalid_value")

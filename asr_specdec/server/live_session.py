@@ -47,7 +47,7 @@ class LiveSession:
             raise ApiError(400, f"sample_rate must be a number of Hz between 1000 and 384000, got "
                                 f"{params.get('sample_rate')!r}", param="sample_rate", code="invalid_value")
         language = (params.get("language") or "").strip() or None
-        service.check_language(language)
+        language = service.check_language(language)
         compare = params.get("compare", "false").lower()
         if compare not in ("true", "false", "1", "0"):
             raise ApiError(400, f"compare must be true or false, got {compare!r}", param="compare",

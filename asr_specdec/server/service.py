@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import SpecdecError
 from ..whisper import load_audio
+from ..whisper.options import for_model
 from .access_log import note
 from .batcher import Cancelled, Ticket, WindowBatcher
 from .errors import ApiError, from_exception
@@ -79,31 +80,29 @@ class TranscriptionService:
                                 f"{', '.join(self.model_names)}", param="model", code="model_not_found")
         tokens = self.default.tokens
         self.check_language(request.language)
-        try:
-            self.transcribers.check(request.mode, request.num_draft_tokens)
-        except SpecdecError as error:
-            param = "mode" if request.mode and request.mode not in self.transcribers.modes else "num_draft_tokens"
-            raise ApiError(400, str(error), param=param, code="invalid_value") from None
-        if request.task == "translate" and not tokens.multilingual:
-            raise ApiError(400, f"model '{self.default.main_name}' is English-only and cannot translate",
-                           param="model", code="unsupported_value")
+        if request.mode is not None and request.mode not in self.transcribers.modes:
+            raise ApiError(400, self.transcribers.refusal(request.mode), param="mode", code="invalid_value")
+        limits = self.settings.limits  # this deployment's, at most the options' own
+        for name in ("beam_size", "best_of", "num_draft_tokens", "diarize"):
+            value = getattr(request, name)
+            limits.check(name, None if isinstance(value, bool) else value)
+        # the request's options as this model takes them (an English-only model cannot translate)
+        for_model(request.options(self.default.options), tokens.multilingual, warn=False)
         if request.prompt is not None and tokens.start_of_prev is None:
             raise ApiError(400, "this model has no <|startofprev|> token, so it cannot take a prompt",
                            param="prompt", code="unsupported_value")
 
-    def check_language(self, language: str | None) -> None:
-        if language is None:
-            return
+    def check_language(self, language: str | None) -> str | None:
+        """The language a request's `language` decodes: refused unless the model knows it; an English-only model
+        decodes English whatever is asked (whisper/options.py for_model)."""
         tokens = self.default.tokens
-        if not tokens.multilingual:
-            if language.strip().lower() not in ("en", "english"):
-                raise ApiError(400, f"model '{self.default.main_name}' is English-only: language must be en",
-                               param="language", code="unsupported_value")
-        else:
-            try:
-                tokens.language_token(language)
-            except SpecdecError as error:
-                raise ApiError(400, str(error), param="language", code="invalid_value") from None
+        if language is None or not tokens.multilingual:
+            return "en" if language is not None else None
+        try:
+            tokens.language_token(language)
+        except SpecdecError as error:
+            raise ApiError(400, str(error), param="language", code="invalid_value") from None
+        return language
 
     def track(self, ticket: Ticket) -> None:
         """Count `ticket` among the work that shutdown cancels."""
@@ -219,12 +218,8 @@ class TranscriptionService:
         decoder = RequestDecoder(self.batcher, transcriber.pipeline, ticket,
                                  self._prompt_tokens(transcriber, request.prompt))
         audio = request.audio if request.diarize else samples  # diarizing: a stereo file's channels may be speakers
-        return transcriber.transcribe(audio, language=request.language, task=request.task,
-                                      timestamps=request.timestamps, temperature=request.temperature,
-                                      window_decoder=decoder, on_segment=on_segment,
-                                      **({"word_timestamps": True} if request.word_timestamps else {}),
-                                      # OpenAI samples once, unless the request asks for best_of itself
-                                      **{**({"best_of": 1} if request.temperature > 0 else {}), **request.decoding})
+        return transcriber.transcribe(audio, options=request.options(transcriber.options), window_decoder=decoder,
+                                      on_segment=on_segment)
 
     def _prompt_tokens(self, transcriber, prompt: str | None) -> list[int]:
         if not prompt:

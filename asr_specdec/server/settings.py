@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ..core.limits import OptionLimits
 
 # the name OpenAI clients send by default; served as an alias of the loaded model
 OPENAI_MODEL_ALIAS = "whisper-1"
@@ -21,6 +23,8 @@ class ServerSettings:
     model_names: tuple[str, ...] = ()  # ids accepted in `model` (empty: the main model's name and whisper-1)
     retry_after_seconds: int = 1  # the Retry-After of a 503 when the queue is full
     shutdown_timeout: float = 30.0  # on SIGTERM/Ctrl-C, in-flight requests get this long, then a 503
+    # the most a request may ask for (beams, best_of, draft tokens, speakers): the options' own, or tighter
+    limits: OptionLimits = field(default_factory=lambda: OptionLimits(where="on this server"))
 
     def __post_init__(self):
         if self.max_batch_size < 1:

@@ -15,8 +15,6 @@ from ..core.modes import ASSISTANT_MODES, CPU_ONLY_REASON, MODES, modes_for
 from ..errors import SpecdecError
 from ..whisper import SpeculativeWhisper
 
-MAX_DRAFT_TOKENS = 16
-
 
 class Transcribers:
     def __init__(self, default: SpeculativeWhisper, keep: int = 4):
@@ -32,19 +30,21 @@ class Transcribers:
         return tuple(mode for mode in MODES if mode == self.default.mode
                      or (mode not in ASSISTANT_MODES and mode in runnable))
 
-    def check(self, mode: str | None, num_draft_tokens: int | None) -> None:
-        """Raise SpecdecError (a 400) for options no transcriber here can serve."""
+    def refusal(self, mode: str) -> str:
+        """Why no transcriber here can draft in `mode`."""
+        why = ("unknown mode" if mode not in MODES else CPU_ONLY_REASON if mode not in ASSISTANT_MODES else
+               "it needs an assistant model given at start-up (--mode, --assistant)")
+        return f"mode '{mode}' is not available on this server ({why}); use one of {', '.join(self.modes)}"
+
+    def check(self, mode: str | None) -> None:
+        """Raise SpecdecError (a 400) for a mode no transcriber here can serve (a draft length out of range is
+        refused by the options: ModelOptions)."""
         if mode is not None and mode not in self.modes:
-            why = ("unknown mode" if mode not in MODES else CPU_ONLY_REASON if mode not in ASSISTANT_MODES else
-                   "it needs an assistant model given at start-up (--mode, --assistant)")
-            raise SpecdecError(f"mode '{mode}' is not available on this server ({why}); use one of "
-                               f"{', '.join(self.modes)}")
-        if num_draft_tokens is not None and not 1 <= num_draft_tokens <= MAX_DRAFT_TOKENS:
-            raise SpecdecError(f"num_draft_tokens must be between 1 and {MAX_DRAFT_TOKENS}")
+            raise SpecdecError(self.refusal(mode))
 
     def get(self, mode: str | None = None, num_draft_tokens: int | None = None) -> SpeculativeWhisper:
         """The transcriber for these options (the default when they are its own); call from a worker thread."""
-        self.check(mode, num_draft_tokens)
+        self.check(mode)
         default = self.default
         key = (mode or default.mode, num_draft_tokens or default.draft_length.tokens)
         if key == (default.mode, default.draft_length.tokens):

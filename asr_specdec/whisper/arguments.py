@@ -9,7 +9,6 @@ from __future__ import annotations
 from ..core.draft_length import DEFAULT_DRAFT_TOKENS
 from ..core.drafter import Drafter
 from ..core.logits import Sampling
-from ..errors import OptionError
 from .model_options import DEFAULT_SCHEDULE, ModelOptions
 from .options import TranscribeOptions, temperature_ladder, vad_options
 
@@ -53,8 +52,9 @@ def constructor_options(main="base", drafter: str | Drafter | None = None, *, mo
         seed=seed, timestamps=_first_given(timestamps, return_timestamps), long_form=long_form,
         condition_on_previous_text=bool(_first_given(condition_on_previous_text, condition_on_prev_tokens)),
         max_new_tokens=max_new_tokens)
-    ladder = None if do_sample and _is_number(temperature) else _call_temperature(temperature)
-    return model, options.with_overrides(**recipe_arguments(ladder, recipe_options))
+    if do_sample and _is_number(temperature):
+        temperature = None  # it was the sampling's
+    return model, options.with_overrides(**recipe_arguments({"temperature": temperature, **recipe_options}))
 
 
 def call_options(options: TranscribeOptions, *, language: str | None = None, task: str | None = None,
@@ -66,15 +66,15 @@ def call_options(options: TranscribeOptions, *, language: str | None = None, tas
     given = {"language": language, "task": task, "timestamps": _first_given(timestamps, return_timestamps),
              "long_form": long_form, "condition_on_previous_text": condition_on_previous_text}
     overrides = {name: value for name, value in given.items() if value is not None}
-    temperature = _call_temperature(recipe_options.pop("temperature", None))
-    return options.with_overrides(**overrides, **recipe_arguments(temperature, recipe_options))
+    return options.with_overrides(**overrides, **recipe_arguments(recipe_options))
 
 
-def recipe_arguments(temperature, options: dict) -> dict:
-    """Recipe options from openai/faster-whisper argument names: a temperature list or `temperature_fallback`
-    is the fallback ladder, `log_prob_threshold` is `logprob_threshold`, `vad_parameters` are `vad_options`."""
+def recipe_arguments(options: dict) -> dict:
+    """Recipe options from openai/faster-whisper argument names: `temperature` (openai's: one number the ladder's
+    first temperature, a list the ladder) and `temperature_fallback` make the fallback ladder (options.py
+    temperature_ladder), `log_prob_threshold` is `logprob_threshold`, `vad_parameters` are `vad_options`."""
     options = dict(options)
-    ladder = temperature_ladder(temperature, options.pop("temperature_fallback", None))
+    ladder = temperature_ladder(options.pop("temperature", None), options.pop("temperature_fallback", None))
     if ladder is not None:
         options["temperatures"] = ladder
     if "log_prob_threshold" in options:
@@ -88,14 +88,6 @@ def recipe_arguments(temperature, options: dict) -> dict:
 
 def _is_number(value) -> bool:
     return value is not None and not isinstance(value, (list, tuple))
-
-
-def _call_temperature(temperature):
-    if temperature is None or isinstance(temperature, (list, tuple)):
-        return temperature
-    if not temperature >= 0:
-        raise OptionError("temperature", f"{{temperature}} must be a number >= 0 (0: greedy), not {temperature}")
-    return None if temperature == 0 else [float(temperature)]
 
 
 def _first_given(*values):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from ..core.drafter import Drafter
+from ..core.limits import LIMITS
 from ..core.modes import MODES, default_mode
 from ..errors import OptionError, SpecdecError
 from .runtime.compute import ComputeType
@@ -42,7 +43,8 @@ class ModelOptions:
             raise OptionError("assistant_tokenizer", f"{{assistant_tokenizer}} must be a tokenizer object (the "
                                                      f"assistant's transformers tokenizer), not {tokenizer!r}; a model "
                                                      f"given by name as the assistant brings its own")
-        self.draft_length()  # raises on a bad length or schedule
+        LIMITS.check("num_draft_tokens", self.num_draft_tokens)
+        self.draft_length()  # raises on a bad schedule
 
     def draft_length(self) -> DraftLength:
         """A fresh draft-length schedule from these options."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from ..core.logits import Sampling
 from ..errors import OptionError, SpecdecError
 from .longform.vad import VadOptions
-from .recipe.fallback import DEFAULT_TEMPERATURES, Recipe
+from .recipe.fallback import DEFAULT_TEMPERATURES, Recipe, check_temperatures, openai_ladder
 from .recipe.words import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS
 from .runtime.tokens import Suppression
 from .speakers.options import SpeakerOptions, speaker_options
@@ -89,6 +89,14 @@ class TranscribeOptions:
         if threshold is not None and not threshold >= 0:
             raise OptionError("hallucination_silence_threshold",
                               f"{{hallucination_silence_threshold}} must be a number of seconds >= 0, not {threshold}")
+        if threshold is not None and (self.vad_filter or self.long_form != "sequential"):
+            raise OptionError("hallucination_silence_threshold",
+                              "{hallucination_silence_threshold} applies to sequential decoding only: not with "
+                              "{vad_filter} or {long_form=chunked}")
+        if threshold is not None and not self.word_timestamps:
+            raise OptionError("hallucination_silence_threshold",
+                              "{hallucination_silence_threshold} needs word timestamps: set {word_timestamps} (openai-"
+                              "whisper and faster-whisper apply it only then)")
         check_chunk_length(self.chunk_length)
         if not isinstance(self.diarize, (SpeakerOptions, type(None))):  # True or a count given directly
             object.__setattr__(self, "diarize", speaker_options(self.diarize))
@@ -104,6 +112,39 @@ class TranscribeOptions:
             raise SpecdecError(f"unknown transcription option(s): {', '.join(sorted(unknown))}")
         options = replace(self, **overrides)
         return replace(options, recipe=replace(options.recipe, **recipe)) if recipe else options
+
+
+class LanguageReplaced(UserWarning):
+    """A language other than English was asked of an English-only model, which decodes English (as faster-whisper
+    does it): the result says "en"."""
+
+
+def for_model(options: TranscribeOptions, multilingual: bool, warn: bool = True) -> TranscribeOptions:
+    """The options as a model can take them. An English-only model decodes English: another language is replaced
+    by "en", with a LanguageReplaced warning (faster-whisper's way), so the result reports the language decoded; it
+    cannot translate (OptionError). `warn=False`: a check before the call, which warns itself."""
+    if multilingual:
+        return options
+    if options.task == "translate":
+        raise OptionError("task", "this model is English-only: it cannot translate ({task=translate}); use a "
+                                  "multilingual model")
+    if warn and options.language is not None and options.language.strip().lower() not in ("en", "english"):
+        warnings.warn(f"this model is English-only: language '{options.language}' is replaced by 'en'",
+                      LanguageReplaced, stacklevel=3)
+    return replace(options, language="en") if options.language is not None else options
+
+
+# what a batch cannot do: each needs an audio's windows decoded one after another, or the whole audio at once
+BATCH_REFUSED = ("vad_filter", "condition_on_previous_text", "diarize", "hallucination_silence_threshold")
+
+
+def check_batch(options: TranscribeOptions) -> None:
+    """OptionError for an option a batch (transcribe_batch, which decodes several audios' windows together as rows)
+    cannot apply; every other option it honours as transcribe does."""
+    for name in BATCH_REFUSED:
+        if getattr(options, name) not in (None, False):
+            raise OptionError(name, f"{{{name}}} cannot be applied to a batch (its audios' windows are decoded "
+                                    "together): transcribe one audio at a time for it")
 
 
 def check_repetition(repetition_penalty: float, no_repeat_ngram_size: int) -> None:
@@ -139,10 +180,18 @@ def vad_options(values: dict | VadOptions | None) -> VadOptions:
 
 
 def temperature_ladder(temperature, fallback: bool | None) -> tuple[float, ...] | None:
-    """The fallback ladder from openai-style arguments: a list of temperatures, or `fallback=True` for
-    openai's default ladder (0.0, 0.2, ... 1.0); None when neither is given."""
+    """The fallback ladder from openai's arguments: `temperature` a list (the ladder itself) or one number (the
+    ladder's first temperature: 0 greedy, above 0 sampled at it; with `fallback=True` climbing from it as openai's
+    does, by 0.2 to 1.0), `fallback=True` alone openai's default ladder (0.0, 0.2, ... 1.0); None when neither is
+    given (a call keeps the ladder it has; a single 0 too)."""
     if isinstance(temperature, (list, tuple)):
-        return tuple(float(value) for value in temperature)
+        ladder = tuple(temperature)
+        check_temperatures(ladder, "temperature")
+        return tuple(float(value) for value in ladder)
+    if temperature is not None:
+        check_temperatures((temperature,), "temperature")
+        if temperature > 0:
+            return openai_ladder(float(temperature)) if fallback else (float(temperature),)
     if fallback:
         return DEFAULT_TEMPERATURES
     if fallback is False:

@@ -19,10 +19,10 @@ from .drafters import DrafterContext, build_drafter
 from .io import audio as audio_io
 from .loading import LoadedMain, load_model, resolve_device
 from .longform import strategies
-from .longform.hallucination import check_applies
+from .longform.hallucination import check_sequential
 from .longform.strategies import TextSegment
 from .model_options import ModelOptions
-from .options import TranscribeOptions
+from .options import TranscribeOptions, check_batch, for_model
 from .recipe.fallback import decode_with_fallback
 from .recipe.window_extras import recipe_analysis
 from .result import TranscriptionResult
@@ -100,6 +100,7 @@ class SpeculativeWhisper:
         else:
             self.pipeline = WindowPipeline(model.eval(), processor, compute=self.compute_type,
                                            analysis=recipe_analysis)
+        self.options = for_model(options, self.tokens.multilingual)
         self.mode = model_options.resolved_mode(device)
         self.assistant_name = None
         # who drafts this transcriber's decodes, and how far: kept across its calls (an adaptive schedule learns)
@@ -161,9 +162,10 @@ class SpeculativeWhisper:
         mapping, e.g. `dataclasses.replace(whisper.options, ...)`); the keyword options then override it.
         """
         started = time.perf_counter()
-        options = call_options(options or self.options, language=language, task=task, timestamps=timestamps,
-                               return_timestamps=return_timestamps, long_form=long_form,
-                               condition_on_previous_text=condition_on_previous_text, **recipe_options)
+        options = for_model(call_options(options or self.options, language=language, task=task,
+                                         timestamps=timestamps, return_timestamps=return_timestamps,
+                                         long_form=long_form, condition_on_previous_text=condition_on_previous_text,
+                                         **recipe_options), self.tokens.multilingual)
         if options.diarize is not None:
             return self._diarized(audio, sample_rate, options, progress, window_decoder, on_segment)
         samples = audio_io.load_audio(audio, sample_rate=sample_rate)
@@ -175,7 +177,7 @@ class SpeculativeWhisper:
         call = Call.start(self.pipeline, self.speculation, options, Call.generator(options), progress, window_decoder,
                           on_segment)
         if options.hallucination_silence_threshold is not None:
-            check_applies(options.word_timestamps, not options.vad_filter and long_form == "sequential" and (
+            check_sequential(not options.vad_filter and long_form == "sequential" and (
                 is_long or timestamps is not False))
         if options.vad_filter:
             segments = strategies.speech_only(call, samples, timestamps is not False)
@@ -228,13 +230,9 @@ class SpeculativeWhisper:
         diarize."""
         if batch_size < 1:
             raise SpecdecError(f"batch_size must be at least 1, not {batch_size}")
-        options = call_options(options or self.options, language=language, **overrides)
-        for name in ("vad_filter", "condition_on_previous_text", "diarize"):
-            if getattr(options, name) not in (None, False):
-                raise SpecdecError(f"transcribe_batch cannot apply {name} (it decodes an audio's windows together); "
-                                   f"use transcribe() for it")
-        if options.hallucination_silence_threshold is not None:
-            check_applies(options.word_timestamps, False)
+        options = for_model(call_options(options or self.options, language=language, **overrides),
+                            self.tokens.multilingual)
+        check_batch(options)
         samples = [audio_io.load_audio(audio, sample_rate=sample_rate) for audio in audios]
         generator = Call.generator(options)
         runs = [Call.start(self.pipeline, self.speculation, options, generator) for _ in samples]

@@ -167,7 +167,7 @@ def test_language_is_checked_at_once_and_english_only_models_say_so(model, pack_
 
 def test_unsupported_options_are_refused_not_ignored(model, jfk):
     # without word timestamps, where faster-whisper ignores it
-    with pytest.raises(NotImplementedError, match="hallucination"):
+    with pytest.raises(SpecdecError, match="hallucination"):
         model.transcribe(jfk, beam_size=1, hallucination_silence_threshold=2.0)
     for bad in (0, 31, "x"):  # whole seconds up to Whisper's window, said in one line before anything is decoded
         with pytest.raises(SpecdecError, match="chunk_length must be a whole number of seconds from 1 to 30") as error:

@@ -17,7 +17,7 @@ from eval.run import build_parser
 
 def options_from(argv: list[str]) -> TranscribeOptions:
     args = build_parser().parse_args(["--dataset", "x.jsonl", *argv])
-    return TranscribeOptions().with_overrides(**recipe_arguments(1.0, json.loads(recipe_settings(args))))
+    return TranscribeOptions().with_overrides(**recipe_arguments(json.loads(recipe_settings(args))))
 
 
 def test_recipe_options_reach_the_transcribers():

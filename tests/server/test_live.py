@@ -96,7 +96,6 @@ BAD = [
     ("unknown encoding", "?encoding=mp3", [], 1003, "invalid_value"),
     ("bad sample rate", "?sample_rate=fast", [], 1003, "invalid_value"),
     ("compare that is not a boolean", "?compare=maybe", [], 1003, "invalid_value"),
-    ("language on an English-only model", "?language=de", [], 1003, "unsupported_value"),
     ("unknown model", "?model=gpt-9", [], 1008, "model_not_found"),
 ]
 

@@ -199,7 +199,7 @@ def test_cpu_only_drafters_are_refused_on_a_gpu_by_name_and_left_out_by_default(
     server = Transcribers(SimpleNamespace(mode="off", device=torch.device("cuda")))
     assert "quantized-self" not in server.modes and "early-exit" in server.modes
     with pytest.raises(Exception, match="CPU only"):
-        server.check("quantized-self", None)
+        server.check("quantized-self")
     assert "quantized-self" in Transcribers(SimpleNamespace(mode="off", device=torch.device("cpu"))).modes
 
     assert "quantized-self" not in [value for _, value in mode_choices("cuda")]

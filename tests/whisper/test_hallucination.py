@@ -10,7 +10,7 @@ import torch
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper.longform.hallucination import (
     Verdict,
-    check_applies,
+    check_sequential,
     is_anomaly,
     judge_window,
     word_anomaly_score,
@@ -137,10 +137,11 @@ def test_a_window_opening_with_a_hallucination_after_silence_is_decoded_again_fr
 
 def test_the_option_is_checked():
     with pytest.raises(SpecdecError, match="hallucination_silence_threshold must be"):
-        TranscribeOptions(hallucination_silence_threshold=-1.0)
-    assert TranscribeOptions().with_overrides(hallucination_silence_threshold=2).hallucination_silence_threshold == 2
-    check_applies(True, True)
+        TranscribeOptions(hallucination_silence_threshold=-1.0, word_timestamps=True)
+    options = TranscribeOptions().with_overrides(hallucination_silence_threshold=2, word_timestamps=True)
+    assert options.hallucination_silence_threshold == 2
     with pytest.raises(SpecdecError, match="needs word timestamps"):
-        check_applies(False, True)
+        TranscribeOptions().with_overrides(hallucination_silence_threshold=2)
+    check_sequential(True)
     with pytest.raises(SpecdecError, match="sequential decoding only"):
-        check_applies(True, False)
+        check_sequential(False)

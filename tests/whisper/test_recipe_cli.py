@@ -73,7 +73,7 @@ def test_a_long_prompt_is_cut_with_one_warning_line(capsys, paused_file):
 
 @pytest.mark.parametrize("arguments, message", [
     (["--no-speech-threshold", "2"], "--no-speech-threshold must be in [0, 1]"),
-    (["--best-of", "0"], "--best-of must be an integer >= 1"),
+    (["--best-of", "0"], "--best-of must be a whole number from 1 to 16"),
     (["--vad-threshold", "1.5"], "VAD --vad-threshold must be between 0 and 1"),
     (["--beam-size", "0"], "--beam-size must be a positive integer"),
     (["--patience", "2"], "give --beam-size too"),
@@ -85,9 +85,11 @@ def test_a_long_prompt_is_cut_with_one_warning_line(capsys, paused_file):
     (["--chunk-length", "31"], "--chunk-length must be a whole number of seconds from 1 to 30, not 31"),
     (["--chunk-length", "x"], "--chunk-length must be a whole number of seconds from 1 to 30, not 'x'"),
     (["--vad-min-silence-ms", "-1"], "VAD --vad-min-silence-ms must not be negative"),
-    (["--vad", "--batch-size", "4"], "--batch-size decodes whole files"),
-    (["--hallucination-silence-threshold", "2"], "--hallucination-silence-threshold needs --word-timestamps"),
-    (["--hallucination-silence-threshold", "2", "--word-timestamps", "--vad"], "applies without --vad only"),
+    (["--vad", "--batch-size", "4"], "--vad cannot be applied to a batch"),
+    (["--hallucination-silence-threshold", "2"], "--hallucination-silence-threshold needs word timestamps: set "
+                                                 "--word-timestamps"),
+    (["--hallucination-silence-threshold", "2", "--word-timestamps", "--vad"],
+     "applies to sequential decoding only: not with --vad"),
 ])
 def test_bad_values_are_one_line_errors(capsys, paused_file, arguments, message):
     code, _, err = cli(capsys, paused_file, *arguments)

@@ -155,10 +155,14 @@ def test_batched_files_get_the_tokens_they_get_alone(capsys, tmp_path, shared_au
     assert records[True] == records[False]
 
 
-def test_batch_size_with_timestamps_is_refused(capsys, shared_audio):
-    code, _, err = cli(capsys, shared_audio / "forever.wav", "--batch-size", "2", "--format", "srt")
-    assert code == 2
-    assert "--no-timestamps" in one_line_error(err)
+def test_a_batch_honours_timestamps_as_each_file_alone(capsys, shared_audio):
+    files = [shared_audio / "forever.wav", shared_audio / "goforward.wav"]
+    outputs = {}
+    for batch in ([], ["--batch-size", "2"]):
+        code, out, err = cli(capsys, *files, "--format", "srt", *batch)
+        assert code == 0, err
+        outputs[bool(batch)] = out
+    assert outputs[True] == outputs[False] and "-->" in outputs[True]
 
 
 def test_unknown_model_name(capsys, shared_audio):

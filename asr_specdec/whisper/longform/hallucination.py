@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...errors import SpecdecError
+from ...errors import OptionError
 
 # faster-whisper's and openai's: a word that is one of these (or a piece of this text) is not scored
 PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"
@@ -90,12 +90,10 @@ def judge_window(segments: Sequence, offset: float, duration: float, window_end:
     return Verdict()
 
 
-def check_applies(word_timestamps: bool, sequential: bool) -> None:
-    """The rule needs words and Whisper's sequential decoding (it moves the next window): an error otherwise,
-    rather than an option accepted and ignored."""
-    if not word_timestamps:
-        raise SpecdecError("hallucination_silence_threshold needs word timestamps: set word_timestamps=True "
-                           "(--word-timestamps), as openai-whisper and faster-whisper apply it only then")
+def check_sequential(sequential: bool) -> None:
+    """The rule moves the next window, so it needs Whisper's sequential decoding (its need for words is
+    TranscribeOptions'): an error otherwise, rather than an option accepted and ignored."""
     if not sequential:
-        raise SpecdecError("hallucination_silence_threshold applies to sequential decoding only: not with vad_filter "
-                           "or long_form='chunked'")
+        raise OptionError("hallucination_silence_threshold", "{hallucination_silence_threshold} applies to "
+                                                             "sequential decoding only: not with {vad_filter} or "
+                                                             "{long_form=chunked}")

@@ -22,20 +22,39 @@ log-probability, so it still judges after decoding.
 
 from __future__ import annotations
 
+import numbers
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ...core.beam import BeamSearch
 from ...core.beam_ctranslate2 import CTranslate2BeamSearch
+from ...core.limits import LIMITS
 from ...core.logits import Sampling
 from ...core.stats import DecodeStats
 from ...errors import OptionError
 from ..runtime.pipeline import DecodedWindow, Window, WindowPipeline
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+TEMPERATURE_INCREMENT = 0.2  # openai-whisper's step up the ladder
+MAX_TEMPERATURE = 2.0
 # the beam search algorithms by name: openai-whisper's (SpeculativeWhisper's) and CTranslate2's (the drop-in's)
 BEAM_ALGORITHMS = {"openai": BeamSearch, "ctranslate2": CTranslate2BeamSearch}
+
+
+def check_temperatures(values: tuple[float, ...], name: str) -> None:
+    """OptionError (naming `name`, the keyword they came by) unless `values` is a ladder: one or more numbers from
+    0 to MAX_TEMPERATURE."""
+    if not values or any(isinstance(value, bool) or not isinstance(value, numbers.Real)
+                         or not 0 <= value <= MAX_TEMPERATURE for value in values):
+        raise OptionError(name, f"{{{name}}} must be a number from 0 to {MAX_TEMPERATURE} (0: greedy), or a non-empty "
+                                f"list of them (the fallback ladder), not {values if len(values) != 1 else values[0]}")
+
+
+def openai_ladder(first: float) -> tuple[float, ...]:
+    """openai-whisper's ladder from its first temperature: up by 0.2 to 1.0 (just `first` when it is above 1)."""
+    steps = int((1.0 - first) / TEMPERATURE_INCREMENT + 1e-6) if first <= 1.0 else 0
+    return tuple(round(first + step * TEMPERATURE_INCREMENT, 6) for step in range(steps + 1))
 
 
 @dataclass(frozen=True)
@@ -63,11 +82,9 @@ class Recipe:
                                                 f"not '{self.beam_algorithm}'")
         if self.beam_size is not None:
             _ = self.beam  # the algorithm's own checks
-        if not self.temperatures or any(not 0 <= value <= 2 for value in self.temperatures):
-            raise OptionError("temperatures", f"{{temperatures}} must be a non-empty list of values in [0, 2], not "
-                                              f"{self.temperatures}")
-        if isinstance(self.best_of, bool) or not isinstance(self.best_of, int) or self.best_of < 1:
-            raise OptionError("best_of", f"{{best_of}} must be an integer >= 1, not {self.best_of}")
+            LIMITS.check("beam_size", self.beam_size)
+        check_temperatures(self.temperatures, "temperatures")
+        LIMITS.check("best_of", self.best_of)
         for name in ("no_speech_threshold", "silence_threshold"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:

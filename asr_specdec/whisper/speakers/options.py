@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+from ...core.limits import LIMITS
 from ...errors import SpecdecError
 
 CHANNEL_MODES = ("auto", "mix")
@@ -33,9 +34,7 @@ class SpeakerOptions:
     encoder_precision: str = "auto"
 
     def __post_init__(self):
-        if self.speakers is not None and (isinstance(self.speakers, bool) or
-                                          not isinstance(self.speakers, numbers.Integral) or self.speakers < 1):
-            raise SpecdecError(f"the number of speakers must be a whole number >= 1, not {self.speakers!r}")
+        LIMITS.check("diarize", self.speakers)  # the number of speakers asked for
         if self.channels not in CHANNEL_MODES:
             raise SpecdecError(f"unknown channels mode '{self.channels}': choose one of {', '.join(CHANNEL_MODES)}")
         if self.encoder_precision not in ENCODER_PRECISIONS:

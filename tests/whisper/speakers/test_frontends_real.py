@@ -140,10 +140,10 @@ def test_the_eval_s_speakers_option_reaches_the_transcriber_and_its_rows(whisper
     from eval.settings import Variant
 
     args = build_parser().parse_args(["--speakers", "2", "--main", str(tiny_en_dir)])
-    options = TranscribeOptions().with_overrides(**recipe_arguments(None, recipe_options(args)))
+    options = TranscribeOptions().with_overrides(**recipe_arguments(recipe_options(args)))
     assert options.diarize == SpeakerOptions(speakers=2)
     estimated = build_parser().parse_args(["--speakers", "--main", str(tiny_en_dir)])
-    assert TranscribeOptions().with_overrides(**recipe_arguments(None, recipe_options(estimated))).diarize == \
+    assert TranscribeOptions().with_overrides(**recipe_arguments(recipe_options(estimated))).diarize == \
         SpeakerOptions()
     result = whisper.transcribe(talk.samples, options=options)
     row = ok_row("talk", Variant("off", None, "off"), None, result, 1.0)
