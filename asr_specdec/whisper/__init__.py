@@ -10,6 +10,8 @@ _EXPORTS = {
     "load_audio": "io.audio",
     "StreamingTranscriber": "live.streaming",
     "StreamingUpdate": "live.streaming",
+    "SpeedComparison": "comparison",
+    "compare_speeds": "comparison",
 }
 
 

@@ -133,6 +133,30 @@ def test_decodes_run_where_decode_windows_says(asr):
     assert [update.tokens for update in routed] == [update.tokens for update in direct]
 
 
+def test_compared_updates_each_encode_their_buffer_and_take_turns_going_first(asr, monkeypatch):
+    """compare=True: the plain decode of an update runs its own encoder (it does not take the encoding the drafted
+    decode of the same window kept), and the two ways take turns going first, update after update."""
+    from asr_specdec.whisper.runtime.encoder import EncoderRunner
+
+    encoded, original = [], EncoderRunner.__call__
+    monkeypatch.setattr(EncoderRunner, "__call__", lambda self, features: encoded.append(1) or original(self, features))
+    stream = StreamingTranscriber(asr, compare=True)
+    order, decode = [], stream.decode_windows
+
+    def recording(windows, speculation):
+        order.append("plain" if speculation is stream.plain else "drafted")
+        return decode(windows, speculation)
+
+    stream.decode_windows = recording
+    updates = [live.update for live in play(stream, noise(3.0, seed=3), chunk_seconds=1.0, clock="fixed")]
+    decoded = [update for update in updates if update.stats is not None]
+    assert len(decoded) >= 3 and all(update.identical for update in decoded)
+    assert len(encoded) == len(order) == 2 * len(decoded)
+    firsts = order[::2]
+    assert firsts == [("drafted", "plain")[number % 2] for number in range(len(decoded))]
+    assert all(pair[0] != pair[1] for pair in zip(order[::2], order[1::2]))
+
+
 class Script:
     """A stand-in for the pipeline's decode: returns the hypotheses given, in order, and records each window and
     what the hypothesis drafter was told to expect. `scores`: (no-speech probability, avg log-probability) of
@@ -550,6 +574,19 @@ def test_live_summary_of_a_fixed_clock_run(asr):
     summary = summarize(updates, 1.2)
     assert summary["updates"] == 4 and summary["text"] == updates[-1].update.committed
     assert summary["words"] >= 1 and 0 <= summary["mean_word_lag"] <= 1.2
+
+
+def test_the_live_speedup_is_the_median_over_compared_updates_after_the_warm_up_one():
+    from asr_specdec.whisper import StreamingUpdate
+    from asr_specdec.whisper.live.replay import LiveUpdate
+
+    def update(seconds, plain_seconds):
+        return LiveUpdate(0.0, StreamingUpdate(1.0, "", "", "", 0.0, 1.0, seconds, None, stats=DecodeStats(),
+                                               plain_decode_seconds=plain_seconds, identical=True))
+
+    summary = summarize([update(1.0, 9.0), update(1.0, 2.0), update(1.0, 3.0), update(2.0, 2.0)], 3.0)
+    assert summary["speedup_median"] == 2.0 and summary["compared_updates"] == 3  # the cold first one left out
+    assert summary["plain_median"] == 2.0 and summary["identical"]
 
 
 def test_a_run_replayed_from_its_schedule_gives_the_same_updates(asr):

@@ -147,6 +147,7 @@ class StreamingTranscriber:
         # what runs each decode: (windows, speculation) -> decoded windows
         self.decode_windows = decode_windows or (lambda windows, speculation: base.decode(windows, speculation))
         self.plain = PLAIN if compare else None
+        self._plain_first = False  # with compare: whether the next update decodes plain first
         tokens = base.tokens
         language = language or asr.language
         self.language_id = tokens.language_token(language) if language and tokens.multilingual else None
@@ -291,7 +292,8 @@ class StreamingTranscriber:
 
     def _decode(self, samples: np.ndarray) -> _Decode:
         """One window of the buffer, conditioned on the committed text before it, drafted from the last hypothesis
-        (and with compare=True decoded plain as well, from the same features)."""
+        (and with compare=True decoded plain as well, from the same features: each decode timed with its own
+        encoding, the two taking turns going first)."""
         started = time.perf_counter()
         # every decode has its words aligned: to find speech it skipped, and so that a cut follows the last word
         frames = -(-len(samples) // self.pipeline.processor.feature_extractor.hop_length)
@@ -304,8 +306,19 @@ class StreamingTranscriber:
         features_seconds = time.perf_counter() - started
         if self.hypothesis_drafter is not None:
             self.hypothesis_drafter.expect(self._hypothesis)
-        decoded = self.decode_windows([window], self.speculation)[0]
-        result = _Decode(decoded.tokens, decoded.stats, time.perf_counter() - started,
+        sides = [self.speculation] if self.plain is None else [self.speculation, self.plain]
+        if self._plain_first:
+            sides.reverse()
+        self._plain_first = self.plain is not None and not self._plain_first  # compared sides take turns
+        decodes, seconds = {}, {}
+        for speculation in sides:
+            if self.plain is not None:  # each compared decode runs its own encoder (none kept from the other)
+                self.pipeline.forget_encoding()
+            began = time.perf_counter()
+            decodes[id(speculation)] = self.decode_windows([window], speculation)[0]
+            seconds[id(speculation)] = features_seconds + time.perf_counter() - began
+        decoded = decodes[id(self.speculation)]
+        result = _Decode(decoded.tokens, decoded.stats, seconds[id(self.speculation)],
                          score=decoded.extras.score if decoded.extras else None,
                          words=decoded.extras.words if decoded.extras else None)
         if self.hypothesis_drafter is not None:
@@ -313,10 +326,8 @@ class StreamingTranscriber:
         if self.language_id is None and self.pipeline.tokens.multilingual and self._has_text(decoded.tokens):
             self.language_id = decoded.language_id  # keep the language first heard
         if self.plain is not None:
-            started = time.perf_counter()
-            plain_tokens = self.decode_windows([window], self.plain)[0].tokens
-            result.plain_seconds = features_seconds + time.perf_counter() - started
-            result.identical = plain_tokens == decoded.tokens
+            result.plain_seconds = seconds[id(self.plain)]
+            result.identical = decodes[id(self.plain)].tokens == decoded.tokens
         return result
 
     def _commit_tentative(self, buffer_samples: int, buffer_start: int):
