@@ -620,3 +620,28 @@ def test_a_streams_windows_are_built_as_a_calls_windows_are(tiny_pair):
     assert all((window.repetition_penalty, window.no_repeat_ngram_size, window.max_new_tokens) == (1.3, 3, 12)
                for window, _ in seen)
     assert all(window.word_tokens is not None and window.prefix is None for window, _ in seen)
+
+
+def test_a_live_window_is_the_window_builders_own_untouched(tiny_pair):
+    """Every live decode's window is CallWindows.live_window's, field for field: timestamps, words always aligned,
+    scores and the silence rule of the recipe, the whole 30-s window even where the transcriber's chunk_length is
+    shorter."""
+    import dataclasses
+
+    asr = SpeculativeWhisper(tiny_pair, mode="off", max_new_tokens=12, chunk_length=10)
+    stream = asr.stream()
+    seen = record_windows(stream)
+    stream.feed(noise(3.0, seed=2))
+    stream.finish()
+    builder = asr.call_windows()
+    sample = [1, 2, asr.tokens.end_of_text, asr.tokens.timestamp_begin]
+    assert seen
+    for window, _ in seen:
+        built = builder.live_window(window.features, window.language_id, previous=window.previous,
+                                    audio_frames=window.audio_frames)
+        for field in dataclasses.fields(window):
+            if field.name not in ("features", "word_tokens"):
+                assert getattr(built, field.name) == getattr(window, field.name), field.name
+        assert window.word_tokens(sample) == built.word_tokens(sample) == [1, 2]
+        assert window.timestamps and window.window_frames is None and window.prefix is None
+        assert window.score and window.silence_threshold == asr.options.recipe.skip_threshold
