@@ -130,12 +130,13 @@ class Handlers:
                                                    compute_type, word_timestamps, vad_filter, initial_prompt,
                                                    hotwords, beam_size, repetition_penalty,
                                                    no_repeat_ngram_size, speakers))
-            plain, speculative = self.service.compare(audio, options, lambda done, what: progress(done, desc=what),
-                                                      timestamps=True, recipe=recipe)
-            rows = comparison_rows(plain, speculative)
+            comparison = self.service.compare(audio, options, lambda done, what: progress(done, desc=what),
+                                              timestamps=True, recipe=recipe)
+            plain, speculative = comparison.plain, comparison.speculative
+            rows = comparison_rows(comparison)
             downloads = write_comparison(plain, speculative, rows, Path(self._downloads.name),
                                          download_stem(audio, recorded=False))
-            return (comparison_summary_html(plain, speculative, self._language_source(options), note),
+            return (comparison_summary_html(comparison, self._language_source(options), note),
                     table_html(COMPARISON_HEADERS, rows), plain.text.strip(), speculative.text.strip(),
                     token_highlights(speculative, self.service.tokenizer(options.main)),
                     [str(path) for path in downloads])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import ExitStack
 from dataclasses import astuple, replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import torch
 from asr_specdec.core.modes import ASSISTANT_MODES
 from asr_specdec.errors import SpecdecError
 from asr_specdec.weights.whisper_models import LoadedWhisper, load_whisper, resolve_model_dir
-from asr_specdec.whisper import Progress, SpeculativeWhisper, TranscriptionResult
+from asr_specdec.whisper import Progress, SpeculativeWhisper, SpeedComparison, TranscriptionResult, compare_speeds
 
 from .intake import read_audio, uploaded_path
 from .pairing import assistant_choices, paired
@@ -101,16 +102,20 @@ class TranscriptionService:
         return self._run(options, self.read(upload), report, timestamps, recipe)
 
     def compare(self, upload: str | None, options: DecodeOptions, report: Progress = _no_progress,
-                timestamps: bool | None = None, recipe: RecipeChoices = PLAIN_RECIPE
-                ) -> tuple[TranscriptionResult, TranscriptionResult]:
-        """(plain greedy result, speculative result) on the same audio, plain first."""
+                timestamps: bool | None = None, recipe: RecipeChoices = PLAIN_RECIPE) -> SpeedComparison:
+        """Plain greedy against `options`' decoding on the same audio, timed as a benchmark does (each warmed up,
+        interleaved repeats, medians, every run encoding the audio: asr_specdec.whisper.comparison)."""
         samples = self.read(upload)
-        plain = self._run(replace(options, mode="off"), samples, lambda done, what: report(done / 2, f"plain: {what}"),
-                          timestamps, recipe)
-        speculative = self._run(options, samples,
-                                lambda done, what: report(0.5 + done / 2, f"{options.mode}: {what}"), timestamps,
-                                recipe)
-        return plain, speculative
+        report(0.0, "loading models")
+        plain, plain_in_use = self.decoder(replace(options, mode="off"))
+        speculative, speculative_in_use = self.decoder(options)
+        with ExitStack() as held:
+            for lock in dict.fromkeys((plain_in_use, speculative_in_use)):  # mode "off" is one decoder for both
+                held.enter_context(lock)
+            return compare_speeds(plain, speculative, samples, timestamps=timestamps, **recipe.as_arguments(),
+                                  on_run=lambda done, total, side: report(
+                                      done / total, f"{'plain' if side == 'plain' else options.mode}: "
+                                      f"run {done + 1} of {total}"))
 
     def _run(self, options: DecodeOptions, samples, report: Progress, timestamps: bool | None = None,
              recipe: RecipeChoices = PLAIN_RECIPE) -> TranscriptionResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from asr_specdec.whisper import TranscriptionResult
+from asr_specdec.whisper import SpeedComparison, TranscriptionResult
 
 from .languages import language_name
 
@@ -38,13 +38,13 @@ def telemetry_rows(result: TranscriptionResult) -> list[list[str]]:
     ]
 
 
-def comparison_rows(plain: TranscriptionResult, speculative: TranscriptionResult) -> list[list[str]]:
-    plain_seconds, speculative_seconds = plain.stats.total_seconds, speculative.stats.total_seconds
+def comparison_rows(comparison: SpeedComparison) -> list[list[str]]:
+    plain, speculative = comparison.plain, comparison.speculative
     return [
         ["mode", plain.mode, speculative.mode],
-        ["time", f"{plain_seconds:.2f} s", f"{speculative_seconds:.2f} s"],
-        ["speedup", "1.00x", f"{plain_seconds / max(speculative_seconds, 1e-9):.2f}x"],
-        ["identical output", "", "yes" if plain.tokens == speculative.tokens else "NO"],
+        ["time", f"{comparison.plain_seconds:.2f} s", f"{comparison.speculative_seconds:.2f} s"],
+        ["speedup", "1.00x", f"{comparison.speedup:.2f}x"],
+        ["identical output", "", "yes" if comparison.identical else "NO"],
         ["tokens per main pass", f"{plain.stats.tokens_per_main_pass:.2f}",
          f"{speculative.stats.tokens_per_main_pass:.2f}"],
         ["acceptance rate", "", f"{speculative.stats.acceptance_rate:.0%}"],
@@ -75,12 +75,11 @@ def summary_html(result: TranscriptionResult, language_source: str, note: str | 
     return line + (f'<p class="note">{escape(note)}</p>' if note else "")
 
 
-def comparison_summary_html(plain: TranscriptionResult, speculative: TranscriptionResult, language_source: str,
-                            note: str | None = None) -> str:
-    speedup = plain.stats.total_seconds / max(speculative.stats.total_seconds, 1e-9)
-    same = "the same text" if plain.tokens == speculative.tokens else "DIFFERENT text (please report this)"
-    line = (f'<p class="summary-line">{escape(speculative.mode)}: {speedup:.2f}x the speed of plain decoding on '
-            f"this audio, {same}. Language: "
+def comparison_summary_html(comparison: SpeedComparison, language_source: str, note: str | None = None) -> str:
+    speculative = comparison.speculative
+    same = "the same text" if comparison.identical else "DIFFERENT text (please report this)"
+    line = (f'<p class="summary-line">{escape(speculative.mode)}: {comparison.speedup:.2f}x the speed of plain '
+            f"decoding on this audio ({escape(comparison.method)}), {same}. Language: "
             f'<strong class="language">{escape(language_name(speculative.language))}</strong> '
             f"({escape(language_source)})</p>")
     return line + (f'<p class="note">{escape(note)}</p>' if note else "")

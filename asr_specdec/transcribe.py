@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", "-o", help="output file (one input) or directory (several inputs)")
     parser.add_argument("--stats", action="store_true", help="print acceptance and timing telemetry to stderr")
     parser.add_argument("--compare", action="store_true",
-                        help="also decode with plain greedy and print both times, the speedup and whether the "
+                        help="also decode with plain greedy and print both times (the median of 3 interleaved runs "
+                             "of each after a warm-up, every run encoding the audio), the speedup and whether the "
                              "outputs are identical")
     parser.add_argument("--live", action="store_true",
                         help="play each file in real time into a live transcriber (each update drafts from the last "
@@ -130,7 +131,7 @@ def run(args) -> int:
         tqdm.write(f"error: {message}", file=sys.stderr)
 
     def emit(file: str, result) -> None:
-        comparison = compare(plain, result, file) if plain is not None else None
+        comparison = compare(plain, transcriber, file) if plain is not None else None
         rendered = render(result, args.format, file, comparison, args.word_cues)
         destination = output_path(args, file, several)
         if destination is not None:
@@ -189,18 +190,17 @@ def _transcribe_group(transcriber, files: list[str]) -> list[tuple[str, object]]
     return [(file, outcomes[file]) for file in files]
 
 
-def compare(plain, speculative_result, file: str) -> dict:
-    """Decode `file` again by plain greedy; print and return the times, the speedup and whether the tokens
-    are identical."""
-    result = plain.transcribe(file)
-    speedup = result.stats.total_seconds / max(speculative_result.stats.total_seconds, 1e-9)
-    identical = result.tokens == speculative_result.tokens
-    print(f"compare {file}: plain {result.stats.total_seconds:.2f} s, {speculative_result.mode} "
-          f"{speculative_result.stats.total_seconds:.2f} s, speedup {speedup:.2f}x, identical output: "
-          f"{'yes' if identical else 'NO'}", file=sys.stderr)
-    return {"plain_seconds": round(result.stats.total_seconds, 4),
-            "speculative_seconds": round(speculative_result.stats.total_seconds, 4),
-            "speedup": round(speedup, 3), "identical": identical, "mode": speculative_result.mode}
+def compare(plain, speculative, file: str) -> dict:
+    """Time plain greedy against `speculative` on `file` as a benchmark does (whisper/comparison.py: each side
+    warmed up, interleaved repeats, their medians, every run encoding the audio); print and return the times, the
+    speedup and whether the tokens are identical."""
+    from .whisper.comparison import compare_speeds
+
+    comparison = compare_speeds(plain, speculative, file)
+    print(f"compare {file}: plain {comparison.plain_seconds:.2f} s, {comparison.speculative.mode} "
+          f"{comparison.speculative_seconds:.2f} s ({comparison.method}), speedup {comparison.speedup:.2f}x, "
+          f"identical output: {'yes' if comparison.identical else 'NO'}", file=sys.stderr)
+    return comparison.as_dict()
 
 
 def main(argv: list[str] | None = None) -> int:

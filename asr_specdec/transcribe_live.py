@@ -83,5 +83,7 @@ def summary_line(file: str, summary: dict) -> str:
             f"(encoder median {summary['encoder_median']} s)")
     if "plain_median" in summary:
         line += (f"; plain median {summary['plain_median']} s, p95 {summary['plain_p95']} s; speedup median "
-                 f"{summary['speedup_median']}x; identical output: {'yes' if summary['identical'] else 'NO'}")
+                 f"{summary['speedup_median']}x (over {summary['compared_updates']} updates after a warm-up one, "
+                 "each decode encoding its buffer, plain and speculative taking turns going first); identical "
+                 f"output: {'yes' if summary['identical'] else 'NO'}")
     return line + (f"; mean lag of committed words {summary['mean_word_lag']} s; real-time factor {summary['rtf']}")

@@ -159,7 +159,8 @@ def build_transcriber(args):
 
 
 def plain_sibling(transcriber):
-    """The same transcriber decoding plainly (mode off), on the same loaded weights: --compare's reference."""
+    """The same transcriber decoding plainly (mode off), on the same loaded weights and pipeline: --compare's
+    reference (whisper/comparison.py times each of its runs with an encoding of its own, none kept across)."""
     from dataclasses import replace
 
     from .whisper.transcriber import SpeculativeWhisper

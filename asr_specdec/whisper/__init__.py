@@ -9,7 +9,9 @@ _EXPORTS = {
     "Progress": "transcriber",
     "load_audio": "io.audio",
     "StreamingTranscriber": "live.streaming",
-    "StreamingUpdate": "live.streaming",
+    "StreamingUpdate": "live.updates",
+    "SpeedComparison": "comparison",
+    "compare_speeds": "comparison",
 }
 
 

@@ -51,15 +51,34 @@ class CallWindows:
                                    end_of_text=tokens.end_of_text) if complete_segments and timestamps
                            else window_text_tokens(tokens.end_of_text))
         prefix = tuple(self.prompts.prefix) if self.prompts.prefix and first else None
+        window_frames = (None if options.chunk_length is None
+                         else self.pipeline.chunk_frames(options.chunk_length).window)
+        return self._window(features, language_id, timestamps, previous, audio_frames, prefix, word_tokens,
+                            window_frames)
+
+    def live_window(self, features: torch.Tensor, language_id: int | None, *, previous: list[int] | None = None,
+                    audio_frames: int | None = None) -> Window:
+        """A live update's window (live/streaming.py): as a call's, with timestamps and `previous` (the committed
+        text before the buffer), and what a live decode needs besides: its words always aligned (a cut follows the
+        last word; speech the decode skipped is found between them), its scores and the silence rule wherever the
+        recipe judges silence (an update is decoded once, without fallback retries), the whole 30-s window whatever
+        the chunk length (the buffer grows to max_buffer_seconds), and never the prefix."""
+        recipe, tokens = self.options.recipe, self.pipeline.tokens
+        return self._window(features, language_id, True, previous, audio_frames, None,
+                            window_text_tokens(tokens.end_of_text), None,
+                            score=recipe.no_speech_threshold is not None, silence_threshold=recipe.skip_threshold)
+
+    def _window(self, features, language_id, timestamps, previous, audio_frames, prefix, word_tokens, window_frames,
+                score: bool = False, silence_threshold: float | None = None) -> Window:
+        options = self.options
         return Window(features, language_id, timestamps,
-                      window_context(self.prompts.hotwords, previous, tokens.prompt_limit),
+                      window_context(self.prompts.hotwords, previous, self.pipeline.tokens.prompt_limit),
                       prefix=prefix, word_tokens=word_tokens, audio_frames=audio_frames, task=options.task,
                       suppression=options.suppression, max_new_tokens=options.max_new_tokens,
                       repetition_penalty=options.repetition_penalty,
                       no_repeat_ngram_size=options.no_repeat_ngram_size,
-                      sampling=options.sampling,
-                      window_frames=None if options.chunk_length is None
-                      else self.pipeline.chunk_frames(options.chunk_length).window)
+                      sampling=options.sampling, window_frames=window_frames, score=score,
+                      silence_threshold=silence_threshold)
 
 
 @dataclass

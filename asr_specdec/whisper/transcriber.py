@@ -273,6 +273,15 @@ class SpeculativeWhisper:
         itself, e.g. under its own lock)."""
         return self.pipeline.decode(windows, speculation or self.speculation, generator)
 
+    def features(self, samples: np.ndarray) -> torch.Tensor:
+        """One window's log-mel features (the audio padded to 30 s), as a decode of `decode_windows` takes them."""
+        return self.pipeline.features(samples)
+
+    def forget_encoding(self) -> None:
+        """Let the next call run its encoder: drop the encoding kept from the last call on these weights (a call
+        of one window keeps it for a retry of the same audio; a timed comparison must not take it)."""
+        self.pipeline.forget_encoding()
+
     def chunk_frames(self, chunk_length: int | None = None):
         """The time grid of a window of `chunk_length` seconds (None: the model's 30 s): runtime/frames.py."""
         return self.pipeline.chunk_frames(chunk_length)

@@ -15,7 +15,7 @@ from app.views import (
     token_highlights,
 )
 from asr_specdec.core.stats import DecodeStats
-from asr_specdec.whisper import TranscriptionResult
+from asr_specdec.whisper import SpeedComparison, TranscriptionResult
 from asr_specdec.whisper.io.formats import Segment
 
 from .html_tables import table_rows
@@ -61,9 +61,10 @@ def test_telemetry_rows():
 
 @pytest.mark.parametrize("speculative_tokens, identical", [([1, 2, 3], "yes"), ([1, 2, 4], "NO")])
 def test_comparison_rows(speculative_tokens, identical):
-    plain = result([1, 2, 3], [False] * 3, seconds=3.0, mode="off")
-    speculative = result(speculative_tokens, [True] * 3, seconds=1.5)
-    rows = {row[0]: row[1:] for row in comparison_rows(plain, speculative)}
+    # the results' own times are a run's; the table shows the comparison's medians
+    plain = result([1, 2, 3], [False] * 3, seconds=9.0, mode="off")
+    speculative = result(speculative_tokens, [True] * 3, seconds=9.0)
+    rows = {row[0]: row[1:] for row in comparison_rows(SpeedComparison(plain, speculative, 3.0, 1.5, 3))}
     assert rows["speedup"] == ["1.00x", "2.00x"]
     assert rows["identical output"] == ["", identical]
     assert rows["time"] == ["3.00 s", "1.50 s"]

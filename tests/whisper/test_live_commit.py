@@ -42,3 +42,16 @@ def test_committed_words_in_the_buffer_are_matched_and_ones_the_hypothesis_stops
     assert decide(last, [101, 102, 103, 104], True, False, no_skip, starts_word) == Commit(2, 4)
     short = decide(last, [101], True, False, no_skip, starts_word)
     assert short.start == 1 and short.unreached == (102,) and short.committed == 1  # nothing agreed past it
+
+
+def test_a_decode_is_judged_silent_and_heard_by_its_scores_alone():
+    from asr_specdec.whisper.live.commit import judge
+    from asr_specdec.whisper.recipe.fallback import Recipe
+
+    recipe = Recipe()  # no-speech threshold 0.6, log-probability threshold -1.0, silence threshold 0.8
+    assert judge(None, None, recipe) == (False, True)  # no scores: heard, never silent
+    assert judge(0.1, -2.0, recipe) == (False, True)
+    assert judge(0.7, -0.5, recipe) == (False, False)  # likely text keeps it, but it is agreed with by nothing
+    assert judge(0.7, -2.0, recipe) == (True, False)  # openai's rule
+    assert judge(0.9, -0.5, recipe) == (True, False)  # over the silence threshold whatever its text
+    assert judge(0.9, -2.0, Recipe(no_speech_threshold=None)) == (False, True)  # the no-speech test off

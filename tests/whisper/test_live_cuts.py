@@ -81,3 +81,46 @@ def test_speech_skipped_at_the_start_is_cut_at_the_middle_of_the_pause_before_th
     assert abs(head / RATE - 2.0) < 0.05  # the middle of the 1.5-2.5 s pause
     short = frames_with_speech(6.0, [(0.0, 0.3), (2.5, 4.0)])  # too little speech before the pause to be a word
     assert cuts.skipped_head(aligned, 0, int(6.0 * RATE), short, STEP) == int(3.0 * RATE)
+
+
+RULES = cuts.CutRules(step=STEP, trim_seconds=15, max_buffer_seconds=25, end_of_text=EOT)
+
+
+def plan(text, found, committed, heard_end, seconds, *, final=False, head=False, tokens=None, aligned=None,
+         frames=None):
+    samples = np.zeros(int(seconds * RATE), dtype=np.float32)
+    return cuts.place(tokens or list(text), list(text), found, committed, heard_end, final=final, head=head,
+                      aligned=aligned, samples=samples, start=0, buffer_seconds=min(seconds, 30),
+                      frames=frames or frames_with_speech(seconds, []), rules=RULES)
+
+
+def test_a_full_buffer_is_cut_at_its_last_complete_segment_and_commits_what_it_cuts_away():
+    placed = plan([1, 2, 3, 4, 5, 6], PIECES, committed=1, heard_end=None, seconds=26)
+    assert placed.cut == PIECES[2] and placed.committed == 5 and not placed.decode_again and placed.head is None
+    assert plan([1, 2, 3, 4, 5, 6], PIECES, 1, None, seconds=12) == cuts.CutPlan(None, 1)  # short: nothing
+
+
+def test_a_full_buffer_without_a_complete_segment_is_committed_whole():
+    placed = plan([1, 2], [Piece(0, None, (1, 2), 2, 4)], committed=0, heard_end=None, seconds=26)
+    assert placed.cut is None and placed.whole and placed.committed == 2
+
+
+def test_speech_skipped_at_the_start_of_a_full_buffer_is_decoded_alone_next():
+    frames = frames_with_speech(26.0, [(0.0, 1.5), (2.5, 4.0)])
+    aligned = [Word(" later", [1], 0.0, 3.0)]
+    placed = plan([1], [Piece(0, 150, (1,), 1, 3)], committed=0, heard_end=0, seconds=26, aligned=aligned,
+                  frames=frames)
+    assert placed.cut is None and placed.decode_again and not placed.whole
+    assert abs(placed.head / RATE - 2.0) < 0.05
+
+
+def test_the_last_decode_stopping_short_of_speech_is_cut_after_its_words_and_decoded_again():
+    tokens = [EOT + 1, 1, 2, 3, EOT]
+    aligned = [Word(" one", [1], 0.0, 0.3), Word(" two", [2], 0.3, 0.6), Word(" three", [3], 0.6, 1.0)]
+    found = [Piece(0, None, (1, 2, 3), 3, 4)]
+    short = frames_with_speech(4.0, [(0.0, 1.0), (1.5, 3.5)])  # 2 s of speech after the last word
+    placed = plan([1, 2, 3], found, 3, None, seconds=4.0, final=True, tokens=tokens, aligned=aligned, frames=short)
+    assert placed.cut is not None and placed.cut.end == 50 and placed.decode_again and placed.committed == 3
+    done = frames_with_speech(4.0, [(0.0, 1.0)])  # nothing after it: the stream's end commits and cuts nothing
+    assert plan([1, 2, 3], found, 3, None, seconds=4.0, final=True, tokens=tokens, aligned=aligned,
+                frames=done) == cuts.CutPlan(None, 3)

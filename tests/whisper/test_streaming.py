@@ -133,6 +133,30 @@ def test_decodes_run_where_decode_windows_says(asr):
     assert [update.tokens for update in routed] == [update.tokens for update in direct]
 
 
+def test_compared_updates_each_encode_their_buffer_and_take_turns_going_first(asr, monkeypatch):
+    """compare=True: the plain decode of an update runs its own encoder (it does not take the encoding the drafted
+    decode of the same window kept), and the two ways take turns going first, update after update."""
+    from asr_specdec.whisper.runtime.encoder import EncoderRunner
+
+    encoded, original = [], EncoderRunner.__call__
+    monkeypatch.setattr(EncoderRunner, "__call__", lambda self, features: encoded.append(1) or original(self, features))
+    stream = StreamingTranscriber(asr, compare=True)
+    order, decode = [], stream.decode_windows
+
+    def recording(windows, speculation):
+        order.append("plain" if speculation is stream.plain else "drafted")
+        return decode(windows, speculation)
+
+    stream.decode_windows = recording
+    updates = [live.update for live in play(stream, noise(3.0, seed=3), chunk_seconds=1.0, clock="fixed")]
+    decoded = [update for update in updates if update.stats is not None]
+    assert len(decoded) >= 3 and all(update.identical for update in decoded)
+    assert len(encoded) == len(order) == 2 * len(decoded)
+    firsts = order[::2]
+    assert firsts == [("drafted", "plain")[number % 2] for number in range(len(decoded))]
+    assert all(pair[0] != pair[1] for pair in zip(order[::2], order[1::2]))
+
+
 class Script:
     """A stand-in for the pipeline's decode: returns the hypotheses given, in order, and records each window and
     what the hypothesis drafter was told to expect. `scores`: (no-speech probability, avg log-probability) of
@@ -552,6 +576,19 @@ def test_live_summary_of_a_fixed_clock_run(asr):
     assert summary["words"] >= 1 and 0 <= summary["mean_word_lag"] <= 1.2
 
 
+def test_the_live_speedup_is_the_median_over_compared_updates_after_the_warm_up_one():
+    from asr_specdec.whisper import StreamingUpdate
+    from asr_specdec.whisper.live.replay import LiveUpdate
+
+    def update(seconds, plain_seconds):
+        return LiveUpdate(0.0, StreamingUpdate(1.0, "", "", "", 0.0, 1.0, seconds, None, stats=DecodeStats(),
+                                               plain_decode_seconds=plain_seconds, identical=True))
+
+    summary = summarize([update(1.0, 9.0), update(1.0, 2.0), update(1.0, 3.0), update(2.0, 2.0)], 3.0)
+    assert summary["speedup_median"] == 2.0 and summary["compared_updates"] == 3  # the cold first one left out
+    assert summary["plain_median"] == 2.0 and summary["identical"]
+
+
 def test_a_run_replayed_from_its_schedule_gives_the_same_updates(asr):
     """The simulated clock's schedule depends on measured decode times; a recorded schedule replays a run exactly
     (updates that coalesce two chunks included)."""
@@ -583,3 +620,28 @@ def test_a_streams_windows_are_built_as_a_calls_windows_are(tiny_pair):
     assert all((window.repetition_penalty, window.no_repeat_ngram_size, window.max_new_tokens) == (1.3, 3, 12)
                for window, _ in seen)
     assert all(window.word_tokens is not None and window.prefix is None for window, _ in seen)
+
+
+def test_a_live_window_is_the_window_builders_own_untouched(tiny_pair):
+    """Every live decode's window is CallWindows.live_window's, field for field: timestamps, words always aligned,
+    scores and the silence rule of the recipe, the whole 30-s window even where the transcriber's chunk_length is
+    shorter."""
+    import dataclasses
+
+    asr = SpeculativeWhisper(tiny_pair, mode="off", max_new_tokens=12, chunk_length=10)
+    stream = asr.stream()
+    seen = record_windows(stream)
+    stream.feed(noise(3.0, seed=2))
+    stream.finish()
+    builder = asr.call_windows()
+    sample = [1, 2, asr.tokens.end_of_text, asr.tokens.timestamp_begin]
+    assert seen
+    for window, _ in seen:
+        built = builder.live_window(window.features, window.language_id, previous=window.previous,
+                                    audio_frames=window.audio_frames)
+        for field in dataclasses.fields(window):
+            if field.name not in ("features", "word_tokens"):
+                assert getattr(built, field.name) == getattr(window, field.name), field.name
+        assert window.word_tokens(sample) == built.word_tokens(sample) == [1, 2]
+        assert window.timestamps and window.window_frames is None and window.prefix is None
+        assert window.score and window.silence_threshold == asr.options.recipe.skip_threshold

@@ -1,2 +1,2 @@
-"""Live transcription: the streaming transcriber (streaming), its commit policy (agreement), and a recording replayed
-as if it were live (replay)."""
+"""Live transcription: the streaming transcriber (streaming) and the jobs of its updates (intake, decoding, commit
+over agreement, cuts with speech, words, updates), and a recording replayed as if it were live (replay)."""

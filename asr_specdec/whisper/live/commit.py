@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..recipe.fallback import Recipe, is_silent
 from . import agreement
 
 
@@ -28,6 +29,16 @@ class Commit:
     committed: int  # the text tokens committed after this update (text[start:committed] are new)
     unreached: tuple[int, ...] = field(default=())  # committed tokens the hypothesis stopped short of
     heard_end: int | None = None  # text tokens before speech the decode skipped (None: it skipped none)
+
+
+def judge(no_speech_prob: float | None, avg_logprob: float | None, recipe: Recipe) -> tuple[bool, bool]:
+    """(silent, heard) of a decode with these scores (None: it has none): openai's rule judges it silent (its text
+    counts as none, as offline decoding skips such a window); heard when its no-speech probability alone is at most
+    the threshold (else it commits nothing by agreement and is not agreed with by the next)."""
+    if no_speech_prob is None:
+        return False, True
+    threshold = recipe.no_speech_threshold
+    return is_silent(no_speech_prob, avg_logprob, recipe), threshold is None or no_speech_prob <= threshold
 
 
 def decide(last: Agreement, text: list[int], heard: bool, whole: bool, skipped: Callable[[int], int | None],

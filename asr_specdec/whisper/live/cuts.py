@@ -8,24 +8,74 @@ timestamp step.
   (Whisper may end a segment well past speech it skipped; cutting there would lose that speech).
 - `after_words`: a cut inside a segment, after the words before speech a decode skipped.
 - `skipped_head`: the samples at the buffer's start that hold speech its decode skipped.
+- `place`: all of it for one update: where (and whether) the buffer is cut after its commit decision.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..io import audio as audio_io
 from . import agreement, speech
+from .speech import has_letters
 
 # a cut falls at the quietest 20 ms after the last committed word's aligned end, at most this much after it
 CUT_SEARCH_SECONDS = 1.5
 
 
-def has_letters(word: str) -> bool:
-    return any(character.isalnum() for character in word)
+@dataclass(frozen=True)
+class CutRules:
+    """A stream's settings for cutting its buffer."""
+
+    step: float  # seconds of one timestamp step
+    trim_seconds: float  # past this the buffer is cut at its last committed segment
+    max_buffer_seconds: float  # past this at its last complete one, committed or not
+    end_of_text: int
+
+
+@dataclass(frozen=True)
+class CutPlan:
+    """Where one update cuts its buffer, and what follows from it."""
+
+    cut: agreement.Piece | None  # the buffer is cut at this piece's end (None: not cut there)
+    committed: int  # the hypothesis's text tokens committed (a forced cut commits the segments it cuts away)
+    head: int | None = None  # the next decode covers only these samples: speech skipped at the buffer's start
+    decode_again: bool = False  # cut where the decode skipped speech (or at its head): what is left is decoded again
+    skipped: bool = False  # the tentative text follows speech the decode skipped
+    whole: bool = False  # the buffer is committed whole and cut away
+
+
+def place(tokens: list[int], text: list[int], found: list[agreement.Piece], committed: int, heard_end: int | None,
+          *, final: bool, head: bool, aligned: list | None, samples: np.ndarray, start: int, buffer_seconds: float,
+          frames: speech.SpeechFrames, rules: CutRules) -> CutPlan:
+    """The cut of an update whose hypothesis `tokens` (its `text` tokens and segments `found`, its words `aligned`
+    to the buffer `samples`, stream sample `start` on, of which its window holds `buffer_seconds`) commits its
+    first `committed` text tokens, with `heard_end` text tokens before speech it skipped (None: none; commit.py).
+    `final`: the stream's end; `head`: a decode of the speech skipped at a buffer's start, committed whole."""
+    full = len(samples) > rules.max_buffer_seconds * audio_io.SAMPLE_RATE
+    cut = None if final or head or heard_end == 0 else segment_to_cut(
+        found, committed, buffer_seconds, rules.step, rules.trim_seconds, rules.max_buffer_seconds, heard_end)
+    if final and heard_end is None and not head and speech.tail_skipped(aligned if text else None, frames, samples,
+                                                                        start):
+        heard_end = committed = len(text)  # the last decode stopped short of speech: decode the rest again
+    at_skip = cut is None and bool(heard_end) and (final or full) and heard_end <= len(text)
+    head_samples = None
+    if at_skip:  # at the skipped speech: decoded again next
+        cut = after_words(tokens, heard_end, aligned, rules.end_of_text, rules.step)
+    elif heard_end == 0 and (final or full):  # skipped at the start: that speech alone next, then the rest
+        head_samples = skipped_head(aligned, start, len(samples), frames, rules.step)
+    whole = head or full and heard_end != 0  # committed whole and cut away
+    if cut is not None:
+        cut = at_quiet_after_last_word(cut, aligned, samples, start, frames, rules.step)
+        committed = max(committed, cut.text_end)  # a forced cut commits the segments it cuts away
+    elif whole and text:  # no complete segment in a full buffer: commit it whole and start afresh
+        committed = len(text)
+    return CutPlan(cut, committed, head_samples, at_skip or head_samples is not None or head and final,
+                   heard_end is not None and heard_end < len(text), whole)
 
 
 def segment_to_cut(found: list[agreement.Piece], committed: int, buffer_seconds: float, step: float,

@@ -1,5 +1,6 @@
 """A live stream's audio intake: chunks of any rate (or 16-bit PCM bytes) resampled to 16 kHz and appended to the
-buffer not yet cut away; `append` and the decoder's `snapshot`/`drop` may run in different threads."""
+buffer not yet cut away; `append` and the decoder's `snapshot`/`drop` may run in different threads. `is_quiet`
+tells a buffer with no sound in it (not decoded)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ import numpy as np
 
 from ...errors import AudioError
 from ..io import audio as audio_io
+
+SILENCE_RMS = 0.001  # -60 dBFS: a 25-ms frame quieter than this holds no speech (quiet speech is louder)
+
+
+def is_quiet(samples: np.ndarray, silence_rms: float = SILENCE_RMS) -> bool:
+    """True when no 25-ms frame of `samples` is louder than `silence_rms`."""
+    frame = int(audio_io.RMS_FRAME_SECONDS * audio_io.SAMPLE_RATE)
+    padded = np.pad(samples, (0, -len(samples) % frame)).reshape(-1, frame)
+    return bool(np.sqrt(np.square(padded, dtype=np.float64).mean(axis=1).max()) < silence_rms)
 
 
 class AudioIntake:

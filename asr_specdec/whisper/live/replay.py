@@ -94,7 +94,8 @@ def _after(update: StreamingUpdate, now: float, clock: str, began: float) -> flo
 
 
 def summarize(updates: list[LiveUpdate], audio_seconds: float) -> dict:
-    """What a live run measured: per-update decode times (median, p95; plain ones too with compare), the lag of
+    """What a live run measured: per-update decode times (median, p95; plain ones too with compare, and the median
+    per-update speed-up, over the compared updates after the first, which is the warm-up), the lag of
     committed words (the clock when committed minus the word's estimated end in the audio), the real-time factor
     (decode time over audio time) and the final text."""
     decoded = [live.update for live in updates if live.update.decode_seconds > 0]
@@ -113,11 +114,12 @@ def summarize(updates: list[LiveUpdate], audio_seconds: float) -> dict:
     }
     compared = [u for u in decoded if u.plain_decode_seconds is not None]
     if compared:
+        timed = compared[1:] or compared  # the first compared update warms both ways up
         summary.update(
-            plain_median=_percentile([u.plain_decode_seconds for u in compared], 50),
-            plain_p95=_percentile([u.plain_decode_seconds for u in compared], 95),
-            speedup_median=_percentile([u.plain_decode_seconds / u.decode_seconds for u in compared], 50),
-            identical=all(u.identical for u in compared))
+            plain_median=_percentile([u.plain_decode_seconds for u in timed], 50),
+            plain_p95=_percentile([u.plain_decode_seconds for u in timed], 95),
+            speedup_median=_percentile([u.plain_decode_seconds / u.decode_seconds for u in timed], 50),
+            compared_updates=len(timed), identical=all(u.identical for u in compared))
     return summary
 
 

@@ -110,3 +110,35 @@ def skipped_at(words: list, speech_seconds, from_start: bool = True) -> int | No
         if speech_seconds(begin, word.end) > allowance + SKIPPED_SECONDS:
             return index
     return None
+
+
+def has_letters(word: str) -> bool:
+    return any(character.isalnum() for character in word)
+
+
+def heard_end(aligned: list | None, frames: SpeechFrames, samples: np.ndarray, start: int,
+              from_start: bool) -> int | None:
+    """Text tokens of a hypothesis (its words `aligned` to the buffer `samples`, stream sample `start` on) before
+    the first word whose span holds speech the decode skipped (punctuation that spans it counts as before), or None
+    when it skipped none (or nothing is aligned). `from_start`: the buffer begins with no committed words, so the
+    first word's span counts from its start (0: the decode skipped speech at the very start)."""
+    if not aligned or len(aligned) < 2 and not from_start:
+        return None
+    frames.update(samples, start)
+    at = skipped_at(aligned, lambda begin, end: frames.seconds(start + round(begin * SAMPLE_RATE),
+                                                               start + round(end * SAMPLE_RATE)), from_start)
+    if at is None:
+        return None
+    if at and not has_letters(aligned[at].word):  # "." spans the skipped speech: it may be committed
+        at += 1
+    return sum(len(word.tokens) for word in aligned[:at])
+
+
+def tail_skipped(aligned: list | None, frames: SpeechFrames, samples: np.ndarray, start: int) -> bool:
+    """Whether the buffer holds more speech after the hypothesis's last word than a word could say (the decode
+    stopped short of it)."""
+    if not aligned:
+        return False
+    frames.update(samples, start)
+    after = frames.seconds(start + round(aligned[-1].end * SAMPLE_RATE), start + len(samples))
+    return after > ALLOWANCE_SECONDS + SKIPPED_SECONDS

@@ -137,6 +137,11 @@ class WindowPipeline:
         # decode a fallback may retry), for the next call (see _encode)
         self._kept_encoding: tuple | None = None
 
+    def forget_encoding(self) -> None:
+        """Drop the encoding kept from the last call, so that the next call runs its encoder: a timed comparison
+        of two decodes of the same audio (plain and speculative) times each with its own encoding."""
+        self._kept_encoding = None
+
     def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
         """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
         over all of it, as transformers' long-form generate and openai's transcribe compute them."""
