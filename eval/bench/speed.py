@@ -251,6 +251,7 @@ def short_clips(systems: dict, fw: dict, hf, clips: list[Path], repeats: int,
 
 
 def _ours(whisper, samples):
+    whisper.forget_encoding()  # a repeat of the same clip must run its encoder, as faster-whisper's does
     result = whisper.transcribe(samples)
     return (result.text, result.tokens, result.stats.drafted_tokens, result.stats.accepted_tokens,
             result.stats.beam_steps_per_main_pass)
