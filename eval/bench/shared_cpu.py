@@ -99,9 +99,9 @@ def report(times: dict, labels: dict, conditions: list[str]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    import argparse
+    from .cli import bench_parser
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, "eval.bench.shared_cpu")
     parser.add_argument("--audio", default=str(SHARED_AUDIO), help="folder of the clips")
     parser.add_argument("--clips", default=",".join(CLIPS), help="comma-separated clip names in --audio")
     parser.add_argument("--threads", type=int, default=2, help="threads of every system and competitor")

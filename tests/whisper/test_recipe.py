@@ -184,7 +184,7 @@ def test_a_prompt_over_the_limit_keeps_its_end_and_says_so(main_pair, audio):
 
 
 def test_unknown_option_values_are_one_line_errors(main_pair):
-    for options, message in [({"temperature": [0.0, 3.0]}, "temperatures"), ({"best_of": 0}, "best_of"),
+    for options, message in [({"temperature": [0.0, 3.0]}, "temperature"), ({"best_of": 0}, "best_of"),
                              ({"no_speech_threshold": 2.0}, "no_speech_threshold"),
                              ({"vad_options": {"treshold": 0.5}}, "unknown VAD option"),
                              ({"word_timestamp": True}, "unknown transcription option")]:
