@@ -1,8 +1,9 @@
 """Exactness at the widths people run: speculative tokens equal plain greedy tokens at the head counts, widths, mel
-bins and vocabularies of small, medium and large-v3 (turbo and distil share large-v3's), each at one of the decoder
-compute types (each type at one size), for every drafter; one encoder and two decoder layers each, so that it stays affordable. Random weights make
-greedy decoding repeat itself and drafts then pass; the assistants here are the main model with noise added to
-its decoder, so that their drafts are both accepted and rejected, and the test checks that they were."""
+bins and vocabularies of small, medium and large-v3 (turbo and distil share large-v3's), each at one decoder compute
+type (each type at one size), for every drafter; one encoder and two decoder layers each, so that it stays
+affordable. Random weights make greedy decoding repeat itself and drafts then pass; the assistants here are the main
+model with noise added to its decoder, so that their drafts are both accepted and rejected, and the test checks
+that they were."""
 
 from __future__ import annotations
 
