@@ -122,10 +122,9 @@ class ThreadGovernor:
         mark = getattr(self._marks, "mark", None)
         if mark is None or now - mark[0] >= WINDOW_SECONDS:
             waited = self._waited()
-            if waited is not None:
-                self._marks.mark = (now, waited)
-                if mark is not None:
-                    self.observe(now - mark[0], waited - mark[1])
+            self._marks.mark = (now, waited)  # unreadable too: the next reading waits a window, off the hot path
+            if waited is not None and mark is not None and mark[1] is not None:
+                self.observe(now - mark[0], waited - mark[1])
             self._team = self._update_team()
         return self._team
 
