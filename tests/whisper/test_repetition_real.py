@@ -41,17 +41,18 @@ def whisper(tiny_en_dir):
 
 @pytest.fixture(scope="module")
 def loop(whisper, shared_audio):
-    """(the noisy audio, its greedy result, the result's most repeated segment text): the first noise that loops."""
+    """(the noisy audio, its greedy result, the result's most repeated segment text): the first noise that loops
+    in a way the rule can see (a loop inside one segment can stay under the ratio: 2.15 on the AVX2 build at seed
+    2, a phrase of varied words)."""
     speech = np.concatenate([samples for _, samples in clips(shared_audio)])
     for seed, decibels in NOISES:
         noisy = noisy_speech(speech, seed, decibels)
         result = whisper.transcribe(noisy)
-        if loop_words(result.text) >= 9:
+        if loop_words(result.text) >= 9 and max(segment.compression_ratio for segment in result.segments) > THRESHOLD:
             break
     else:
         pytest.skip(f"none of {len(NOISES)} noises makes a repetition loop on this build ({whisper.backend})")
     sentence = Counter(segment.text for segment in result.segments).most_common(1)[0][0]
-    assert max(segment.compression_ratio for segment in result.segments) > THRESHOLD
     assert {segment.temperature for segment in result.segments} == {0.0}  # no ladder: nothing retried
     return noisy, result, sentence
 

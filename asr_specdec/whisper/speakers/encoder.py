@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -50,14 +51,25 @@ class SpeakerEncoder(nn.Module):
         return torch.cat(pieces).numpy()
 
 
+class SlowerSpeakerEncoder(RuntimeWarning):
+    """bfloat16 was asked for on a CPU without native bfloat16: the encoder runs in float32."""
+
+
 def encoder_precision(precision: str) -> str:
     """"auto": bfloat16 where the CPU multiplies it natively (native/backend.py decides: there the LSTM takes
-    half float32's time, its embeddings within cosine 0.997 of float32's on the 64-s joined clips), else float32."""
-    if precision != "auto":
+    half float32's time, its embeddings within cosine 0.997 of float32's on the 64-s joined clips), else float32.
+    "bfloat16" asked for where it is not native is float32, announced: PyTorch's LSTM has no bfloat16 path there
+    (oneDNN cannot build it without AVX512-BF16)."""
+    if precision == "float32":
         return precision
     from ...native.backend import native_bfloat16
 
-    return "bfloat16" if native_bfloat16() else "float32"
+    if native_bfloat16():
+        return "bfloat16"
+    if precision == "bfloat16":
+        warnings.warn("the speaker encoder runs in float32: this CPU does not multiply bfloat16 natively",
+                      SlowerSpeakerEncoder, stacklevel=2)
+    return "float32"
 
 
 def mel_frames(samples: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ from asr_specdec.native import backend
 from asr_specdec.whisper.io.audio import load_audio
 from asr_specdec.whisper.speakers.encoder import (
     WINDOW_FRAMES,
+    SlowerSpeakerEncoder,
     encoder_precision,
     mel_frames,
     shared_encoder,
@@ -70,6 +71,7 @@ def test_the_encoder_is_loaded_once_and_shared():
     assert not shared_encoder().training
 
 
+@pytest.mark.skipif(not backend.native_bfloat16(), reason="this CPU has no native bfloat16 (the LSTM has no path)")
 def test_bfloat16_embeddings_point_where_float32_ones_do(shared_audio):
     mel = mel_frames(load_audio(shared_audio / "librivox-0930.wav"))
     windows = np.stack([mel[start:start + WINDOW_FRAMES] for start in range(0, len(mel) - WINDOW_FRAMES, 80)])
@@ -83,4 +85,12 @@ def test_bfloat16_embeddings_point_where_float32_ones_do(shared_audio):
 def test_auto_precision_is_bfloat16_only_where_the_cpu_multiplies_it_natively(monkeypatch, native):
     monkeypatch.setattr(backend, "native_bfloat16", lambda: native)
     assert encoder_precision("auto") == ("bfloat16" if native else "float32")
-    assert encoder_precision("float32") == "float32" and encoder_precision("bfloat16") == "bfloat16"
+    assert encoder_precision("float32") == "float32"
+
+
+def test_bfloat16_asked_for_without_native_bfloat16_is_float32_announced(monkeypatch):
+    monkeypatch.setattr(backend, "native_bfloat16", lambda: False)
+    with pytest.warns(SlowerSpeakerEncoder, match="float32"):
+        assert encoder_precision("bfloat16") == "float32"
+    monkeypatch.setattr(backend, "native_bfloat16", lambda: True)
+    assert encoder_precision("bfloat16") == "bfloat16"
