@@ -50,7 +50,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGr
 
 def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     """The transcription recipe's options (word timestamps, VAD, fallback, no-speech, prompts), as transcribe's."""
-    from asr_specdec.recipe_arguments import add_recipe_arguments as add_arguments
+    from asr_specdec.cli.recipe_arguments import add_recipe_arguments as add_arguments
 
     add_arguments(parser, subtitles=False)
 
@@ -69,7 +69,7 @@ def recipe_settings(args) -> str:
     """The recipe options on the command line as the JSON that EvalSettings.recipe carries to every worker."""
     import json
 
-    from asr_specdec.recipe_arguments import check_recipe_arguments, recipe_options
+    from asr_specdec.cli.recipe_arguments import check_recipe_arguments, recipe_options
 
     check_recipe_arguments(args)
     return json.dumps(recipe_options(args), sort_keys=True)
@@ -163,7 +163,7 @@ def device_and_threads(args) -> tuple[str, int | None]:
 def run_command(run, parser: argparse.ArgumentParser, module: str, argv: list[str] | None, interrupted: str) -> int:
     """`run(args, command)` as a command line: user errors are one line and exit 2, Ctrl-C before any result
     says `interrupted` and exits 130. `command` is the line that reproduces the run, for the report."""
-    from asr_specdec.commands import error_line
+    from asr_specdec.cli.commands import error_line
     from asr_specdec.errors import SpecdecError
 
     args = parser.parse_args(argv)

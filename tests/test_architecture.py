@@ -11,15 +11,19 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "asr_specdec"
+COMMANDS = ("transcribe", "serve", "generate", "convert")  # in cli/; `python -m asr_specdec.NAME` runs each
+ENTRY_POINTS = set(COMMANDS)  # the two-line modules at the package root that run them
 NO_CYCLES = PACKAGE.parents[1] / "shared" / "tools" / "no-cycles.py"
 # room -> rooms of asr_specdec it must not import
 FORBIDDEN = {
-    "core": {"whisper", "text", "weights", "compat", "transcribe", "generate", "convert", "commands"},
-    "weights": {"core", "whisper", "text", "compat", "transcribe", "generate", "convert", "commands"},
-    "whisper": {"text", "compat", "transcribe", "generate", "convert", "commands"},
-    "text": {"whisper", "compat", "transcribe", "generate", "convert", "commands"},
+    "core": {"whisper", "text", "weights", "compat", "server", "cli", *ENTRY_POINTS},
+    "weights": {"core", "whisper", "text", "compat", "server", "cli", *ENTRY_POINTS},
+    "whisper": {"text", "compat", "server", "cli", *ENTRY_POINTS},
+    "text": {"whisper", "compat", "server", "cli", *ENTRY_POINTS},
     # faster-whisper's API maps onto the Whisper adapter; nothing of the command lines or the server
-    "compat": {"text", "server", "transcribe", "generate", "convert", "commands", "serve"},
+    "compat": {"text", "server", "cli", *ENTRY_POINTS},
+    # the server is a front end like the command lines: they may start it, it knows nothing of them
+    "server": {"compat", "cli", *ENTRY_POINTS},
 }
 
 
@@ -68,15 +72,22 @@ def test_no_import_cycles():
     assert result.stdout.strip().endswith("modules") and result.stdout.startswith("0 cycles, 0 core->adapter")
 
 
-COMMANDS = ("transcribe", "serve", "generate", "convert")  # `python -m asr_specdec.NAME`
-
-
 def test_no_command_imports_another():
-    """What two command lines share lives in a module that is not a command (commands.py,
+    """What two command lines share lives in a module of cli/ that is not a command (commands.py,
     transcriber_arguments.py, recipe_arguments.py)."""
-    offending = {f"{name}.py imports asr_specdec.{imported}" for name in COMMANDS
-                 for imported in imported_rooms(PACKAGE / f"{name}.py") & (set(COMMANDS) - {name})}
+    def commands_imported_by(path: Path) -> set[str]:
+        return {name[2] for name in imported_names(path) if name[:2] == ["asr_specdec", "cli"] and len(name) > 2}
+
+    offending = {f"cli/{name}.py imports cli/{other}.py" for name in COMMANDS
+                 for other in commands_imported_by(PACKAGE / "cli" / f"{name}.py") & (set(COMMANDS) - {name})}
     assert not offending, sorted(offending)
+
+
+def test_the_package_root_holds_the_api_errors_and_entry_points_only():
+    loose = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__", "errors"}
+    assert loose == ENTRY_POINTS
+    for name in ENTRY_POINTS:  # each only runs its command
+        assert imported_names(PACKAGE / f"{name}.py") == [["sys"], ["asr_specdec", "cli", name]]
 
 
 # the Whisper adapter's rooms, lowest first: a room imports only rooms below it (data flows one way: a window's

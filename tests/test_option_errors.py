@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from asr_specdec.cli.transcribe import build_parser, main
 from asr_specdec.errors import OptionError
-from asr_specdec.transcribe import build_parser, main
 
 
 @pytest.mark.parametrize("flags, expected", [

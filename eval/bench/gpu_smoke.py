@@ -99,7 +99,7 @@ def cases(main: str, assistant: str | None, device: str, compute: str, clips: li
             raise Mismatch("no word timestamps")
 
     def compare():
-        from asr_specdec.transcribe import main as transcribe
+        from asr_specdec.cli.transcribe import main as transcribe
 
         output, errors = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(errors):

@@ -33,7 +33,7 @@ def test_recipe_options_reach_the_transcribers():
 
 
 def test_bad_recipe_values_are_user_errors():
-    from asr_specdec.commands import error_line
+    from asr_specdec.cli.commands import error_line
 
     with pytest.raises(SpecdecError) as refused:
         options_from(["--best-of", "0"])

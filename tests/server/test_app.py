@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from asr_specdec.serve import draining_server
+from asr_specdec.cli.serve import draining_server
 from asr_specdec.whisper import SpeculativeWhisper
 from asr_specdec.whisper.io.formats import Segment, to_srt, to_vtt
 from asr_specdec.whisper.runtime.pipeline import Window

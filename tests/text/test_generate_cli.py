@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from asr_specdec import generate
+from asr_specdec.cli import generate
 
 from ..tiny_text import POSITIONS, char_tokenizer, one_thread, tiny_gpt2, tiny_llama  # noqa: F401 (an autouse fixture)
 

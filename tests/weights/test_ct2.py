@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from asr_specdec.convert import main as convert_main
+from asr_specdec.cli.convert import main as convert_main
 from asr_specdec.errors import ModelError
 from asr_specdec.weights.ct2 import convert_ct2_whisper, read_model_bin
 

@@ -61,7 +61,7 @@ def test_every_timed_run_of_each_side_runs_its_encoder(pair, shared_audio, encod
 
 
 def test_the_command_lines_compare_encodes_in_every_run(capsys, shared_audio, encoder_runs):
-    from asr_specdec.transcribe import main
+    from asr_specdec.cli.transcribe import main
 
     code = main(["--main", "tiny.en", "--mode", "quantized-self", "--compare", str(shared_audio / "LJ002-0020.wav")])
     err = capsys.readouterr().err

@@ -184,9 +184,9 @@ def test_cpu_only_drafters_are_refused_on_a_gpu_by_name_and_left_out_by_default(
 
     from app.compute_guide import compute_choices
     from app.drafter_guide import guide_markdown, mode_choices
+    from asr_specdec.cli.transcribe import main
+    from asr_specdec.cli.transcriber_arguments import choose_models
     from asr_specdec.server.transcribers import Transcribers
-    from asr_specdec.transcribe import main
-    from asr_specdec.transcriber_arguments import choose_models
 
     sample = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
     assert main(["--main", "tiny.en", "--mode", "quantized-self", "--device", "cuda", str(sample)]) == 2

@@ -160,7 +160,7 @@ def test_subtitles_are_well_formed_with_increasing_times(tiny_plain):
 def test_cli_timestamp_and_long_form_flags(capsys, tmp_path, shared_audio, long_clip):
     import soundfile
 
-    from asr_specdec.transcribe import main
+    from asr_specdec.cli.transcribe import main
 
     short = shared_audio / "librivox-0870.wav"  # 7.1 s, one sentence
     assert main(["--main", "tiny.en", "--mode", "off", str(short), "--format", "vtt"]) == 0

@@ -93,8 +93,8 @@ def test_a_call_overrides_a_copy():
 
 
 def test_the_command_line_maps_into_the_same_options():
-    from asr_specdec.transcribe import build_parser
-    from asr_specdec.transcriber_arguments import model_options, transcribe_options
+    from asr_specdec.cli.transcribe import build_parser
+    from asr_specdec.cli.transcriber_arguments import model_options, transcribe_options
 
     args = build_parser().parse_args(["a.wav", "--format", "srt", "--dynamic", "--beam-size", "2", "--language",
                                       "en", "--early-exit-layer", "1", "--dtype", "float32", "--device", "cpu"])
@@ -110,10 +110,10 @@ def test_the_command_line_maps_into_the_same_options():
 def test_each_front_end_with_nothing_set_gives_exactly_the_default_options():
     """The defaults are written once, on the options objects: a front end given nothing builds exactly them."""
     from app.settings import DecodeOptions, RecipeChoices
-    from asr_specdec import serve, transcribe
-    from asr_specdec.recipe_arguments import check_recipe_arguments
+    from asr_specdec.cli import serve, transcribe
+    from asr_specdec.cli.recipe_arguments import check_recipe_arguments
+    from asr_specdec.cli.transcriber_arguments import model_options, transcribe_options
     from asr_specdec.server.forms import AudioRequest
-    from asr_specdec.transcriber_arguments import model_options, transcribe_options
 
     mode = default_mode("cpu")
     expected_model = ModelOptions(main="base", mode=mode, device="cpu")

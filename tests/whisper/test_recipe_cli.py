@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from asr_specdec.transcribe import main
+from asr_specdec.cli.transcribe import main
 
 pytestmark = pytest.mark.slow
 

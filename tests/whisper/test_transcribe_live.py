@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from asr_specdec.transcribe import main
+from asr_specdec.cli.transcribe import main
 from eval.metrics import normalize
 
 pytestmark = pytest.mark.slow

@@ -82,7 +82,7 @@ def test_silence_and_more_speakers_than_heard(whisper, shared_audio):
 
 
 def test_the_command_line_labels_text_srt_and_json(capsys, tiny_en_dir, stereo, tmp_path):
-    from asr_specdec.transcribe import main
+    from asr_specdec.cli.transcribe import main
 
     assert main(["--main", str(tiny_en_dir), "--mode", "off", str(stereo), "--speakers", "--format", "json"]) == 0
     record = json.loads(capsys.readouterr().out)
@@ -133,7 +133,7 @@ def test_the_server_s_diarize_field(whisper, stereo):
 
 
 def test_the_eval_s_speakers_option_reaches_the_transcriber_and_its_rows(whisper, tiny_en_dir, talk):
-    from asr_specdec.recipe_arguments import recipe_options
+    from asr_specdec.cli.recipe_arguments import recipe_options
     from asr_specdec.whisper.arguments import recipe_arguments
     from asr_specdec.whisper.options import TranscribeOptions
     from eval.rows import ok_row

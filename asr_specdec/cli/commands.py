@@ -28,7 +28,7 @@ def format_stats(stats, label: str) -> str:
 def error_line(error: Exception, parser) -> str:
     """A user error's one line in the command line's words: an option refused by its options object (OptionError,
     named by its Python keyword) is named by the flag that sets it (`{name=value}`: "--flag value")."""
-    from .errors import OptionError
+    from ..errors import OptionError
     from .recipe_arguments import FLAG_DESTS
 
     if not isinstance(error, OptionError):

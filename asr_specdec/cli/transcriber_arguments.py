@@ -4,7 +4,7 @@ transcribe). Not a command itself: both commands import it, neither imports the 
 
 from __future__ import annotations
 
-from .core.modes import ASSISTANT_MODES, check_mode_on, default_mode
+from ..core.modes import ASSISTANT_MODES, check_mode_on, default_mode
 from .recipe_arguments import recipe_options
 
 DEFAULTS_HELP = (
@@ -19,11 +19,11 @@ DEFAULTS_HELP = (
 def add_model_arguments(parser, serving: bool = False) -> None:
     """The model and decoding flags transcribe and serve share (`serving`: a server's words, where a request may
     choose), their defaults read from ModelOptions, TranscribeOptions and Sampling."""
-    from .core.draft_length import SCHEDULES
-    from .core.logits import Sampling
-    from .core.modes import MODES
-    from .whisper.model_options import ModelOptions
-    from .whisper.options import LONG_FORM_MODES, TranscribeOptions
+    from ..core.draft_length import SCHEDULES
+    from ..core.logits import Sampling
+    from ..core.modes import MODES
+    from ..whisper.model_options import ModelOptions
+    from ..whisper.options import LONG_FORM_MODES, TranscribeOptions
 
     model, options, sampling = ModelOptions(), TranscribeOptions(), Sampling()
     parser.add_argument("--main", help="main model (see below)")
@@ -73,7 +73,7 @@ def add_model_arguments(parser, serving: bool = False) -> None:
 
 def add_sampling_arguments(parser) -> None:
     """transformers' sampling: every token drawn at one fixed temperature (openai's --temperature is the recipe's)."""
-    from .core.logits import Sampling
+    from ..core.logits import Sampling
 
     parser.add_argument("--do-sample", action="store_true", help="sample every token instead of greedy decoding")
     parser.add_argument("--sampling-temperature", type=float, default=None, metavar="T",
@@ -83,7 +83,7 @@ def add_sampling_arguments(parser) -> None:
 
 def choose_models(args) -> tuple[str, str | None, str, str]:
     """(main, assistant, mode, why) from the arguments and what this machine offers."""
-    from .weights.whisper_models import default_models
+    from ..weights.whisper_models import default_models
 
     main, assistant, reason = args.main, args.assistant, "given on the command line"
     if main is None:
@@ -92,7 +92,7 @@ def choose_models(args) -> tuple[str, str | None, str, str]:
     if args.mode is not None:
         refused = check_mode_on(args.mode, args.device)
         if refused:
-            from .errors import SpecdecError
+            from ..errors import SpecdecError
 
             raise SpecdecError(refused)
         return main, assistant, args.mode, reason
@@ -104,7 +104,7 @@ def choose_models(args) -> tuple[str, str | None, str, str]:
 
 def model_options(args, main, assistant, mode: str):
     """ModelOptions from the command line (`device` already resolved from "auto")."""
-    from .whisper.model_options import DEFAULT_SCHEDULE, ModelOptions
+    from ..whisper.model_options import DEFAULT_SCHEDULE, ModelOptions
 
     return ModelOptions(
         main=main, mode=mode, assistant=assistant if mode in ASSISTANT_MODES else None,
@@ -116,10 +116,10 @@ def model_options(args, main, assistant, mode: str):
 
 def transcribe_options(args):
     """TranscribeOptions from the command line: subtitles decode with timestamps unless told otherwise."""
-    from .core.logits import Sampling
-    from .errors import OptionError
-    from .whisper.arguments import recipe_arguments
-    from .whisper.options import TranscribeOptions
+    from ..core.logits import Sampling
+    from ..errors import OptionError
+    from ..whisper.arguments import recipe_arguments
+    from ..whisper.options import TranscribeOptions
 
     timestamps = args.timestamps if args.timestamps is not None else (args.format in ("srt", "vtt") or None)
     temperature = getattr(args, "sampling_temperature", None)
@@ -145,8 +145,8 @@ def build_transcriber(args):
     """(the transcriber the arguments ask for, why these models)."""
     import torch
 
-    from .errors import SpecdecError
-    from .whisper.transcriber import SpeculativeWhisper
+    from ..errors import SpecdecError
+    from ..whisper.transcriber import SpeculativeWhisper
 
     if args.threads is not None:
         if args.threads < 1:
@@ -163,7 +163,7 @@ def plain_sibling(transcriber):
     reference (whisper/comparison.py times each of its runs with an encoding of its own, none kept across)."""
     from dataclasses import replace
 
-    from .whisper.transcriber import SpeculativeWhisper
+    from ..whisper.transcriber import SpeculativeWhisper
 
     plain = replace(transcriber.model_options, main=transcriber.loaded(), processor=None, mode="off", drafter=None)
     return SpeculativeWhisper.from_options(plain, transcriber.options)

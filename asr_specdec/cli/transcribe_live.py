@@ -24,10 +24,10 @@ def check_live_args(args) -> str | None:
 
 
 def run_live(args, asr) -> int:
-    from .errors import SpecdecError
-    from .whisper.io.audio import load_audio
-    from .whisper.live.replay import play, summarize
-    from .whisper.live.streaming import StreamingTranscriber
+    from ..errors import SpecdecError
+    from ..whisper.io.audio import load_audio
+    from ..whisper.live.replay import play, summarize
+    from ..whisper.live.streaming import StreamingTranscriber
 
     failures = 0
     for file in args.files:

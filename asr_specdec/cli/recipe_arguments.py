@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .errors import OptionError
+from ..errors import OptionError
 
 WORD_CUES = ("segment", "each", "highlight")
 # options whose flag is not their keyword (commands.error_line names a refused option by its flag)
@@ -45,7 +45,7 @@ def _whole_number(text: str) -> int | str:
 def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True, speakers: bool = True) -> None:
     """The recipe's flags, their defaults read from the options objects (TranscribeOptions, its Recipe and
     VadOptions): a default is written once, there."""
-    from .whisper.options import MAX_CHUNK_SECONDS, TranscribeOptions
+    from ..whisper.options import MAX_CHUNK_SECONDS, TranscribeOptions
 
     options = TranscribeOptions()
     recipe, vad = options.recipe, options.vad_options
@@ -132,8 +132,8 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, subtitles: bool = True
 def check_recipe_arguments(args) -> None:
     """The recipe options checked by building them (an OptionError names the option by its keyword: the command
     names it by its flag, commands.error_line), plus what only a command line can get wrong."""
-    from .whisper.arguments import recipe_arguments
-    from .whisper.options import TranscribeOptions
+    from ..whisper.arguments import recipe_arguments
+    from ..whisper.options import TranscribeOptions
 
     if getattr(args, "do_sample", False) and args.temperature is not None:
         raise OptionError("temperature", f"--temperature is openai-whisper's first temperature of the fallback ladder "
