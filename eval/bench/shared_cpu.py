@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     parser.add_argument("--clips", default=",".join(CLIPS), help="comma-separated clip names in --audio")
     parser.add_argument("--threads", type=int, default=2, help="threads of every system and competitor")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--competitors", default="fw-int8,ours", help=f"of {','.join(COMPETITORS)}")
+    parser.add_argument("--competitors", default="fw-int8,ours", help=f"of {','.join(COMPETITORS)} ('': alone only)")
     parser.add_argument("--baseline", type=Path, help="another checkout whose ours (default) is measured too")
     parser.add_argument("--cli-runs", type=int, default=5, help="fresh CLI runs of the first clip beside the "
                         "first competitor (0: none)")
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     from asr_specdec.weights.packs import assemble_pack
 
     clips = [str(Path(args.audio) / name) for name in args.clips.split(",")]
-    conditions = ["alone", *args.competitors.split(",")]
+    conditions = ["alone", *filter(None, args.competitors.split(","))]
     labels = dict(SYSTEMS)
     with tempfile.TemporaryDirectory() as scratch:
         fw_dir = str(Path(scratch) / "ct2-base")
