@@ -52,8 +52,9 @@ def test_speculative_equals_plain_at_every_compute_type(lean, clips, float32_pla
         plain = SpeculativeWhisper(lean, mode="off", language="en", compute_type=compute)
         speculative = SpeculativeWhisper(lean, mode="quantized-self", language="en", compute_type=compute)
         texts, drafted = {}, 0
-        # the default on every clip (its word error rate is checked), the others on every other clip (the suite's time)
-        names = list(clips) if compute == default else list(clips)[0::2]
+        # the default on every clip (its word error rate is checked), the others on every third (the suite's time:
+        # this test was 400 s of it on 2 cores; tests/whisper/test_compute_exact.py covers every type on small shapes)
+        names = list(clips) if compute == default else list(clips)[0::3]
         for name in names:
             samples = clips[name][0]
             expected = plain.transcribe(samples)
