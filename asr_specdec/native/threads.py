@@ -10,7 +10,8 @@ So the governor watches how long the calling thread waits for a CPU while runnab
 /proc/thread-self/schedstat), once per WINDOW_SECONDS of calls. Waiting more than CONTENDED of the time,
 CONTENDED_WINDOWS windows in a row, halves the kernels' threads, and torch's (one OpenMP pool serves both: torch
 loads the libgomp.so.1 the kernels link to); a reduced team probes twice as many once the caller has waited less
-than CALM for a while, and waits longer before the next probe each time a probe meets contention again. Which
+than CALM for a while (at once when nothing but its own threads is runnable on the machine: /proc/loadavg), and
+waits longer before the next probe each time a probe meets contention again. Which
 thread computes which rows never changes a result (the kernels are batch- and thread-invariant), so this changes
 speed only, never bits.
 Where the delay cannot be read (no schedstat: not Linux, or a kernel without it) the kernels keep the budget.
@@ -39,6 +40,7 @@ CALM = 0.05  # share below which a reduced team counts the window towards a prob
 FIRST_PROBE_SECONDS = 0.25  # calm time after a reduction before the first probe
 LAST_PROBE_SECONDS = 4.0  # the longest wait, doubled after each probe that met contention again
 SCHEDSTAT = "/proc/thread-self/schedstat"  # on-CPU ns, run-queue wait ns, timeslices
+LOADAVG = "/proc/loadavg"  # its fourth field: threads runnable on the machine now / threads in all
 
 
 def cgroup_cpus(root: Path = Path("/sys/fs/cgroup")) -> int | None:
@@ -85,13 +87,23 @@ class RunQueueClock:
             return None
 
 
+def runnable_threads(path: str = LOADAVG) -> int | None:
+    """Threads runnable on the whole machine at this instant (the kernel's own count), or None where unreadable."""
+    try:
+        with open(path, "rb") as file:
+            return int(file.read(128).split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class ThreadGovernor:
     """The thread count of the next kernel call (`library.kernel(..., governor.threads())`), and torch's, from how
     long the calling thread has been waiting for a CPU lately (module docstring)."""
 
     def __init__(self, clock=time.perf_counter, waited=None, torch_threads=(torch.get_num_threads,
-                                                                            torch.set_num_threads)):
-        self._clock, self._waited = clock, waited or RunQueueClock()
+                                                                            torch.set_num_threads),
+                 runnable=runnable_threads):
+        self._clock, self._waited, self._runnable = clock, waited or RunQueueClock(), runnable
         self._get_threads, self._set_threads = torch_threads
         self._quota = cgroup_cpus()
         self.requested = self._get_threads()  # the thread count asked of torch
@@ -147,9 +159,17 @@ class ThreadGovernor:
             self._probing, self._probe_wait = False, FIRST_PROBE_SECONDS
         if self.halvings and share < CALM:
             self._calm += wall
-            if self._calm >= self._probe_wait:
+            if self._calm >= self._probe_wait or self._nobody_else_runs():
                 self.halvings -= 1
                 self._probing, self._calm = True, 0.0
+
+
+    def _nobody_else_runs(self) -> bool:
+        """Whether no thread but the team's own is runnable now: the job that took the CPUs has ended, so the
+        team grows at once instead of after the probe wait (which grows to LAST_PROBE_SECONDS over a long
+        contention: measured, a pass alone right after one took 8.4 s instead of 5.3 s at a reduced team)."""
+        runnable = self._runnable()
+        return runnable is not None and runnable <= self._team
 
 
 _GOVERNOR: list[ThreadGovernor] = []

@@ -16,16 +16,18 @@ WINDOW = governed.WINDOW_SECONDS
 
 
 class Scheduler:
-    """A clock and a run-queue clock moved by hand, and torch's thread count as a number."""
+    """A clock and a run-queue clock moved by hand, torch's thread count as a number, and the machine's runnable
+    threads (by default more than the team: someone else is busy)."""
 
     def __init__(self, threads: int = 2):
-        self.now, self.waited, self.torch_threads = 0.0, 0.0, threads
+        self.now, self.waited, self.torch_threads, self.runnable = 0.0, 0.0, threads, 5
 
     def governor(self, monkeypatch, cpus: int = 2) -> ThreadGovernor:
         monkeypatch.setattr(governed, "affinity_cpus", lambda: cpus)
         monkeypatch.setattr(governed, "cgroup_cpus", lambda: None)
         return ThreadGovernor(clock=lambda: self.now, waited=lambda: self.waited,
-                              torch_threads=(lambda: self.torch_threads, self.set_threads))
+                              torch_threads=(lambda: self.torch_threads, self.set_threads),
+                              runnable=lambda: self.runnable)
 
     def set_threads(self, count: int) -> None:
         self.torch_threads = count
@@ -81,6 +83,30 @@ def test_a_reduced_team_probes_back_and_waits_longer_after_each_failed_probe(mon
     contend(scheduler, governor)
     assert governor.threads() == 1
     assert calm_until_probe() == pytest.approx(first, abs=2 * WINDOW)  # a later reduction starts afresh
+
+
+def test_a_reduced_team_grows_at_once_when_nothing_else_runs(monkeypatch):
+    scheduler = Scheduler()
+    governor = scheduler.governor(monkeypatch)
+    governor.threads()
+    for _ in range(4):  # a long contention: the probe wait has grown
+        contend(scheduler, governor)
+        while scheduler.window(governor, 0.0) == 1:
+            pass
+    contend(scheduler, governor)
+    assert governor.threads() == 1 and governor._probe_wait > governed.FIRST_PROBE_SECONDS
+    assert scheduler.window(governor, 0.0) == 1  # calm, but another job's threads are still runnable
+    scheduler.runnable = 1  # the other job ended: only the caller runs
+    assert scheduler.window(governor, 0.0) == 2
+    assert scheduler.window(governor, 0.0) == 2
+
+
+def test_runnable_threads_reads_the_kernels_count(tmp_path):
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.81 1.30 1.69 3/345 12345\n")
+    assert governed.runnable_threads(str(loadavg)) == 3
+    assert governed.runnable_threads(str(tmp_path / "none")) is None
+    assert governed.runnable_threads() is None or governed.runnable_threads() >= 1  # this thread runs
 
 
 def test_a_new_thread_request_is_followed_and_capped_by_the_cpus_the_process_may_use(monkeypatch):
