@@ -5,6 +5,8 @@ cache's graphs, and every tensor is made on its data's device."""
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
@@ -52,3 +54,93 @@ def test_graphed_passes_capture_each_bucket_once_and_replay_the_eager_numbers():
     assert capture.captured == len(buckets) == 4
     assert capture.replayed == len(passes) - capture.captured
     assert caches[1].graphs == {}  # the rows changed: the graphs held the old tensors
+
+
+class PrivatePoolRule:
+    """PyTorch's CUDA caching allocator as graph capture sees it (CUDACachingAllocator.cpp): a capture into a pool
+    id it does not track makes the pool with one user; into a tracked pool, it asserts the pool still has a user
+    and adds one; a graph's reset drops its user, and a pool whose users are gone stays tracked while blocks in it
+    live (here: always, as the graphs' outputs do); a MemPool object is a user for its own lifetime."""
+
+    def __init__(self):
+        self.users: dict[int, int] = {}
+        self.next_id = 0
+
+    def fresh_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def mem_pool(self):
+        rule = self
+
+        class MemPool:
+            def __init__(self):
+                self.id = rule.fresh_id()
+                rule.users[self.id] = 1
+
+            def __del__(self):
+                rule.users[self.id] -= 1
+        return MemPool
+
+    def graph_class(self):
+        rule = self
+
+        class CUDAGraph:
+            pool = None
+
+            def __del__(self):
+                if self.pool is not None:
+                    rule.users[self.pool] -= 1
+        return CUDAGraph
+
+    @contextlib.contextmanager
+    def capture(self, graph, pool):
+        if pool in self.users:
+            if self.users[pool] <= 0:
+                raise RuntimeError("it->second->use_count > 0 INTERNAL ASSERT FAILED")
+            self.users[pool] += 1
+        else:
+            self.users[pool] = 1
+        graph.pool = pool
+        yield
+
+
+def test_graphs_keep_their_memory_pool_open_across_caches(monkeypatch):
+    """The first GPU run with graphs on (docs/gpu.md, 2026-11-28) failed every call after a cache's graphs had
+    gone: the backend's pool had no user left. Under the allocator's rule the bare pool id fails that way; the
+    capture that holds a MemPool captures again after its caches' graphs are gone."""
+    from asr_specdec.whisper.runtime import step_graphs
+
+    rule = PrivatePoolRule()
+    monkeypatch.setattr(torch.cuda, "MemPool", rule.mem_pool())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", rule.graph_class())
+    monkeypatch.setattr(torch.cuda, "graph", rule.capture)
+    table = torch.zeros(1, 2)
+
+    def run(static_table):
+        return static_table + 1
+
+    handle = rule.fresh_id()  # what torch.cuda.graph_pool_handle() gives: an id, no user
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=handle):
+        run(table)
+    del graph
+    try:
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), pool=handle):
+            run(table)
+        raise AssertionError("the rule should refuse a capture into a pool with no user")
+    except RuntimeError as error:
+        assert "use_count > 0" in str(error)
+
+    model = random_whisper({**TINY, "decoder_layers": 2, "vocab_size": 700}, "cpu", torch.float32)
+    runner = WhisperDecoderRunner(model, native=False)
+    capture = step_graphs.CudaCapture()
+    runner.backend.passes = GraphedPasses(capture)
+    with torch.inference_mode():
+        for _call in range(3):  # three calls, each with its own cache (its graphs go with it)
+            cache = runner.new_cache(torch.randn(1, TINY["max_source_positions"], TINY["d_model"]))
+            runner.feed_rows(cache, [[1, 2, 3]], [0])
+            runner.feed_rows(cache, [[4]], [3])
+            assert len(cache.graphs) == 2
+            del cache
+            assert rule.users[capture.pool.id] == 1  # the capture's own hold: the graphs are gone

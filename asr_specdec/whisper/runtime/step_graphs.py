@@ -31,19 +31,27 @@ class EagerPasses:
         return run(table)
 
 
-def cuda_capture(pool) -> Callable[[Run, torch.Tensor], Callable[[], torch.Tensor]]:
-    """Capture `run(static_table)` into a CUDA graph (memory from `pool`, shared by a backend's graphs); returns
-    its replay, which gives the graph's output tensor."""
-    def capture(run: Run, static_table: torch.Tensor) -> Callable[[], torch.Tensor]:
+class CudaCapture:
+    """Captures `run(static_table)` into a CUDA graph; returns its replay, which gives the graph's output tensor.
+
+    A backend's graphs share one memory pool, which this holds open for its own lifetime (a `torch.cuda.MemPool`
+    counts as one user of the pool). With a bare pool id (`torch.cuda.graph_pool_handle()`) the graphs were its
+    only users: when a cache's rows changed and its graphs went, the pool's count fell to 0 while the graphs'
+    outputs still held blocks in it, and PyTorch's allocator fails the next capture into that pool with an
+    internal assert (`use_count > 0`; the first GPU run with graphs on, 2026-11-28, docs/gpu.md)."""
+
+    def __init__(self):
+        self.pool = torch.cuda.MemPool()
+
+    def __call__(self, run: Run, static_table: torch.Tensor) -> Callable[[], torch.Tensor]:
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=pool):
+        with torch.cuda.graph(graph, pool=self.pool.id):
             output = run(static_table)
 
         def replay() -> torch.Tensor:
             graph.replay()
             return output
         return replay
-    return capture
 
 
 class GraphedPasses:
@@ -52,7 +60,7 @@ class GraphedPasses:
     the next replay overwrites the graph's."""
 
     def __init__(self, capture: Callable[[Run, torch.Tensor], Callable[[], torch.Tensor]] | None = None):
-        self.capture = capture or cuda_capture(torch.cuda.graph_pool_handle())
+        self.capture = capture or CudaCapture()
 
     def hidden(self, run: Run, cache: KVCache, table: torch.Tensor, bucket: tuple) -> torch.Tensor:
         key = (tuple(table.shape), bucket)
