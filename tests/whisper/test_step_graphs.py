@@ -94,7 +94,7 @@ class PrivatePoolRule:
         return CUDAGraph
 
     @contextlib.contextmanager
-    def capture(self, graph, pool):
+    def capture(self, graph, pool, capture_error_mode="global"):
         if pool in self.users:
             if self.users[pool] <= 0:
                 raise RuntimeError("it->second->use_count > 0 INTERNAL ASSERT FAILED")
@@ -144,3 +144,15 @@ def test_graphs_keep_their_memory_pool_open_across_caches(monkeypatch):
             assert len(cache.graphs) == 2
             del cache
             assert rule.users[capture.pool.id] == 1  # the capture's own hold: the graphs are gone
+
+
+def test_cuda_takes_graphs_unless_turned_off_and_a_cpu_never(monkeypatch):
+    from asr_specdec.whisper.runtime.step_graphs import choose_passes
+
+    monkeypatch.delenv("ASR_SPECDEC_CUDA_GRAPHS", raising=False)
+    assert isinstance(choose_passes(torch.device("cuda")), GraphedPasses)  # nothing touches CUDA until a capture
+    assert isinstance(choose_passes(torch.device("cpu")), EagerPasses)
+    monkeypatch.setenv("ASR_SPECDEC_CUDA_GRAPHS", "0")
+    assert isinstance(choose_passes(torch.device("cuda")), EagerPasses)
+    monkeypatch.setenv("ASR_SPECDEC_CUDA_GRAPHS", "1")
+    assert isinstance(choose_passes(torch.device("cpu")), EagerPasses)
