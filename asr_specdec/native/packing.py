@@ -16,9 +16,11 @@ from pathlib import Path
 
 import torch
 
+from ..weights.mapped import trim_heap
 from . import Linear
 
 TILE = 64
+SPOOL_MIN_BYTES = 1 << 16  # smaller tensors stay in the heap: a page-aligned mapping each would cost more
 FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4, "int4-vnni": 5}
 STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8, 4: torch.uint8, 5: torch.uint8}
 INT4_GROUP = 128  # inputs per int4 scale (the whole row when it does not divide the input width)
@@ -134,6 +136,7 @@ class PackStore:
         self.names: set[str] = set()
         self.added = False
         self._file = None
+        self._spool = None  # this run's packs, once made (_spooled)
         if key is not None:
             from ..weights.cache import cache_root
 
@@ -152,6 +155,32 @@ class PackStore:
             self.tensors[name] = self._file.get_tensor(name)
         return self.tensors.get(name)
 
+    def _spooled(self, tensor: torch.Tensor | None) -> torch.Tensor | None:
+        """`tensor` moved out of the heap: written to this run's spool (an unlinked file beside the store's) and
+        mapped back, so that a pack made now costs what one read from the store costs, pages the kernel may drop
+        and read again, rather than memory the process holds for good (a first load of large-v3 held its packs
+        twice over: made in the heap, then read back from the file). Where nothing can be written, the tensor
+        stays as it is."""
+        if tensor is None or self.path is None or tensor.nbytes < SPOOL_MIN_BYTES:
+            return tensor
+        import mmap
+        import os
+        import tempfile
+
+        import numpy as np
+
+        try:
+            if self._spool is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._spool = tempfile.TemporaryFile(dir=self.path.parent, prefix=".spool-")
+            raw = tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+            offset = -(-os.fstat(self._spool.fileno()).st_size // mmap.PAGESIZE) * mmap.PAGESIZE
+            os.pwrite(self._spool.fileno(), memoryview(raw), offset)
+            mapped = np.memmap(self._spool, dtype=np.uint8, mode="c", offset=offset, shape=(raw.size,))
+        except OSError:
+            return tensor
+        return torch.from_numpy(mapped).view(tensor.dtype).view(tensor.shape)
+
     def linear(self, name: str, build) -> PackedLinear:
         """The pack stored as `name`, or `build()` (a PackedLinear) stored under it."""
         if f"{name}.packed" in self.tensors or f"{name}.packed" in self.names:
@@ -159,7 +188,12 @@ class PackStore:
             group = get(f"{name}.group")
             return packed_linear(int(get(f"{name}.n")), get(f"{name}.packed"), get(f"{name}.scale"),
                                  get(f"{name}.bias"), int(group) if group is not None else 0)
-        packed = build()
+        built = build()
+        packed = packed_linear(built.n, self._spooled(built.packed), self._spooled(built.scale),
+                               self._spooled(built.bias), built.group)
+        if packed.packed is not built.packed:
+            del built
+            trim_heap()  # the heap copy is free: hand it back, or it stays resident beside the mapped one
         self.tensors.update({f"{name}.packed": packed.packed, f"{name}.n": torch.tensor(packed.n)})
         if packed.group:
             self.tensors[f"{name}.group"] = torch.tensor(packed.group)
@@ -171,7 +205,11 @@ class PackStore:
 
     def tensor(self, name: str, build) -> torch.Tensor:
         if self._get(name) is None:
-            self.tensors[name] = build()
+            built = build()
+            self.tensors[name] = self._spooled(built)
+            if self.tensors[name] is not built:
+                del built
+                trim_heap()
             self.added = True
         return self.tensors[name]
 

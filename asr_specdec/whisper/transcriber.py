@@ -13,6 +13,7 @@ from ..core.drafter import Drafter
 from ..core.stats import DecodeStats
 from ..errors import ModelError, SpecdecError
 from ..native import capabilities
+from ..weights.mapped import trim_heap
 from .arguments import call_options, constructor_options
 from .call import Call, Progress, SegmentListener, faster_whisper_features
 from .drafters import DrafterContext, build_drafter
@@ -143,6 +144,7 @@ class SpeculativeWhisper:
                                  partial(load_model, device=device, dtype=dtype))
         drafter = build_drafter(self.mode, context)
         self.assistant_name = context.assistant_name
+        trim_heap()  # a drafter's packing frees its transient tensors: without this the heap keeps them resident
         return drafter
 
     def transcribe(self, audio, sample_rate: int | None = None, language: str | None = None,

@@ -4,8 +4,10 @@ packed weights survive the disk cache, and without the kernels everything falls 
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -82,7 +84,7 @@ def test_certified_argmax_equals_the_full_argmax_on_rows_with_outliers(outliers)
 
 @pytest.mark.skipif(not capabilities().int8_products, reason="no native kernels here")
 def test_int8_products_of_int8_activations_stay_close_to_float32():
-    import ctypes
+
 
     generator = torch.Generator().manual_seed(3)
     weight, bias = torch.randn(200, 96, generator=generator), torch.randn(200, generator=generator)
@@ -110,6 +112,50 @@ def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
         kept = PackStore("model-key", storage).linear("layer", lambda: pytest.fail("rebuilt"))
         assert kept.format == built.format and torch.equal(kept.packed, built.packed)
         assert torch.equal(kept.dequantized(), built.dequantized())
+
+
+def _mapped_file(tensor: torch.Tensor) -> str | None:
+    """The file whose mapping holds `tensor`'s data, or None (the heap)."""
+    address = tensor.data_ptr()
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        start, end = (int(value, 16) for value in fields[0].split("-"))
+        if start <= address < end:
+            return fields[5] if len(fields) > 5 else None
+    return None
+
+
+def test_packs_made_now_live_in_a_mapped_spool_not_the_heap(tmp_path, monkeypatch):
+    """A pack made on a first load is written to the spool beside the store and mapped back (memory the kernel
+    can drop and read again, as a pack read from the store is), with the same numbers and the same kernel
+    output; small tensors and stores without a disk stay in the heap."""
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    weight, bias = torch.randn(512, 256), torch.randn(512)
+    expected = pack_linear(weight, bias, "int8")
+    store = PackStore("model-key", "int8")
+    built = store.linear("layer", lambda: pack_linear(weight, bias, "int8"))
+    spool = str(tmp_path / "packed")  # an unlinked file there
+
+    def spooled(tensor):
+        return (_mapped_file(tensor) or "").startswith(spool)
+
+    assert spooled(built.packed)  # 128 KB of int8
+    assert torch.equal(built.packed, expected.packed) and torch.equal(built.scale, expected.scale)
+    assert not spooled(built.bias)  # 2 KB: kept in the heap
+    x = torch.randn(3, 256)
+    outputs = []
+    for packed in (expected, built):
+        out = torch.empty(3, 512)
+        kernels().linear_forward(ctypes.byref(packed.struct), 3, x.data_ptr(), 256, out.data_ptr(), 512, 1)
+        outputs.append(out)
+    assert torch.equal(outputs[0], outputs[1])
+    large = store.tensor("table", lambda: torch.arange(40000, dtype=torch.float32))
+    assert spooled(large) and torch.equal(large, torch.arange(40000, dtype=torch.float32))
+    store.save()
+    kept = PackStore("model-key", "int8").linear("layer", lambda: pytest.fail("rebuilt"))
+    assert torch.equal(kept.packed, expected.packed)
+    no_disk = PackStore(None, "int8").linear("layer", lambda: pack_linear(weight, bias, "int8"))
+    assert not spooled(no_disk.packed) and not (_mapped_file(no_disk.packed) or "").startswith("/")
 
 
 def test_without_kernels_the_pytorch_path_decodes_and_reduced_decoders_are_refused():
