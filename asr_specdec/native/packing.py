@@ -11,6 +11,7 @@ float16: the kernels widen it back exactly, so the arithmetic is float32's at ha
 from __future__ import annotations
 
 import math
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +138,7 @@ class PackStore:
         self.added = False
         self._file = None
         self._spool = None  # this run's packs, once made (_spooled)
+        self._spool_maps: list = []
         if key is not None:
             from ..weights.cache import cache_root
 
@@ -163,7 +165,6 @@ class PackStore:
         stays as it is."""
         if tensor is None or self.path is None or tensor.nbytes < SPOOL_MIN_BYTES:
             return tensor
-        import mmap
         import os
         import tempfile
 
@@ -176,10 +177,11 @@ class PackStore:
             raw = tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
             offset = -(-os.fstat(self._spool.fileno()).st_size // mmap.PAGESIZE) * mmap.PAGESIZE
             os.pwrite(self._spool.fileno(), memoryview(raw), offset)
-            mapped = np.memmap(self._spool, dtype=np.uint8, mode="c", offset=offset, shape=(raw.size,))
+            mapped = mmap.mmap(self._spool.fileno(), raw.size, access=mmap.ACCESS_COPY, offset=offset)
         except OSError:
             return tensor
-        return torch.from_numpy(mapped).view(tensor.dtype).view(tensor.shape)
+        self._spool_maps.append(mapped)
+        return torch.from_numpy(np.frombuffer(mapped, dtype=np.uint8)).view(tensor.dtype).view(tensor.shape)
 
     def linear(self, name: str, build) -> PackedLinear:
         """The pack stored as `name`, or `build()` (a PackedLinear) stored under it."""
@@ -237,6 +239,8 @@ class PackStore:
             Path(staged).unlink(missing_ok=True)  # a read-only cache only costs the next start-up its time
         self.names |= set(self.tensors)
         self.added = False
+        for mapped in self._spool_maps:  # writing the store read every page: let the kernel take them back
+            mapped.madvise(mmap.MADV_DONTNEED)  # (a private mapping never written: a page read again is the file's)
 
 
 def argmax_error(exact: PackedLinear, approx: PackedLinear) -> torch.Tensor:

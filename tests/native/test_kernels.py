@@ -151,7 +151,8 @@ def test_packs_made_now_live_in_a_mapped_spool_not_the_heap(tmp_path, monkeypatc
     assert torch.equal(outputs[0], outputs[1])
     large = store.tensor("table", lambda: torch.arange(40000, dtype=torch.float32))
     assert spooled(large) and torch.equal(large, torch.arange(40000, dtype=torch.float32))
-    store.save()
+    store.save()  # then lets the spool's pages go: read again, they are the file's, the same numbers
+    assert torch.equal(built.packed, expected.packed) and torch.equal(large, torch.arange(40000, dtype=torch.float32))
     kept = PackStore("model-key", "int8").linear("layer", lambda: pytest.fail("rebuilt"))
     assert torch.equal(kept.packed, expected.packed)
     no_disk = PackStore(None, "int8").linear("layer", lambda: pack_linear(weight, bias, "int8"))
