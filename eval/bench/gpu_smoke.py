@@ -73,6 +73,11 @@ def cases(main: str, assistant: str | None, device: str, compute: str, clips: li
                   "rows' tokens")
         return run
 
+    def beams():
+        for index in range(min(2, len(clips))):
+            _same(whisper("off", beam_size=5).transcribe(clips[index]).tokens,
+                  whisper(speculative, beam_size=5).transcribe(clips[index]).tokens, "beam-5 tokens")
+
     def vad():
         _same(whisper("off").transcribe(long_audio, vad_filter=True).text,
               whisper(speculative).transcribe(long_audio, vad_filter=True).text, "texts")
@@ -113,7 +118,8 @@ def cases(main: str, assistant: str | None, device: str, compute: str, clips: li
 
     checks = {f"mode {mode}": mode_case(mode) for mode in modes_for(device)}
     checks.update({f"batch of {size}, uneven lengths": batch_case(size) for size in (1, 2, 8)})
-    checks.update({"vad": vad, "sampling, seeded": sampling, "temperature fallback, seeded": fallback,
+    checks.update({"beam search, 5 beams": beams, "vad": vad, "sampling, seeded": sampling,
+                   "temperature fallback, seeded": fallback,
                    "long-form, timestamps and words": long_form, "--compare": compare,
                    "two concurrent server requests, different modes": server})
     return checks

@@ -59,6 +59,7 @@ def test_the_smoke_run_passes_every_case_on_a_cpu(capsys, tiny_en_dir, shared_au
     assert code == 0, "\n".join(lines)
     verdicts = {line[9:57].strip(): line[57:].strip().split(" (")[0] for line in lines}
     assert {name for name, verdict in verdicts.items() if verdict != "ok"} == {"mode assistant", "mode universal"}
-    for name in ("mode quantized-self", "batch of 8, uneven lengths", "vad", "temperature fallback, seeded",
+    for name in ("mode quantized-self", "batch of 8, uneven lengths", "beam search, 5 beams", "vad",
+                 "temperature fallback, seeded",
                  "long-form, timestamps and words", "--compare", "two concurrent server requests, different modes"):
         assert verdicts[name] == "ok"
