@@ -10,7 +10,6 @@ README ("Coming from faster-whisper").
 from __future__ import annotations
 
 import itertools
-import threading
 import warnings
 from dataclasses import replace
 
@@ -29,6 +28,7 @@ from .timeline import SpeechTimeline, joined_chunks
 from .types import Segment, TranscriptionInfo, Word
 from .utils import model_spec
 from .vad import faster_whisper_regions
+from .workers import Workers
 
 DEFAULT_TEMPERATURES = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 WINDOW_SECONDS = 30
@@ -61,9 +61,8 @@ class WhisperModel:
 
         if files:
             raise UnsupportedOption("files= (a model held in memory) is not supported: give a model directory")
-        if num_workers != 1:
-            raise UnsupportedOption(f"num_workers={num_workers} is not supported: calls share one model, one at a "
-                                    "time (use the server, asr_specdec.serve, for concurrent requests)")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            raise SpecdecError(f"num_workers must be 1 or more, not {num_workers!r}")
         spec, from_hub = model_spec(model_size_or_path)
         if from_hub:
             for name, value in (("download_root", download_root), ("revision", revision),
@@ -80,7 +79,8 @@ class WhisperModel:
             spec, mode=mode, assistant_model=assistant_model, num_draft_tokens=num_draft_tokens,
             draft_schedule=draft_schedule, device=_device(device, device_index),
             compute_type=_compute_type(compute_type), **speculative_options))
-        self._lock = threading.Lock()  # one decode at a time (num_workers=1); readers of two generators take turns
+        # who decodes: num_workers transcribers on these weights (workers.py); with one, decodes take turns
+        self._workers = Workers(self.speculative, num_workers)
 
     @property
     def supported_languages(self) -> list[str]:
@@ -111,8 +111,7 @@ class WhisperModel:
                                           max(1, language_detection_segments), chunk_length)
         votes: dict[str, list[float]] = {}
         for window in windows:
-            with self._lock:
-                ranked = self.speculative.language_probabilities(window)
+            ranked = self._workers.language_probabilities(window)
             language, probability = ranked[0]
             if language_detection_threshold is None or probability > language_detection_threshold:
                 break
@@ -231,8 +230,7 @@ class WhisperModel:
         return lazy_segments(transcribe)
 
     def _decode(self, windows, speculation, generator=None):
-        with self._lock:
-            return self.speculative.decode_windows(windows, speculation, generator)
+        return self._workers.decode_windows(windows, speculation, generator)
 
     def _language(self, language: str | None, samples: np.ndarray, threshold: float | None, segments: int,
                   chunk_length: int = WINDOW_SECONDS) -> tuple[str, float, list[tuple[str, float]] | None]:

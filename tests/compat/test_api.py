@@ -145,8 +145,6 @@ def test_what_cannot_be_honoured_is_refused_by_name():
 
 
 def test_model_options_that_cannot_be_honoured_are_refused_before_loading():
-    with pytest.raises(UnsupportedOption, match="num_workers"):
-        asr_specdec.WhisperModel("tiny.en", num_workers=2)
     with pytest.raises(UnsupportedOption, match="files"):
         asr_specdec.WhisperModel("tiny.en", files={"model.bin": b""})
     with pytest.raises(UnsupportedOption, match="download_root"):

@@ -248,3 +248,42 @@ def test_chunk_length_equals_faster_whispers_on_the_same_weights(libri, tmp_path
         assert [(s.start, s.end, s.text) for s in mine] == [(s.start, s.end, s.text) for s in theirs]
         if chunk_length == 15:
             assert [s.tokens for s in mine] == [s.tokens for s in theirs]
+
+
+def test_num_workers_decode_from_two_threads_at_once_with_the_same_tokens(pack_cache, jfk, libri):
+    """faster-whisper's num_workers: two threads' transcriptions decode at the same time (each worker's first
+    decode waits for the other's: with one worker between them the barrier would time out), on the one set of
+    weights, each worker drafting with its own drafter, and every token as one worker decodes it alone."""
+    alone = WhisperModel("tiny.en")
+    clips = [jfk, libri[: 8 * 16000]]
+    expected = [[segment.tokens for segment in decoded(alone, clip)[0]] for clip in clips]
+    model = WhisperModel("tiny.en", num_workers=2)
+    workers = model._workers.all
+    assert len(workers) == 2 and workers[1].model is workers[0].model
+    assert workers[1].pipeline is not workers[0].pipeline
+    assert workers[1].speculation.drafter is not workers[0].speculation.drafter
+    barrier, entered, drafted = threading.Barrier(2, timeout=120), set(), {}
+    for worker in workers:
+        def decode(windows, speculation, generator=None, worker=worker, original=worker.decode_windows):
+            if id(worker) not in entered:
+                entered.add(id(worker))
+                barrier.wait()
+            rows = original(windows, speculation, generator)
+            drafted[id(worker)] = drafted.get(id(worker), 0) + sum(row.stats.drafted_tokens for row in rows)
+            return rows
+        worker.decode_windows = decode
+    got: dict[int, list] = {}
+
+    def transcribe(index):
+        got[index] = [segment.tokens for segment in decoded(model, clips[index])[0]]
+
+    threads = [threading.Thread(target=transcribe, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not barrier.broken and len(entered) == 2
+    assert [got.get(0), got.get(1)] == expected
+    assert all(drafted.get(id(worker), 0) > 0 for worker in workers)  # each worker's drafter proposed tokens
+    with pytest.raises(SpecdecError, match="num_workers"):
+        WhisperModel("tiny.en", num_workers=0)
