@@ -286,7 +286,7 @@ def main(argv=None) -> int:
     skip = set(filter(None, args.skip.split(",")))
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
     print(f"# GPU benchmark on {args.device} ({where}), {dtype_name}, torch {torch.__version__}, "
-          f"median of {args.repeats}\n", flush=True)
+          f"{passes_label(args.device)}, median of {args.repeats}\n", flush=True)
     tokens = 40.0  # without the clips: about a 10-s utterance
     if "clips" not in skip:
         clips = manifest_clips(Path(args.audio))[: args.clips or None]
@@ -315,13 +315,22 @@ def main(argv=None) -> int:
     return 0
 
 
+def passes_label(device: str) -> str:
+    """How the PyTorch path's decoder passes run on `device`: from CUDA graphs (the default on CUDA;
+    ASR_SPECDEC_CUDA_GRAPHS=0: eager) or eagerly."""
+    from asr_specdec.whisper.runtime.step_graphs import GraphedPasses, choose_passes
+
+    graphed = isinstance(choose_passes(torch.device(device)), GraphedPasses)
+    return "decoder passes from CUDA graphs" if graphed else "decoder passes eager"
+
+
 def smoke_run(args, main_model: str) -> int:
     from .gpu_smoke import smoke
 
     on_cuda = args.device.startswith("cuda")
     compute_types = [args.dtype] if args.dtype else (["float16", "float32"] if on_cuda else ["float32"])
-    print(f"# GPU smoke run on {args.device}, {main_model}, {', '.join(compute_types)}, torch {torch.__version__}"
-          + ("" if on_cuda else " (float16: CUDA only)"), flush=True)
+    print(f"# GPU smoke run on {args.device}, {main_model}, {', '.join(compute_types)}, torch {torch.__version__}, "
+          f"{passes_label(args.device)}" + ("" if on_cuda else " (float16: CUDA only)"), flush=True)
     lines = smoke(main_model, args.assistant, args.device, Path(args.audio), compute_types)
     failed = sum("FAILED" in line for line in lines)
     print(f"{len(lines) - failed} of {len(lines)} cases passed")
