@@ -175,7 +175,8 @@ class PackStore:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._spool = tempfile.TemporaryFile(dir=self.path.parent, prefix=".spool-")
             raw = tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
-            offset = -(-os.fstat(self._spool.fileno()).st_size // mmap.PAGESIZE) * mmap.PAGESIZE
+            grain = mmap.ALLOCATIONGRANULARITY  # a mapping's offset must be a multiple of it
+            offset = -(-os.fstat(self._spool.fileno()).st_size // grain) * grain
             os.pwrite(self._spool.fileno(), memoryview(raw), offset)
             mapped = mmap.mmap(self._spool.fileno(), raw.size, access=mmap.ACCESS_COPY, offset=offset)
         except OSError:
@@ -239,8 +240,9 @@ class PackStore:
             Path(staged).unlink(missing_ok=True)  # a read-only cache only costs the next start-up its time
         self.names |= set(self.tensors)
         self.added = False
-        for mapped in self._spool_maps:  # writing the store read every page: let the kernel take them back
-            mapped.madvise(mmap.MADV_DONTNEED)  # (a private mapping never written: a page read again is the file's)
+        if hasattr(mmap, "MADV_DONTNEED"):  # writing the store read every page: let the kernel take them back
+            for mapped in self._spool_maps:  # (a private mapping never written: a page read again is the file's)
+                mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def argmax_error(exact: PackedLinear, approx: PackedLinear) -> torch.Tensor:
