@@ -56,6 +56,8 @@ BENCHMARKS = {
     "recipe": ["eval.bench.recipe", "--main", "base", "--repeats", "2"],
     "dropin": ["eval.bench.dropin", "--main", "base", "--repeats", "2"],
     "speakers": ["eval.bench.speakers", "--main", "base", "--repeats", "5"],
+    "sizes": ["eval.bench.sizes", "--repeats", "1", "--compute-types", "float32,float32:int8,int8",
+              "--default-mode-types", "auto", "--skip", "memory"],
 }
 PAGES = ("docs/benchmarks.md", "README.md")  # the pages `write` rewrites, relative to the project root
 REGION = re.compile(r"(<!-- readme-tables:(?P<name>[\w-]+) -->\n)(.*?)(<!-- /readme-tables:(?P=name) -->)", re.S)
@@ -157,9 +159,51 @@ def headline_region(output: Path, record: dict) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+def sizes_region(output: Path, record: dict) -> str | None:
+    """The README's sizes table: from the size benchmark's per-shape tables, faster-whisper int8's whole call beside
+    ours' default (auto, default mode) and ours' fastest plain compute type; then the pair's projection."""
+    if "sizes" not in record or not (output / "sizes.md").is_file():
+        return None
+    printed, entry = (output / "sizes.md").read_text(), record["sizes"]
+    tables = markdown_tables(printed)
+    lines = ["| size | faster-whisper int8 | ours default | vs faster-whisper int8 (whole / ms a token) | "
+             "ours' fastest plain |", "|---|---|---|---|---|"]
+    for rows in tables:
+        whole = next((key for key in (rows[0] if rows else {}) if key.startswith("whole call")), None)
+        if not whole or "system" not in rows[0]:
+            continue
+        shape = next(iter(rows[0]))
+        by_name = {row["system"]: row for row in rows}
+        reference = by_name.get("faster-whisper int8")
+        default = next((row for name, row in by_name.items() if name.startswith("ours auto (")
+                        and name.endswith("default mode")), None)
+        plain = [row for name, row in by_name.items() if name.startswith("ours ") and name.endswith("plain")]
+        if not reference or not default or not plain:
+            continue
+        fastest = min(plain, key=lambda row: number(row[whole]))
+        ratios = default["vs faster-whisper int8 (whole / encoder / token)"].split(" / ")
+        label = default["system"].removeprefix("ours ").removesuffix(", default mode")
+        fastest_label = fastest["system"].rsplit("(", 1)[-1].split(")")[0]  # the compute type it resolved to
+        lines.append(f"| {shape} | {reference[whole]} | {default[whole]} ({label}, speculative) | {ratios[0]} / "
+                     f"{ratios[2]} | {fastest[whole]} ({fastest_label}) |")
+    if len(lines) == 2:
+        return None
+    pair = next((rows for rows in tables if rows and "main step" in rows[0]), [])
+    for row in pair:
+        first = next(iter(row))
+        at = next((key for key in row if key == "a = 0.8"), None)
+        if at:
+            lines.append(f"\nlarge-v3 ⟵ distil-large-v3-shaped assistant, {row[first]}: main step {row['main step']}, "
+                         f"draft step {row[next(k for k in row if k.startswith('draft step'))]}, projected "
+                         f"{row[at]} faster-whisper int8 at acceptance 0.8.")
+    lines.append(f"\n`{entry['command']}`, {entry['date']}, commit {entry['commit']}, {entry['machine']}; "
+                 + (re.search(r"kernel build [^\n]+", printed)[0] if "kernel build" in printed else "") + ".")
+    return "\n".join(lines) + "\n"
+
+
 # regions made from the run rather than printed by one benchmark: name -> (results folder, run record) -> text,
 # or None where the run has no result for it
-REGIONS = {"run": run_region, "headline": headline_region}
+REGIONS = {"run": run_region, "headline": headline_region, "sizes-headline": sizes_region}
 
 
 def as_region(printed: str) -> str:
@@ -183,7 +227,7 @@ def markdown_tables(text: str) -> list[list[dict[str, str]]]:
 
 
 def number(cell: str) -> float:
-    return float(cell.strip("*x% "))
+    return float(cell.strip("*x%s "))
 
 
 def compute_type_figures(speed_output: str) -> dict:

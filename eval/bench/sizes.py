@@ -3,8 +3,9 @@ faster-whisper int8 on the same CTranslate2 folder, at the shapes of small, medi
 and large-v3 with a distil-large-v3-shaped assistant: its draft step, its verification and the speed-up it would
 give by acceptance.
 
-    python -m eval.bench.sizes [--shapes small,medium,large-v3-turbo,large-v3,distil-large-v3] [--repeats 3]
-                               [--threads 2] [--compute-types int8,auto] [--tokens 100] [--draft-tokens 5]
+    python -m eval.bench.sizes [--shapes small,medium,large-v3-turbo,large-v3] [--repeats 3]
+                               [--threads 2] [--compute-types int8,auto] [--default-mode-types int8,auto]
+                               [--tokens 100] [--draft-tokens 5]
                                [--skip memory,pair] [--json sizes.json]
 
 The folders are eval/bench/size_models.py's (built and cached on first use: minutes, and ~7 GB of memory for
@@ -17,13 +18,13 @@ decoder's own cost, whatever the encoder and features cost. The encoder is one 3
 Memory: each system alone in a fresh process (eval/bench/size_probe.py): the peak while loading, the resident set
 after one whole call; ours' first load with an empty model cache (it converts the folder then).
 
-The pair (needs large-v3 and distil-large-v3 in --shapes): the main step (one token and its greedy choice at
-position ~60), the assistant's step, and the verification of draft-tokens + 1 tokens, each at every compute type
-of ours. The projection takes acceptance as each drafted token's chance to pass, independent of the others: a
-round of k drafts then yields (1 - a^(k+1)) / (1 - a) tokens for k draft steps and one verification, and a call is
-ours' plain call less its decoder tokens (encoder and features, measured above) plus tokens / yield rounds. The
-speed-up is faster-whisper int8's whole call over that. Random weights draft nothing useful: acceptance here is an
-input, not a measurement.
+The pair (needs large-v3 in --shapes; distil-large-v3's folder is built when missing): the main step (one token and
+its greedy choice at position ~60), the assistant's step, and the verification of draft-tokens + 1 tokens, each at
+every compute type of ours. The projection takes acceptance as each drafted token's chance to pass, independent of
+the others: a round of k drafts then yields (1 - a^(k+1)) / (1 - a) tokens for k draft steps and one verification,
+and a call is ours' plain call less its decoder tokens (encoder and features, measured above) plus tokens / yield
+rounds. The speed-up is faster-whisper int8's whole call over that. Random weights draft nothing useful: acceptance
+here is an input, not a measurement.
 
 Speed does not depend on weight values, so the times carry over to the real models; the text does, and these
 weights say nothing about accuracy. One caveat: random weights give flat vocabulary scores, on which ours' certified
@@ -52,6 +53,17 @@ SAMPLE_RATE = 16000
 NOISE_SEED = 49
 END_OF_TEXT = 50257  # the same id in every Whisper tokenizer
 MAX_REQUEST = 440  # Whisper's 448 positions less the prompt
+DEFAULT_SHAPES = ("small", "medium", "large-v3-turbo", "large-v3")  # distil-large-v3 is the pair's assistant
+
+
+def kernel_build() -> str:
+    """Which kernel build ran, and what `auto` is at each width measured here (the ratios depend on both)."""
+    from asr_specdec.native import capabilities
+    from asr_specdec.whisper.runtime.compute import auto_compute_type
+
+    widths = sorted({shape.d_model for shape in SHAPES.values()})
+    autos = ", ".join(f"{width} wide {auto_compute_type('cpu', width)}" for width in widths)
+    return f"kernel build {capabilities().isa}; auto: {autos}"
 
 
 # ---------------------------------------------------------------------------------------------------- systems
@@ -172,10 +184,11 @@ def time_systems(systems: dict, samples: np.ndarray, tokens: int, repeats: int) 
 def speed_section(shape: str, folder: Path, args) -> tuple[dict[str, Timing], dict]:
     systems = {"faster-whisper int8": build_system("faster-whisper", str(folder), "int8", None, args.threads)}
     loaded = build_system("ours", str(folder), args.compute_types[0], "off", args.threads)
-    for compute in args.compute_types:
-        for mode, label in (("off", "plain"), (None, "default mode")):
-            model = variant(loaded, compute, mode)
-            systems[f"ours {compute} ({model.speculative.compute_type}), {label}"] = model
+    runs = [(compute, "off", "plain") for compute in args.compute_types]
+    runs += [(compute, None, "default mode") for compute in args.default_mode_types]
+    for compute, mode, label in runs:
+        model = variant(loaded, compute, mode)
+        systems[f"ours {compute} ({model.speculative.compute_type}), {label}"] = model
     return time_systems(systems, noise(), args.tokens, args.repeats), systems
 
 
@@ -322,10 +335,13 @@ def pair_rows(pair: dict, draft_tokens: int, tokens: int) -> list[str]:
 
 def main(argv=None) -> int:
     parser = bench_parser(__doc__, "eval.bench.sizes", OneLineParser)
-    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"of {', '.join(SHAPES)}")
+    parser.add_argument("--shapes", default=",".join(DEFAULT_SHAPES), help=f"of {', '.join(SHAPES)}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compute-types", default="int8,auto", help="ours', comma-separated")
+    parser.add_argument("--default-mode-types", default=None,
+                        help="the compute types ours also runs in its default mode (speculative), comma-separated; "
+                             "default: every --compute-types")
     parser.add_argument("--tokens", type=int, default=100)
     parser.add_argument("--draft-tokens", type=int, default=5)
     parser.add_argument("--skip", default="", help="sections to leave out: memory, pair")
@@ -344,12 +360,14 @@ def main(argv=None) -> int:
     args.compute_types = [name.strip() for name in args.compute_types.split(",") if name.strip()]
     if not args.compute_types:
         parser.error("--compute-types names none")
+    args.default_mode_types = args.compute_types if args.default_mode_types is None else \
+        [name.strip() for name in args.default_mode_types.split(",") if name.strip()]
 
     import torch
 
     torch.set_num_threads(args.threads)
     print(f"# sizes on random weights: {args.threads} threads, {args.tokens} and {2 * args.tokens} tokens forced, "
-          f"best of {args.repeats}\n", flush=True)
+          f"best of {args.repeats}; {kernel_build()}\n", flush=True)
     results: dict = {"settings": {key: value for key, value in vars(args).items() if key != "json"}, "shapes": {}}
     timed = {}
     for shape in shapes:
@@ -365,7 +383,7 @@ def main(argv=None) -> int:
         if "memory" not in skip:
             entry["memory_mib"] = memory_section(folder, args)
             print("\n".join(memory_rows(shape, entry["memory_mib"])) + "\n", flush=True)
-    if "pair" not in skip and {"large-v3", "distil-large-v3"} <= set(shapes):
+    if "pair" not in skip and "large-v3" in shapes:
         results["pair"] = pair_section(timed["large-v3"], args)
         print("\n".join(pair_rows(results["pair"], args.draft_tokens, args.tokens)), flush=True)
     if args.json:

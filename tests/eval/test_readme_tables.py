@@ -103,7 +103,7 @@ def test_every_region_of_the_pages_names_a_benchmark_or_a_region_of_the_run():
     assert len(names) == len(set(names))
     assert set(names) == set(readme_tables.BENCHMARKS) | set(readme_tables.REGIONS)
     readme = [match["name"] for match in readme_tables.REGION.finditer((PROJECT / "README.md").read_text())]
-    assert readme == ["headline"]
+    assert readme == ["headline", "sizes-headline"]
 
 
 LONG_FILE = """## the long file
@@ -142,3 +142,38 @@ def test_a_headline_without_a_speed_result_is_kept(tmp_path, capsys):
     readme.write_text(region("headline", "kept\n"))
     assert readme_tables.main(["write", "--output", str(run), "--pages", str(readme), "--app-figures", ""]) == 0
     assert "kept" in readme.read_text() and "no result for headline" in capsys.readouterr().err
+
+
+def sizes_output() -> str:
+    """What eval.bench.sizes prints, made by its own row functions from made-up timings."""
+    from eval.bench import sizes
+
+    def timing(encoder, whole, double):
+        return sizes.Timing(encoder=encoder, whole=whole, double=double, made=[100, 200])
+    small = {"faster-whisper int8": timing(1.0, 4.0, 7.0), "ours float32 (float32), plain": timing(1.2, 3.5, 6.0),
+             "ours int8 (int8), plain": timing(0.8, 2.5, 4.0), "ours auto (int8), default mode": timing(0.8, 2.0, 3.0)}
+    costs = {"main_step": 0.1, "draft_step": 0.01, "verification": 0.12}
+    pair = {"int8": {"costs_s": costs, "speedup_by_acceptance": {str(a): 1.0 + a for a in sizes.ACCEPTANCES},
+                     "acceptance_for": {"2.0": 0.75, "3.0": None}}}
+    return "\n".join(["# sizes on random weights: 2 threads; kernel build avx2; auto: 768 wide int8", "",
+                      *sizes.speed_rows("small", small, 100), "", *sizes.pair_rows(pair, 5, 100)]) + "\n"
+
+
+def test_the_sizes_table_is_made_from_the_size_benchmarks_output(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sizes.md").write_text(sizes_output())
+    (run / "run.json").write_text(json.dumps({"sizes": entry("abc1234")}))
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n" + region("sizes-headline", "stale\n") + "\nend\n")
+    assert readme_tables.main(["write", "--output", str(run), "--pages", str(readme), "--app-figures", ""]) == 0
+    text = readme.read_text()
+    rows = readme_tables.markdown_tables(text)[0]
+    # faster-whisper 4.00 s against the default's 2.00 s; ms a token 30.0 against 10.0; the fastest plain is int8
+    assert rows == [{"size": "small", "faster-whisper int8": "4.00 s",
+                     "ours default": "2.00 s (auto (int8), speculative)",
+                     "vs faster-whisper int8 (whole / ms a token)": "2.00x / 3.00x",
+                     "ours' fastest plain": "2.50 s (int8)"}]
+    assert "main step 100.0 ms, draft step 10.0 ms (0.10), projected 1.80x faster-whisper int8 at acceptance 0.8" \
+        in text
+    assert "stale" not in text and "commit abc1234" in text and "kernel build avx2" in text
