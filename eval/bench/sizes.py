@@ -9,7 +9,7 @@ give by acceptance.
                                [--skip memory,pair] [--json sizes.json]
 
 The folders are eval/bench/size_models.py's (built and cached on first use: minutes, and ~7 GB of memory for
-large-v3). Every call is one 30-s window of seeded noise, greedy, no timestamps, no VAD, temperature 0 only, with
+large-v3). Every call is a 30-s window of seeded noise (another for each call), greedy, no timestamps, no VAD, temperature 0 only, with
 the end of text suppressed so that exactly `--tokens` tokens are made (faster-whisper: `suppress_tokens=[-1, end]`,
 `max_new_tokens`, scaled until it makes that many: see requested_for; ours through its drop-in `WhisperModel`, the
 same arguments; the table shows the counts made). The systems take turns, best of
@@ -101,21 +101,34 @@ def forced_call(model, samples: np.ndarray, tokens: int, end_of_text: int = END_
     return sum(len(segment.tokens) for segment in segments)
 
 
-def requested_for(model, samples: np.ndarray, tokens: int) -> int:
+def requested_for(model, windows, tokens: int) -> int:
     """The `max_new_tokens` at which `model` makes exactly `tokens` tokens. Ours makes what it is asked for;
     faster-whisper's CTranslate2 build stopped at about half of it on these weights (52 tokens when asked for 100,
     the end of text suppressed), so its request is scaled until the count is right (a few calls at most)."""
     requested = tokens
     for _ in range(4):
-        made = forced_call(model, samples, requested)
+        made = forced_call(model, windows(), requested)
         if made == tokens or made == 0:
             break
         requested = min(MAX_REQUEST, max(1, round(requested * tokens / made)))
     return requested
 
 
-def noise(seconds: float = 30.0) -> np.ndarray:
-    return (0.1 * np.random.default_rng(NOISE_SEED).standard_normal(int(seconds * SAMPLE_RATE))).astype(np.float32)
+def noise(seconds: float = 30.0, seed: int = NOISE_SEED) -> np.ndarray:
+    return (0.1 * np.random.default_rng(seed).standard_normal(int(seconds * SAMPLE_RATE))).astype(np.float32)
+
+
+class FreshWindows:
+    """Another window of noise for each call (the same sequence for every system): ours keeps a call's encoding
+    for the next call of the same audio (a fallback retry decodes it again, pipeline.py `_encode`), so calls on
+    one window would time its encoder once and every later call without it."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self) -> np.ndarray:
+        self.calls += 1
+        return noise(seed=NOISE_SEED + self.calls)
 
 
 def best_of(function, repeats: int) -> tuple[float, object]:
@@ -161,21 +174,29 @@ def _encoder(model, samples: np.ndarray):
     return lambda: model.encode(features)
 
 
+def timed_call(model, samples: np.ndarray, asked: int) -> tuple[float, int]:
+    started = time.perf_counter()
+    made = forced_call(model, samples, asked)
+    return time.perf_counter() - started, made
+
+
 def time_systems(systems: dict, samples: np.ndarray, tokens: int, repeats: int) -> dict[str, Timing]:
     """Each system's encoder and whole calls, the systems taking turns, best of `repeats`."""
     timings = {name: Timing() for name in systems}
     encoders = {name: _encoder(model, samples) for name, model in systems.items()}
     requests = {}
+    windows = {name: FreshWindows() for name in systems}
     for name, model in systems.items():  # also the warm-up: packs, kernels, first-call allocations
-        requests[name] = (requested_for(model, samples, tokens), requested_for(model, samples, 2 * tokens))
+        requests[name] = (requested_for(model, windows[name], tokens),
+                          requested_for(model, windows[name], 2 * tokens))
         encoders[name]()
     for _ in range(repeats):
         for name, model in systems.items():
             timing, (single, double) = timings[name], requests[name]
             timing.encoder = min(timing.encoder, best_of(encoders[name], 1)[0])
-            seconds, made = best_of(lambda model=model, asked=single: forced_call(model, samples, asked), 1)
+            seconds, made = timed_call(model, windows[name](), single)
             timing.whole = min(timing.whole, seconds)
-            seconds, made_double = best_of(lambda model=model, asked=double: forced_call(model, samples, asked), 1)
+            seconds, made_double = timed_call(model, windows[name](), double)
             timing.double = min(timing.double, seconds)
             timing.made = [made, made_double]
     return timings

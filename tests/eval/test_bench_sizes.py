@@ -3,6 +3,7 @@ acceptance, and its command line's errors."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from eval.bench import size_models, sizes
@@ -80,6 +81,15 @@ class _HalfMaker:
 
 def test_the_request_is_scaled_until_the_count_is_right():
     model = _HalfMaker()
-    requested = sizes.requested_for(model, None, 100)
+    requested = sizes.requested_for(model, sizes.FreshWindows(), 100)
     assert sizes.forced_call(model, None, requested) == 100 and len(model.asked) <= 5
-    assert sizes.requested_for(model, None, 300) == sizes.MAX_REQUEST  # more than the model's positions hold
+    assert sizes.requested_for(model, sizes.FreshWindows(), 300) == sizes.MAX_REQUEST  # more than 448 positions
+
+
+def test_every_call_gets_another_window_and_every_system_the_same_ones():
+    """ours keeps one call's encoding for the next call of the same audio: timed calls on one window would skip
+    the encoder (it did: a large-v3 call of 100 tokens in less time than its encoder alone)."""
+    first, second = sizes.FreshWindows(), sizes.FreshWindows()
+    windows = [first() for _ in range(3)]
+    assert not any(np.array_equal(a, b) for a, b in zip(windows, windows[1:]))
+    assert all(np.array_equal(a, second()) for a in windows)
