@@ -9,14 +9,14 @@ give by acceptance.
                                [--skip memory,pair] [--json sizes.json]
 
 The folders are eval/bench/size_models.py's (built and cached on first use: minutes, and ~7 GB of memory for
-large-v3). Every call is a 30-s window of seeded noise (another for each call), greedy, no timestamps, no VAD, temperature 0 only, with
-the end of text suppressed so that exactly `--tokens` tokens are made (faster-whisper: `suppress_tokens=[-1, end]`,
-`max_new_tokens`, scaled until it makes that many: see requested_for; ours through its drop-in `WhisperModel`, the
-same arguments; the table shows the counts made). The systems take turns, best of
-`--repeats`. "ms a token" is the difference between a call of 2 x tokens and one of tokens, per token: the
-decoder's own cost, whatever the encoder and features cost. The encoder is one 30-s window, features given.
-Memory: each system alone in a fresh process (eval/bench/size_probe.py): the peak while loading, the resident set
-after one whole call; ours' first load with an empty model cache (it converts the folder then).
+large-v3). Every call is a 30-s window of seeded noise (another for each call), greedy, no timestamps, no VAD,
+temperature 0 only, with the end of text suppressed so that exactly `--tokens` tokens are made (faster-whisper:
+`suppress_tokens=[-1, end]`, `max_new_tokens`, scaled until it makes that many: see requested_for; ours through its
+drop-in `WhisperModel`, the same arguments; the table shows the counts made). The systems take turns, best of
+`--repeats`. "ms a token" is the difference between a call of 2 x tokens and one of tokens, per token: the decoder's
+own cost, whatever the encoder and features cost. The encoder is one 30-s window, features given. Memory: each
+system alone in a fresh process (eval/bench/size_probe.py): the peak while loading, the resident set after one whole
+call; ours' first load with an empty model cache (it converts the folder then).
 
 The pair (needs large-v3 in --shapes; distil-large-v3's folder is built when missing): the main step (one token and
 its greedy choice at position ~60), the assistant's step, and the verification of draft-tokens + 1 tokens, each at
