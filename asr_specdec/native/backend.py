@@ -47,12 +47,13 @@ AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("float32", "float32"
 # activations measured faster than float32 at float32's WER (docs/compute.md, "auto per build")
 AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VNNI): ("int8", "float32")}
 # wider models, per build: model width (d_model) -> the fastest compute type measured at that width, which holds from
-# it up to the next width listed; narrower models keep the choices above. Both from the size benchmark
-# (`python -m eval.bench.sizes`, random weights at small 768, medium 1024, large-v3-turbo and large-v3 1280, 2
-# threads, 30-s window, 100 tokens forced). AVX-512 (issue 49's run): int8 fastest at every width, 1.19-1.34x the
-# bfloat16:float32 that base's choice gives there. AVX2 (docs/benchmarks.md, Every size): int8 fastest at every
-# width, its encoder too (at large-v3's width a window in 16.2 s against float32's 26.1 s, a decoder step 87 ms
-# against 196 ms), unlike base's width where float32 measured faster. NEON, not measured, keeps its choice.
+# it up to the next width listed; narrower models keep the choices above. AVX-512: issue 49's table (random weights at
+# small 768, medium 1024, large-v3-turbo and large-v3 1280, 2 threads, 30-s window, 100 tokens forced): int8's whole
+# call 1.19-1.34x that of the bfloat16:float32 base's choice gives there. AVX2: the size benchmark of the one run
+# (docs/benchmarks.md, Every size; tests/native/test_builds.py MEASURED_AVX2): int8's encoder window is faster at
+# every width (large-v3's 20.3 s against float32's 22.1 s), its decoder token at small, large-v3-turbo and large-v3
+# (large-v3's 198 ms against 292 ms); medium is a tie; the two types' whole calls differ by less than the run's noise.
+# NEON, not measured, keeps its choice.
 INT8_FROM_SMALL = {768: ("int8", "int8"), 1024: ("int8", "int8"), 1280: ("int8", "int8")}
 AUTO_COMPUTE_BY_WIDTH = {"avx512": INT8_FROM_SMALL, "avx2": INT8_FROM_SMALL}
 _MACOS_X86 = {"AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512F": "avx512f", "AVX512BW": "avx512bw",
