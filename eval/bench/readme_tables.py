@@ -190,12 +190,11 @@ def sizes_region(output: Path, record: dict) -> str | None:
         return None
     pair = next((rows for rows in tables if rows and "main step" in rows[0]), [])
     for row in pair:
-        first = next(iter(row))
-        at = next((key for key in row if key == "a = 0.8"), None)
-        if at:
-            lines.append(f"\nlarge-v3 ⟵ distil-large-v3-shaped assistant, {row[first]}: main step {row['main step']}, "
-                         f"draft step {row[next(k for k in row if k.startswith('draft step'))]}, projected "
-                         f"{row[at]} faster-whisper int8 at acceptance 0.8.")
+        if "a = 0.8" in row:
+            draft = next(key for key in row if key.startswith("draft step"))
+            lines.append(f"\nlarge-v3 ⟵ distil-large-v3-shaped assistant, {row[next(iter(row))]}: main step "
+                         f"{row['main step']}, draft step {row[draft]}, projected {row['a = 0.8']} faster-whisper "
+                         "int8 at acceptance 0.8.")
     lines.append(f"\n`{entry['command']}`, {entry['date']}, commit {entry['commit']}, {entry['machine']}; "
                  + (re.search(r"kernel build [^\n]+", printed)[0] if "kernel build" in printed else "") + ".")
     return "\n".join(lines) + "\n"
