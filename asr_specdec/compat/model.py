@@ -75,12 +75,22 @@ class WhisperModel:
         if cpu_threads:
             torch.set_num_threads(cpu_threads)  # process-wide in torch
         # faster-whisper's model arguments and our extras mapped into the two options objects, here at the edge
-        self.speculative = SpeculativeWhisper.from_options(*constructor_options(
+        self._attach(SpeculativeWhisper.from_options(*constructor_options(
             spec, mode=mode, assistant_model=assistant_model, num_draft_tokens=num_draft_tokens,
             draft_schedule=draft_schedule, device=_device(device, device_index),
-            compute_type=_compute_type(compute_type), **speculative_options))
+            compute_type=_compute_type(compute_type), **speculative_options)), num_workers)
+
+    @classmethod
+    def around(cls, speculative, num_workers: int = 1) -> WhisperModel:
+        """This drop-in around a SpeculativeWhisper already built (e.g. a variant of another's weights)."""
+        model = cls.__new__(cls)
+        model._attach(speculative, num_workers)
+        return model
+
+    def _attach(self, speculative, num_workers: int) -> None:
+        self.speculative = speculative
         # who decodes: num_workers transcribers on these weights (workers.py); with one, decodes take turns
-        self._workers = Workers(self.speculative, num_workers)
+        self._workers = Workers(speculative, num_workers)
 
     @property
     def supported_languages(self) -> list[str]:

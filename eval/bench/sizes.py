@@ -34,7 +34,6 @@ little more here than on real weights.
 
 from __future__ import annotations
 
-import copy
 import json
 import tempfile
 import time
@@ -83,14 +82,13 @@ def build_system(system: str, folder: str, compute_type: str | None, mode: str |
 def variant(model, compute_type: str, mode: str | None):
     """Our drop-in `model` at another compute type or mode, on the same loaded weights (one float copy in memory,
     not one per system)."""
+    from asr_specdec.compat import WhisperModel
     from asr_specdec.whisper import SpeculativeWhisper
 
     speculative = model.speculative
     options = replace(speculative.model_options, main=speculative.loaded(), processor=None, drafter=None, mode=mode,
                       compute_type=compute_type)
-    other = copy.copy(model)
-    other.speculative = SpeculativeWhisper.from_options(options, speculative.options)
-    return other
+    return WhisperModel.around(SpeculativeWhisper.from_options(options, speculative.options))
 
 
 def forced_call(model, samples: np.ndarray, tokens: int, end_of_text: int = END_OF_TEXT) -> int:

@@ -93,3 +93,24 @@ def test_every_call_gets_another_window_and_every_system_the_same_ones():
     windows = [first() for _ in range(3)]
     assert not any(np.array_equal(a, b) for a, b in zip(windows, windows[1:]))
     assert all(np.array_equal(a, second()) for a in windows)
+
+
+def test_a_variant_decodes_on_its_own_pipeline_not_on_the_model_it_shares_weights_with():
+    """The drop-in decodes through its workers: a variant that kept the loaded model's workers ran every call at
+    the loaded model's compute type (the int8 and default rows of a run timed float32 decoding)."""
+    from asr_specdec.compat import WhisperModel
+
+    loaded = WhisperModel("tiny.en", compute_type="float32", mode="off", cpu_threads=2)
+    other = sizes.variant(loaded, "int8", "off")
+    assert other.speculative.model is loaded.speculative.model  # the weights are shared
+    assert other.speculative.pipeline.compute.name == "int8" and loaded.speculative.pipeline.compute.name == "float32"
+    decoded = {}
+    for name, model in (("loaded", loaded), ("variant", other)):
+        original = model.speculative.decode_windows
+
+        def spy(*arguments, name=name, original=original, **options):
+            decoded[name] = decoded.get(name, 0) + 1
+            return original(*arguments, **options)
+        model.speculative.decode_windows = spy
+    sizes.forced_call(other, sizes.noise(seconds=3.0), 5)
+    assert decoded == {"variant": 1}
