@@ -22,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--assistant", default=AppSettings.default_assistant,
                         help="default assistant model for modes assistant/universal")
     parser.add_argument("--mode", choices=MODES, default=None,
-                        help="default drafter (when not given: quantized-self on CPU, off on a GPU)")
+                        help="default drafter (when not given: quantized-self on CPU, except with an int8 main "
+                             "decoder on a CPU without an int8 dot-product instruction, and off on a GPU)")
     parser.add_argument("--max-upload-mb", type=float, default=AppSettings.max_upload_mb,
                         help="largest upload accepted")
     parser.add_argument("--max-audio-seconds", type=float, default=AppSettings.max_audio_seconds,
@@ -36,19 +37,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
-    from asr_specdec.core.modes import default_mode
     from asr_specdec.errors import SpecdecError
 
     from .server import launch, make_settings
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    mode = args.mode or default_mode(device)
-    if check_mode_on(mode, device):
-        print(f"error: {check_mode_on(mode, device)}", file=sys.stderr)
+    if args.mode is not None and check_mode_on(args.mode, device):
+        print(f"error: {check_mode_on(args.mode, device)}", file=sys.stderr)
         return 2
-    settings = make_settings(args.main, args.assistant, default_mode=mode, max_upload_mb=args.max_upload_mb,
+    settings = make_settings(args.main, args.assistant, default_mode=args.mode, max_upload_mb=args.max_upload_mb,
                              max_audio_seconds=args.max_audio_seconds, device=device)
-    print(f"loading {settings.default_main} (drafter {settings.default_mode}); uploads up to "
+    drafter = settings.default_mode or "the default for it"
+    print(f"loading {settings.default_main} (drafter {drafter}); uploads up to "
           f"{settings.max_upload_mb:g} MB and {settings.max_audio_seconds:g} s", file=sys.stderr)
     try:
         launch(settings, args.host, args.port, args.share, args.concurrency)

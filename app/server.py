@@ -9,7 +9,7 @@ import gradio as gr
 from asr_specdec.weights.packs import pack_names
 
 from .service import TranscriptionService
-from .settings import AppSettings, DecodeOptions
+from .settings import AppSettings
 from .style import CSS, SEEK_SCRIPT
 from .ui import build_app
 
@@ -33,8 +33,7 @@ def launch(settings: AppSettings, host: str = "127.0.0.1", port: int | None = No
 
     Raises SpecdecError when the default models cannot be loaded."""
     service = TranscriptionService(settings)
-    # the decoder the page's defaults ask for: the default assistant only where it fits the default mode
-    service.decoder(service.paired(DecodeOptions(settings.default_main, settings.default_mode))[0])
+    service.load_defaults()
     app = build_app(service)
     # requests wait their turn in the queue: on a CPU one decode at a time is fastest for everyone
     app.queue(default_concurrency_limit=concurrency)

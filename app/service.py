@@ -88,10 +88,20 @@ class TranscriptionService:
                     options.model_options(self.model(options.main), assistant, self.settings.device),
                     options.transcribe_options())
                 self._decoders[key] = (decoder, threading.Lock())
+                if options.mode is None:  # the mode it chose asks for the same decoder
+                    self._decoders[astuple(replace(options, mode=decoder.mode).normalized())] = self._decoders[key]
                 while len(self._decoders) > self.max_decoders:
                     self._decoders.popitem(last=False)
             self._decoders.move_to_end(key)
             return self._decoders[key]
+
+    def load_defaults(self) -> None:
+        """Build the decoder the page's defaults ask for (the default assistant only where it fits the default mode);
+        with no default mode set, the page then offers the one the project chose for the loaded main model."""
+        options = self.paired(DecodeOptions(self.settings.default_main, self.settings.default_mode))[0]
+        decoder, _ = self.decoder(options)
+        if self.settings.default_mode is None:
+            self.settings = replace(self.settings, default_mode=decoder.mode)
 
     def read(self, upload: str | None):
         return read_audio(uploaded_path(upload), self.settings.max_upload_bytes, self.settings.max_audio_seconds)

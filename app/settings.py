@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from asr_specdec.core.draft_length import DEFAULT_DRAFT_TOKENS
 from asr_specdec.core.limits import LIMITS, OptionLimits
-from asr_specdec.core.modes import ASSISTANT_MODES, default_mode
+from asr_specdec.core.modes import ASSISTANT_MODES
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,9 @@ class AppSettings:
     models: tuple[str, ...]  # the only model specs a client may choose: a client never names a path
     default_main: str = "base"
     default_assistant: str = "tiny.en"
-    default_mode: str = default_mode()  # the project's, on a CPU (core/modes.py decides it)
+    # None: the project's for the default main model, read from it once loaded (TranscriptionService.load_defaults;
+    # core.modes.default_drafter decides it from the device and the main decoder's arithmetic)
+    default_mode: str | None = None
     max_upload_mb: float = 25.0
     max_audio_seconds: float = 600.0
     device: str = "cpu"
@@ -29,7 +31,7 @@ class AppSettings:
 @dataclass(frozen=True)
 class DecodeOptions:
     main: str
-    mode: str = default_mode()
+    mode: str | None = None  # None: the project's default for this main model (the transcriber decides it)
     assistant: str | None = None
     draft_tokens: int = DEFAULT_DRAFT_TOKENS
     dynamic: bool = False

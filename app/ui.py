@@ -129,6 +129,8 @@ def build_app(service: TranscriptionService) -> gr.Blocks:
 
 
 def _controls(service: TranscriptionService) -> Controls:
+    if service.settings.default_mode is None:  # the page offers the mode the default main model's decoder chose
+        service.load_defaults()
     settings = service.settings
     main_profile = service.profile(settings.default_main)
     assistants = service.assistants(settings.default_main, settings.default_mode)

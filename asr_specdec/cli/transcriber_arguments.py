@@ -4,13 +4,15 @@ transcribe). Not a command itself: both commands import it, neither imports the 
 
 from __future__ import annotations
 
-from ..core.modes import ASSISTANT_MODES, check_mode_on, default_mode
+from ..core.modes import ASSISTANT_MODES, check_mode_on
 from .recipe_arguments import recipe_options
 
 DEFAULTS_HELP = (
     "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
     "distil-whisper/distil-large-v3 (mode assistant); otherwise (this offline CPU setup) the offline pack "
-    "'base' with the quantized-self drafter, the fastest drafter measured on CPU (see README). "
+    "'base' with the quantized-self drafter, the fastest drafter measured on CPU (see README), except with an "
+    "int8 main decoder on a CPU without an int8 dot-product instruction, where its int8 copy drafts no cheaper "
+    "(mode off). "
     "--main/--assistant/--mode override. Model specs: an offline pack name (tiny.en, base), a CTranslate2 "
     "(faster-whisper) directory, a transformers directory or a model-hub id."
 )
@@ -81,8 +83,9 @@ def add_sampling_arguments(parser) -> None:
                              f"{Sampling.temperature})")
 
 
-def choose_models(args) -> tuple[str, str | None, str, str]:
-    """(main, assistant, mode, why) from the arguments and what this machine offers."""
+def choose_models(args) -> tuple[str, str | None, str | None, str]:
+    """(main, assistant, mode, why these models) from the arguments and what this machine offers; mode None when
+    not given: the transcriber decides it from the loaded model (core.modes.default_drafter)."""
     from ..weights.whisper_models import default_models
 
     main, assistant, reason = args.main, args.assistant, "given on the command line"
@@ -95,19 +98,16 @@ def choose_models(args) -> tuple[str, str | None, str, str]:
             from ..errors import SpecdecError
 
             raise SpecdecError(refused)
-        return main, assistant, args.mode, reason
-    mode = default_mode(args.device, bool(assistant))
-    if mode == "off":
-        reason = f"{reason}; mode off: no assistant given, and quantized-self runs on the CPU only"
-    return main, assistant, mode, reason
+    return main, assistant, args.mode, reason
 
 
-def model_options(args, main, assistant, mode: str):
-    """ModelOptions from the command line (`device` already resolved from "auto")."""
+def model_options(args, main, assistant, mode: str | None):
+    """ModelOptions from the command line (`device` already resolved from "auto"; `mode` None: the project's
+    default, decided with the model loaded)."""
     from ..whisper.model_options import DEFAULT_SCHEDULE, ModelOptions
 
     return ModelOptions(
-        main=main, mode=mode, assistant=assistant if mode in ASSISTANT_MODES else None,
+        main=main, mode=mode, assistant=assistant if mode is None or mode in ASSISTANT_MODES else None,
         num_draft_tokens=ModelOptions.num_draft_tokens if args.num_draft_tokens is None else args.num_draft_tokens,
         draft_schedule="heuristic" if args.dynamic else args.draft_schedule or DEFAULT_SCHEDULE,
         confidence_threshold=args.confidence_threshold, early_exit_layer=args.early_exit_layer, device=args.device,
@@ -142,7 +142,7 @@ def transcribe_options(args):
 
 
 def build_transcriber(args):
-    """(the transcriber the arguments ask for, why these models)."""
+    """(the transcriber the arguments ask for, why these models and this mode)."""
     import torch
 
     from ..errors import SpecdecError
@@ -155,7 +155,8 @@ def build_transcriber(args):
     if args.device == "auto":
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     main, assistant, mode, reason = choose_models(args)
-    return SpeculativeWhisper.from_options(model_options(args, main, assistant, mode), transcribe_options(args)), reason
+    transcriber = SpeculativeWhisper.from_options(model_options(args, main, assistant, mode), transcribe_options(args))
+    return transcriber, f"{reason}; mode: {transcriber.mode_reason}"
 
 
 def plain_sibling(transcriber):

@@ -23,9 +23,22 @@ def check_mode_on(mode: str, device: str) -> str | None:
             "assistant model), early-exit, prompt-lookup or off")
 
 
-def default_mode(device: str = "cpu", assistant: bool = False) -> str:
-    """The project's default drafter, the one place that decides it: the assistant when one is given, else the
-    main model's int8 self where it runs (a CPU, and the fastest drafter measured there), else none."""
+def default_drafter(device: str = "cpu", assistant: bool = False, self_draft_cheaper: bool = True
+                    ) -> tuple[str, str]:
+    """(mode, why): the project's default drafter, the one place that decides it. The assistant when one is given;
+    else the main model's int8 self where it runs (a CPU) and drafts cheaper than the main model steps
+    (`self_draft_cheaper`: the native build's call, native.Capabilities.self_draft_cheaper), the fastest drafter
+    measured there; else none."""
     if assistant:
-        return "assistant"
-    return "quantized-self" if check_mode_on("quantized-self", device) is None else "off"
+        return "assistant", "an assistant model is given"
+    if check_mode_on("quantized-self", device) is not None:
+        return "off", "no assistant given, and quantized-self runs on the CPU only"
+    if not self_draft_cheaper:
+        return "off", ("no assistant given, and the main decoder's int8 copy would draft no cheaper than it steps "
+                       "(an int8 decoder on a CPU without an int8 dot-product instruction)")
+    return "quantized-self", "the main model's own int8 copy drafts: the fastest drafter measured on a CPU"
+
+
+def default_mode(device: str = "cpu", assistant: bool = False, self_draft_cheaper: bool = True) -> str:
+    """The mode of `default_drafter`."""
+    return default_drafter(device, assistant, self_draft_cheaper)[0]

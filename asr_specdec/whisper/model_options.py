@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..core.draft_length import DEFAULT_DRAFT_TOKENS, DraftLength
 from ..core.drafter import Drafter
 from ..core.limits import LIMITS
-from ..core.modes import MODES, default_mode
+from ..core.modes import MODES, default_drafter
 from ..errors import OptionError, SpecdecError
 from .runtime.compute import ComputeType
 
@@ -23,7 +23,7 @@ class ModelOptions:
     main: object = "base"
     processor: object = None  # the main model's processor, when `main` is a bare model object
     # the drafter (core/modes.py); None: the assistant's mode when one is given, else the project's default for the
-    # device (core.modes.default_mode)
+    # device and the main decoder's arithmetic (core.modes.default_drafter)
     mode: str | None = None
     drafter: Drafter | None = None  # a ready drafter object; it decides the mode
     assistant: object = None  # the drafting model of modes assistant/universal (spec or loaded, as `main`)
@@ -55,13 +55,20 @@ class ModelOptions:
         except ValueError as error:
             raise SpecdecError(str(error)) from None
 
-    def resolved_mode(self, device: str) -> str:
+    def resolved_mode(self, device: str, self_draft_cheaper: bool = True) -> str:
         """The drafting mode: the drafter object's, the one asked for, the assistant's, else the project's default
-        on `device`."""
+        on `device` (core.modes.default_drafter; `self_draft_cheaper`: whether the main decoder's int8 copy drafts
+        cheaper than it steps, the native build's call)."""
+        return self.resolved_drafter(device, self_draft_cheaper)[0]
+
+    def resolved_drafter(self, device: str, self_draft_cheaper: bool = True) -> tuple[str, str]:
+        """(mode, why) of `resolved_mode`."""
         if self.drafter is not None:
-            return self.drafter.name
+            return self.drafter.name, "a drafter object is given"
         if self.mode is not None:
-            return self.mode
+            return self.mode, "asked for"
         if self.assistant is not None:
-            return "universal" if self.assistant_tokenizer is not None else "assistant"
-        return default_mode(device)
+            if self.assistant_tokenizer is not None:
+                return "universal", "an assistant with its own tokenizer is given"
+            return default_drafter(device, assistant=True)
+        return default_drafter(device, self_draft_cheaper=self_draft_cheaper)

@@ -176,15 +176,17 @@ def sizes_region(output: Path, record: dict) -> str | None:
         by_name = {row["system"]: row for row in rows}
         reference = by_name.get("faster-whisper int8")
         default = next((row for name, row in by_name.items() if name.startswith("ours auto (")
-                        and name.endswith("default mode")), None)
+                        and ", default mode" in name), None)
         plain = [row for name, row in by_name.items() if name.startswith("ours ") and name.endswith("plain")]
         if not reference or not default or not plain:
             continue
         fastest = min(plain, key=lambda row: number(row[whole]))
         ratios = default["vs faster-whisper int8 (whole / encoder / token)"].split(" / ")
-        label = default["system"].removeprefix("ours ").removesuffix(", default mode")
+        label, chosen = default["system"].removeprefix("ours ").split(", default mode")
+        # the mode the default resolved to (runs before it was printed drafted with quantized-self: speculative)
+        chosen = f"mode {chosen.strip(' ()')}" if chosen else "speculative"
         fastest_label = fastest["system"].rsplit("(", 1)[-1].split(")")[0]  # the compute type it resolved to
-        lines.append(f"| {shape} | {reference[whole]} | {default[whole]} ({label}, speculative) | {ratios[0]} / "
+        lines.append(f"| {shape} | {reference[whole]} | {default[whole]} ({label}, {chosen}) | {ratios[0]} / "
                      f"{ratios[2]} | {fastest[whole]} ({fastest_label}) |")
     if len(lines) == 2:
         return None

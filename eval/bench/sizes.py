@@ -202,7 +202,8 @@ def speed_section(shape: str, folder: Path, args) -> tuple[dict[str, Timing], di
     runs += [(compute, None, "default mode") for compute in args.default_mode_types]
     for compute, mode, label in runs:
         model = variant(loaded, compute, mode)
-        systems[f"ours {compute} ({model.speculative.compute_type}), {label}"] = model
+        chosen = f" ({model.speculative.mode})" if mode is None else ""  # the mode the default resolved to
+        systems[f"ours {compute} ({model.speculative.compute_type}), {label}{chosen}"] = model
     return time_systems(systems, noise(), args.tokens, args.repeats), systems
 
 

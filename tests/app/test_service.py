@@ -48,6 +48,19 @@ def test_decoders_share_the_loaded_model_and_are_reused(tiny_en_dir):
     assert service.decoder(DecodeOptions("tiny.en", "prompt-lookup", draft_tokens=3))[0] is not speculative
 
 
+@pytest.mark.slow
+def test_without_a_default_mode_the_page_offers_the_one_the_default_models_decoder_chose(tiny_en_dir):
+    """The project's default drafter depends on the loaded main model (its decoder's arithmetic), so the app reads it
+    back from the decoder it builds at start-up, and a request naming that mode gets that same decoder."""
+    service = TranscriptionService(make_settings("tiny.en"))
+    assert service.settings.default_mode is None
+    service.load_defaults()
+    chosen = service.settings.default_mode
+    built, _ = service.decoder(DecodeOptions("tiny.en"))
+    assert chosen == built.mode == built.model_options.mode != "off"  # tiny.en's auto decoder is float32 here
+    assert service.decoder(DecodeOptions("tiny.en", chosen))[0] is built
+
+
 def test_each_decoder_serves_one_request_at_a_time_while_different_decoders_run_together(monkeypatch):
     monkeypatch.setattr(service_module, "load_whisper", lambda spec, **_: SimpleNamespace(model=spec, processor=None))
     running, most_per_decoder, most_overall, count_lock = Counter(), Counter(), [0], threading.Lock()

@@ -144,14 +144,14 @@ def test_a_headline_without_a_speed_result_is_kept(tmp_path, capsys):
     assert "kept" in readme.read_text() and "no result for headline" in capsys.readouterr().err
 
 
-def sizes_output() -> str:
+def sizes_output(default_name: str = "ours auto (int8), default mode") -> str:
     """What eval.bench.sizes prints, made by its own row functions from made-up timings."""
     from eval.bench import sizes
 
     def timing(encoder, whole, double):
         return sizes.Timing(encoder=encoder, whole=whole, double=double, made=[100, 200])
     small = {"faster-whisper int8": timing(1.0, 4.0, 7.0), "ours float32 (float32), plain": timing(1.2, 3.5, 6.0),
-             "ours int8 (int8), plain": timing(0.8, 2.5, 4.0), "ours auto (int8), default mode": timing(0.8, 2.0, 3.0)}
+             "ours int8 (int8), plain": timing(0.8, 2.5, 4.0), default_name: timing(0.8, 2.0, 3.0)}
     costs = {"main_step": 0.1, "draft_step": 0.01, "verification": 0.12}
     pair = {"int8": {"costs_s": costs, "speedup_by_acceptance": {str(a): 1.0 + a for a in sizes.ACCEPTANCES},
                      "acceptance_for": {"2.0": 0.75, "3.0": None}}}
@@ -177,3 +177,7 @@ def test_the_sizes_table_is_made_from_the_size_benchmarks_output(tmp_path):
     assert "main step 100.0 ms, draft step 10.0 ms (0.10), projected 1.80x faster-whisper int8 at acceptance 0.8" \
         in text
     assert "stale" not in text and "commit abc1234" in text and "kernel build avx2" in text
+    # a run that printed the mode the default resolved to says it
+    (run / "sizes.md").write_text(sizes_output("ours auto (int8), default mode (off)"))
+    assert readme_tables.main(["write", "--output", str(run), "--pages", str(readme), "--app-figures", ""]) == 0
+    assert readme_tables.markdown_tables(readme.read_text())[0][0]["ours default"] == "2.00 s (auto (int8), mode off)"

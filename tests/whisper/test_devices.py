@@ -187,14 +187,17 @@ def test_cpu_only_drafters_are_refused_on_a_gpu_by_name_and_left_out_by_default(
     from asr_specdec.cli.transcribe import main
     from asr_specdec.cli.transcriber_arguments import choose_models
     from asr_specdec.server.transcribers import Transcribers
+    from asr_specdec.whisper.model_options import ModelOptions
 
     sample = Path(__file__).resolve().parents[2] / "samples" / "message.wav"
     assert main(["--main", "tiny.en", "--mode", "quantized-self", "--device", "cuda", str(sample)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: mode 'quantized-self' cannot run on cuda") and error.count("\n") == 1
     args = SimpleNamespace(main="tiny.en", assistant=None, mode=None, device="cuda")
-    assert choose_models(args)[2] == "off" and "CPU only" in choose_models(args)[3]
-    assert choose_models(SimpleNamespace(**{**vars(args), "device": "cpu"}))[2] == "quantized-self"
+    assert choose_models(args)[2] is None  # the transcriber decides, with the model loaded
+    mode, why = ModelOptions(main="tiny.en").resolved_drafter("cuda")
+    assert mode == "off" and "CPU only" in why
+    assert ModelOptions(main="tiny.en").resolved_mode("cpu") == "quantized-self"
 
     server = Transcribers(SimpleNamespace(mode="off", device=torch.device("cuda")))
     assert "quantized-self" not in server.modes and "early-exit" in server.modes

@@ -115,7 +115,7 @@ def test_each_front_end_with_nothing_set_gives_exactly_the_default_options():
     from asr_specdec.cli.transcriber_arguments import model_options, transcribe_options
     from asr_specdec.server.forms import AudioRequest
 
-    mode = default_mode("cpu")
+    mode = None  # the project's default, decided by the transcriber with the model loaded
     expected_model = ModelOptions(main="base", mode=mode, device="cpu")
     for args in (transcribe.build_parser().parse_args(["a.wav"]), serve.build_parser().parse_args([])):
         check_recipe_arguments(args)
