@@ -190,7 +190,7 @@ def app_front(clip):
     from app.messages import CONTROLS
     from app.service import TranscriptionService
     from app.settings import AppSettings
-    from asr_specdec.core.modes import default_mode
+    from asr_specdec.core.modes import default_drafter
 
     handlers = Handlers(TranscriptionService(AppSettings(models=(ENGLISH_ONLY,), default_main=ENGLISH_ONLY,
                                                          default_assistant=ENGLISH_ONLY)))
@@ -205,7 +205,8 @@ def app_front(clip):
 
         chosen = {**settings, **cases[case]}
         try:
-            outputs = handlers.transcribe(clip, ENGLISH_ONLY, default_mode(), None, chosen["language"], chosen["task"],
+            mode = default_drafter()[0]
+            outputs = handlers.transcribe(clip, ENGLISH_ONLY, mode, None, chosen["language"], chosen["task"],
                                           chosen["draft_tokens"], False, "auto", False, False, "", "",
                                           chosen["beam_size"], 1.0, 0, chosen["speakers"],
                                           progress=lambda *args, **kwargs: None)

@@ -38,7 +38,3 @@ def default_drafter(device: str = "cpu", assistant: bool = False, self_draft_che
                        "(an int8 decoder on a CPU without an int8 dot-product instruction)")
     return "quantized-self", "the main model's own int8 copy drafts: the fastest drafter measured on a CPU"
 
-
-def default_mode(device: str = "cpu", assistant: bool = False, self_draft_cheaper: bool = True) -> str:
-    """The mode of `default_drafter`."""
-    return default_drafter(device, assistant, self_draft_cheaper)[0]

@@ -55,14 +55,10 @@ class ModelOptions:
         except ValueError as error:
             raise SpecdecError(str(error)) from None
 
-    def resolved_mode(self, device: str, self_draft_cheaper: bool = True) -> str:
-        """The drafting mode: the drafter object's, the one asked for, the assistant's, else the project's default
-        on `device` (core.modes.default_drafter; `self_draft_cheaper`: whether the main decoder's int8 copy drafts
-        cheaper than it steps, the native build's call)."""
-        return self.resolved_drafter(device, self_draft_cheaper)[0]
-
     def resolved_drafter(self, device: str, self_draft_cheaper: bool = True) -> tuple[str, str]:
-        """(mode, why) of `resolved_mode`."""
+        """(mode, why): the drafter object's, the one asked for, the assistant's, else the project's default on
+        `device` (core.modes.default_drafter; `self_draft_cheaper`: whether the main decoder's int8 copy drafts
+        cheaper than it steps, the native build's call)."""
         if self.drafter is not None:
             return self.drafter.name, "a drafter object is given"
         if self.mode is not None:

@@ -6,20 +6,20 @@ from dataclasses import replace
 
 import pytest
 
-from asr_specdec.core.modes import MODES, default_drafter, default_mode
+from asr_specdec.core.modes import MODES, default_drafter
 
 
 def test_the_default_drafter_is_the_int8_self_on_a_cpu_and_none_on_a_gpu():
-    assert default_mode("cpu") == "quantized-self" and default_mode() == "quantized-self"
-    assert default_mode("cuda") == "off" and default_mode("cuda:1") == "off"
-    assert default_mode("cpu", assistant=True) == "assistant" == default_mode("cuda", assistant=True)
-    assert {default_mode("cpu"), default_mode("cuda")} <= set(MODES)
+    assert default_drafter("cpu")[0] == "quantized-self" and default_drafter()[0] == "quantized-self"
+    assert default_drafter("cuda")[0] == "off" and default_drafter("cuda:1")[0] == "off"
+    assert default_drafter("cpu", assistant=True)[0] == "assistant" == default_drafter("cuda", assistant=True)[0]
+    assert {default_drafter("cpu")[0], default_drafter("cuda")[0]} <= set(MODES)
 
 
 def test_no_self_drafting_where_the_int8_copy_steps_no_cheaper_than_the_main_decoder():
     mode, why = default_drafter("cpu", self_draft_cheaper=False)
     assert mode == "off" and "no cheaper" in why
-    assert default_mode("cpu", assistant=True, self_draft_cheaper=False) == "assistant"
+    assert default_drafter("cpu", assistant=True, self_draft_cheaper=False)[0] == "assistant"
     assert default_drafter("cuda", self_draft_cheaper=False)[1].endswith("CPU only")
 
 
@@ -37,7 +37,7 @@ def test_speculative_whisper_alone_takes_the_projects_default(tmp_path):
     from tests.tiny_ct2 import converted_whisper
 
     tiny_pair = converted_whisper(tmp_path, 0)
-    assert SpeculativeWhisper(tiny_pair).mode == default_mode("cpu") == "quantized-self"
+    assert SpeculativeWhisper(tiny_pair).mode == default_drafter("cpu")[0] == "quantized-self"
     assert SpeculativeWhisper(tiny_pair, mode="off").mode == "off"
 
 

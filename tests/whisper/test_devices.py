@@ -197,7 +197,7 @@ def test_cpu_only_drafters_are_refused_on_a_gpu_by_name_and_left_out_by_default(
     assert choose_models(args)[2] is None  # the transcriber decides, with the model loaded
     mode, why = ModelOptions(main="tiny.en").resolved_drafter("cuda")
     assert mode == "off" and "CPU only" in why
-    assert ModelOptions(main="tiny.en").resolved_mode("cpu") == "quantized-self"
+    assert ModelOptions(main="tiny.en").resolved_drafter("cpu")[0] == "quantized-self"
 
     server = Transcribers(SimpleNamespace(mode="off", device=torch.device("cuda")))
     assert "quantized-self" not in server.modes and "early-exit" in server.modes

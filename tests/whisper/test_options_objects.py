@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from asr_specdec.core.logits import Sampling
-from asr_specdec.core.modes import default_mode
+from asr_specdec.core.modes import default_drafter
 from asr_specdec.errors import SpecdecError
 from asr_specdec.whisper.arguments import call_options, constructor_options
 from asr_specdec.whisper.model_options import ModelOptions
@@ -19,12 +19,12 @@ from asr_specdec.whisper.recipe.fallback import DEFAULT_TEMPERATURES
 
 
 def test_one_default_drafter_the_projects():
-    assert ModelOptions().resolved_mode("cpu") == default_mode("cpu") == "quantized-self"
-    assert ModelOptions(assistant="tiny.en").resolved_mode("cpu") == "assistant"
-    assert ModelOptions(assistant="x", assistant_tokenizer=object()).resolved_mode("cpu") == "universal"
-    assert ModelOptions(mode="off", assistant="tiny.en").resolved_mode("cpu") == "off"
+    assert ModelOptions().resolved_drafter("cpu")[0] == default_drafter("cpu")[0] == "quantized-self"
+    assert ModelOptions(assistant="tiny.en").resolved_drafter("cpu")[0] == "assistant"
+    assert ModelOptions(assistant="x", assistant_tokenizer=object()).resolved_drafter("cpu")[0] == "universal"
+    assert ModelOptions(mode="off", assistant="tiny.en").resolved_drafter("cpu")[0] == "off"
     model, _ = constructor_options("base")
-    assert model.mode is None and model.resolved_mode("cpu") == "quantized-self"
+    assert model.mode is None and model.resolved_drafter("cpu")[0] == "quantized-self"
 
 
 def test_the_options_are_frozen_and_checked():
@@ -62,7 +62,7 @@ def test_transformers_and_openai_names_map_into_the_options():
     assert (model.assistant, model.num_draft_tokens, model.draft_schedule, model.confidence_threshold,
             model.compute_type) == ("tiny.en", 5, "constant", 0.3, "bfloat16")
     assert model.draft_length().schedule == "fixed"  # transformers' "constant"
-    assert model.resolved_mode("cpu") == "assistant"
+    assert model.resolved_drafter("cpu")[0] == "assistant"
     assert options.timestamps is True and options.condition_on_previous_text is True
     assert options.recipe.temperatures == (0.0, 0.5) and options.recipe.logprob_threshold == -2.0
     assert options.sampling == Sampling() and options.language == "fr" and options.max_new_tokens == 20
