@@ -157,6 +157,31 @@ def test_packs_made_now_live_in_a_mapped_spool_not_the_heap(tmp_path, monkeypatc
     assert not (_mapped_file(no_disk.packed) or "").startswith("/")  # no file holds it: the heap
 
 
+def test_a_spool_is_closed_when_its_store_is_saved_or_dropped(tmp_path, monkeypatch):
+    """A first load used to print 'unclosed file' for every store it made packs in (the spool left for the
+    collector): saving the store closes its spool, and a store dropped unsaved closes it too."""
+    import gc
+    import warnings
+
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    weight, bias = torch.randn(512, 256), torch.randn(512)
+    expected = pack_linear(weight, bias, "int8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        saved = PackStore("saved", "int8")
+        built = saved.linear("layer", lambda: pack_linear(weight, bias, "int8"))
+        assert (_mapped_file(built.packed) or "").startswith(str(tmp_path / "packed"))
+        saved.save()
+        assert torch.equal(built.packed, expected.packed)  # the mapping outlives the closed spool
+        later = saved.linear("second", lambda: pack_linear(weight, bias, "int8"))  # a new spool after a save
+        assert torch.equal(later.packed, expected.packed)
+        dropped = PackStore("dropped", "int8")
+        dropped.linear("layer", lambda: pack_linear(weight, bias, "int8"))
+        del saved, dropped, built, later
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
 def test_without_kernels_the_pytorch_path_decodes_and_reduced_decoders_are_refused():
     script = (
         "import torch\n"
