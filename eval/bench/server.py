@@ -76,14 +76,12 @@ class Measurement:
 class Server:
     """One `python -m asr_specdec.serve` process on a free loopback port; its output goes to a log file."""
 
-    def __init__(self, name: str, extra: list[str], args, logs: Path):
+    def __init__(self, name: str, options: list[str], logs: Path):
         self.name = name
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "asr_specdec.serve", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--main", args.main, "--max-queue", "64", *(["--mode", args.mode] if args.mode else []),
-                   *(["--language", args.language] if args.language else []),
-                   *(["--threads", str(args.threads)] if args.threads else []), *extra]
+                   *options]
         self.log_path = logs / f"server-{name}.log"
         self.log = self.log_path.open("w")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
@@ -124,6 +122,14 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
         self.log.close()
+
+
+def serve_options(main: str, mode: str | None = None, language: str | None = None,
+                  threads: int | None = None) -> list[str]:
+    """The serve command's options for a model, and a mode, a language and a thread count where given (None: the
+    server's own)."""
+    return ["--main", main, *(["--mode", mode] if mode else []), *(["--language", language] if language else []),
+            *(["--threads", str(threads)] if threads else [])]
 
 
 def _free_port() -> int:
@@ -186,14 +192,15 @@ def run_load(server: Server, clips: list[Clip], references: dict[str, str], clie
     return measurement
 
 
-def load_clips(folder: Path) -> list[Clip]:
+def read_clip(path: Path) -> Clip:
     from asr_specdec.whisper import load_audio
 
-    clips = []
-    for entry in manifest_entries(folder):
-        data = (folder / entry["audio"]).read_bytes()
-        clips.append(Clip(entry["audio"], data, len(load_audio(data)) / 16000))
-    return clips
+    data = path.read_bytes()
+    return Clip(path.name, data, len(load_audio(data)) / 16000)
+
+
+def load_clips(folder: Path) -> list[Clip]:
+    return [read_clip(folder / entry["audio"]) for entry in manifest_entries(folder)]
 
 
 def table(measurements: list[Measurement]) -> list[str]:
@@ -262,7 +269,8 @@ def main(argv=None) -> int:
     try:
         for name in names:
             extra = ["--max-batch-size", str(args.max_batch_size)] if name == "batched" else SERVERS[name]
-            servers[name] = Server(name, extra, args, output)
+            options = serve_options(args.main, args.mode, args.language, args.threads)
+            servers[name] = Server(name, [*options, "--max-queue", "64", *extra], output)
         for server in servers.values():
             server.wait_ready(time.monotonic() + START_TIMEOUT)
         import httpx
