@@ -1,12 +1,15 @@
-"""One system of the shared-CPU benchmark, in its own process: loads it, warms it up on the clips, then answers
-`round` on stdin with the seconds one pass over the clips took (a JSON line), or with `loop` transcribes the clips
-until killed (the competitor). Run as a script with the checkout to measure first on PYTHONPATH, so a baseline
-checkout can be measured beside this one (shared_cpu.py --baseline).
+"""One system of the shared-CPU benchmark, in its own process: loads it, warms it up on the clips, says it is ready
+(with the drafting mode ours resolved to), then answers `round` on stdin with the seconds one pass over the clips
+took (a JSON line), or `clients N` with the seconds N threads at once took to transcribe every clip each, from
+the files (as a server's requests are); with `loop` it transcribes the clips until killed (the competitor). Run
+as a script with the checkout to measure first on PYTHONPATH, so a baseline checkout can be measured beside this
+one (shared_cpu.py --baseline): it imports nothing of eval/.
 
     python eval/bench/shared_cpu_worker.py SYSTEM THREADS CLIP [CLIP ...]
 
-SYSTEM: ours (the default: quantized-self, default compute type), ours-plain, fw-int8 (faster-whisper int8 on
-the base pack converted to CTranslate2 in FW_DIR).
+SYSTEM: ours (the default: `SpeculativeWhisper(MAIN, language="en")`, no mode given), ours-plain (mode off),
+fw-int8 (faster-whisper int8 on the base pack converted to CTranslate2 in FW_DIR), fw-int8-2workers (the same
+with num_workers=2, for two threads at once).
 """
 
 from __future__ import annotations
@@ -15,30 +18,62 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+def build_ours(system: str, threads: int):
+    """(its transcribe function, the drafting mode the transcriber resolved to)."""
+    import torch
+
+    from asr_specdec import SpeculativeWhisper
+
+    torch.set_num_threads(threads)
+    mode = {"mode": "off"} if system == "ours-plain" else {}
+    whisper = SpeculativeWhisper(os.environ.get("MAIN", "base"), language="en", **mode)
+    return (lambda audio: whisper.transcribe(audio).text), getattr(whisper, "mode", None)
+
+
+def build_faster_whisper(threads: int, workers: int):
+    """A function from 16-kHz samples or a file to text."""
+    from faster_whisper import WhisperModel
+
+    model = WhisperModel(os.environ["FW_DIR"], device="cpu", compute_type="int8", cpu_threads=threads,
+                         num_workers=workers)
+
+    def transcribe(audio):
+        segments, _ = model.transcribe(audio, beam_size=1, language="en", temperature=0, vad_filter=False)
+        return "".join(segment.text for segment in segments).strip()
+
+    return transcribe
 
 
 def build(system: str, threads: int):
-    """A function from 16-kHz samples to text."""
+    """(a function from 16-kHz samples or a file to text, ours' resolved drafting mode or None)."""
     if system.startswith("ours"):
-        import torch
-
-        from asr_specdec import SpeculativeWhisper
-
-        torch.set_num_threads(threads)
-        mode = "off" if system == "ours-plain" else "quantized-self"
-        whisper = SpeculativeWhisper(os.environ.get("MAIN", "base"), language="en", mode=mode)
-        return lambda samples: whisper.transcribe(samples).text
-    if system == "fw-int8":
-        from faster_whisper import WhisperModel
-
-        model = WhisperModel(os.environ["FW_DIR"], device="cpu", compute_type="int8", cpu_threads=threads)
-
-        def transcribe(samples):
-            segments, _ = model.transcribe(samples, beam_size=1, language="en", temperature=0, vad_filter=False)
-            return "".join(segment.text for segment in segments).strip()
-
-        return transcribe
+        return build_ours(system, threads)
+    if system in ("fw-int8", "fw-int8-2workers"):
+        return build_faster_whisper(threads, 2 if system == "fw-int8-2workers" else 1), None
     raise SystemExit(f"unknown system {system}")
+
+
+def concurrent_passes(transcribe, clips: list, clients: int) -> tuple[float, list[list[str]]]:
+    """(wall seconds until `clients` threads at once have each transcribed every clip, each client's texts in clip
+    order). Client i starts at clip i, so concurrent requests carry different audio, as independent users' do."""
+    def one_client(first: int) -> list[str]:
+        texts = {}
+        for step in range(len(clips)):
+            index = (first + step) % len(clips)
+            texts[index] = transcribe(clips[index])
+        return [texts[index] for index in range(len(clips))]
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        texts = list(pool.map(one_client, range(clients)))
+    return time.perf_counter() - started, texts
+
+
+def answer(**fields) -> None:
+    print(json.dumps(fields), flush=True)
 
 
 def main() -> int:
@@ -46,20 +81,23 @@ def main() -> int:
     from faster_whisper import decode_audio
 
     audios = [decode_audio(clip, sampling_rate=16000) for clip in clips]
-    transcribe = build(system, threads)
-    texts = [transcribe(audio) for audio in audios]  # warm-up
-    print(json.dumps({"ready": True, "texts": texts}), flush=True)
+    transcribe, mode = build(system, threads)
+    answer(ready=True, texts=[transcribe(audio) for audio in audios], mode=mode)  # after a warm-up pass
     for command in sys.stdin:
-        command = command.strip()
-        if command == "loop":
+        name, *values = command.split() or [""]
+        if name == "loop":
             while True:
                 for audio in audios:
                     transcribe(audio)
-        if command != "round":
+        elif name == "round":
+            started = time.perf_counter()
+            texts = [transcribe(audio) for audio in audios]
+            answer(seconds=time.perf_counter() - started, texts=texts)
+        elif name == "clients":
+            seconds, texts = concurrent_passes(transcribe, clips, int(values[0]))
+            answer(seconds=seconds, texts=texts)
+        else:
             break
-        started = time.perf_counter()
-        texts = [transcribe(audio) for audio in audios]
-        print(json.dumps({"seconds": time.perf_counter() - started, "texts": texts}), flush=True)
     return 0
 
 
