@@ -262,16 +262,14 @@ def measure_server(args, clips: list[str], fw_dir: str, main_model: str, logs: P
     worker = Worker("fw-int8-2workers", args.threads, clips, PROJECT_ROOT, fw_dir)
     try:
         server = start_server(main_model, args.threads, logs)
-    except RuntimeError:
-        worker.stop()
-        raise
-    try:
-        labels = {"ours-server": f"ours' server, default ({served_mode(server.url, clips[0])})",
-                  "fw-int8-2workers": "faster-whisper int8, num_workers=2"}
-        passes = {"ours-server": http_passes(server.url, clips), "fw-int8-2workers": worker.clients}
-        times, answers, wrong = time_clients(passes, args.repeats)
+        try:
+            labels = {"ours-server": f"ours' server, default ({served_mode(server.url, clips[0])})",
+                      "fw-int8-2workers": "faster-whisper int8, num_workers=2"}
+            passes = {"ours-server": http_passes(server.url, clips), "fw-int8-2workers": worker.clients}
+            times, answers, wrong = time_clients(passes, args.repeats)
+        finally:
+            server.stop()
     finally:
-        server.stop()
         worker.stop()
     return server_report(times, labels, "fw-int8-2workers", answers, wrong), {
         "times": {f"{key}|{clients}": seconds for (key, clients), seconds in times.items()},

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval.bench import shared_cpu, shared_cpu_worker
+from eval.bench.server import serve_options
 from eval.bench.shared_cpu import (
     CLIENTS,
     Worker,
@@ -73,6 +74,11 @@ def test_server_report_gives_each_systems_two_client_ratio_and_ours_against_fast
     assert f"- ours' server, default (off) vs faster-whisper int8, num_workers=2: 1 client {one:.2f}x, " \
            f"2 clients {two:.2f}x" in lines
     assert lines[-1].endswith("ours' server, default (off) yes (16/16), faster-whisper int8, num_workers=2 NO (14/16)")
+
+
+def test_the_server_is_started_with_only_the_options_given():
+    assert serve_options("base") == ["--main", "base"]
+    assert serve_options("base", language="en", threads=2) == ["--main", "base", "--language", "en", "--threads", "2"]
 
 
 def test_rotated_starts_each_repeat_one_place_further():
