@@ -317,7 +317,13 @@ def main(argv=None) -> int:
     if args.output:
         (args.output / "shared_cpu.md").write_text("\n".join(lines) + "\n")
         (args.output / "shared_cpu.json").write_text(json.dumps(raw, indent=1))
-    return 0
+    return 0 if answers_agree(raw) else 1
+
+
+def answers_agree(raw: dict) -> bool:
+    """Whether every comparison of texts the run made came out equal (ours default == plain; every server
+    answer == one client alone): a run that changed a text reports it and exits 1, as eval.bench.server does."""
+    return raw.get("exact", True) and not any(raw.get("server", {}).get("differing", {}).values())
 
 
 if __name__ == "__main__":

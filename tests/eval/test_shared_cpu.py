@@ -196,3 +196,12 @@ def test_the_worker_process_reports_the_default_mode_and_answers_rounds_and_clie
         assert seconds > 0 and texts == [worker.texts]
     finally:
         worker.stop()
+
+
+def test_a_run_whose_texts_differ_exits_non_zero():
+    from eval.bench.shared_cpu import answers_agree
+
+    assert answers_agree({"exact": True, "server": {"differing": {"ours-server": 0, "fw-int8-2workers": 0}}})
+    assert answers_agree({"server": {"differing": {"ours-server": 0}}})  # the server section alone
+    assert not answers_agree({"exact": False})  # ours default != ours plain on a clip
+    assert not answers_agree({"exact": True, "server": {"differing": {"ours-server": 1, "fw-int8-2workers": 0}}})
