@@ -138,11 +138,16 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def transcribe(client, url: str, clip: Clip) -> str:
-    response = client.post(url + "/v1/audio/transcriptions", data={"model": "whisper-1"},
+def posted(client, url: str, clip: Clip, **form) -> dict:
+    """The server's JSON answer to `clip` sent for transcription with `form`'s fields (response_format, ...)."""
+    response = client.post(url + "/v1/audio/transcriptions", data={"model": "whisper-1", **form},
                            files={"file": (clip.name, clip.data)}, timeout=600)
     response.raise_for_status()
-    return response.json()["text"]
+    return response.json()
+
+
+def transcribe(client, url: str, clip: Clip) -> str:
+    return posted(client, url, clip)["text"]
 
 
 def run_load(server: Server, clips: list[Clip], references: dict[str, str], clients: int, requests: int,

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..paths import PROJECT_ROOT, SHARED_AUDIO
-from .server import START_TIMEOUT, Server, read_clip, serve_options, transcribe
+from .server import START_TIMEOUT, Server, posted, read_clip, serve_options, transcribe
 from .shared_cpu_worker import concurrent_passes
 
 CLIPS = ("libri-1088-134315-0000.wav", "librivox-0870.wav", "librivox-0880.wav", "common_voice_en_651325.mp3")
@@ -239,11 +239,7 @@ def served_mode(url: str, clip: str) -> str:
     """The drafting mode the server decoded a request in (its telemetry in verbose_json)."""
     import httpx
 
-    form = {"model": "whisper-1", "response_format": "verbose_json"}
-    response = httpx.post(url + "/v1/audio/transcriptions", data=form,
-                          files={"file": (Path(clip).name, Path(clip).read_bytes())}, timeout=600)
-    response.raise_for_status()
-    return response.json()["asr_specdec"]["mode"]
+    return posted(httpx, url, read_clip(Path(clip)), response_format="verbose_json")["asr_specdec"]["mode"]
 
 
 def start_server(main_model: str, threads: int, logs: Path) -> Server:

@@ -205,3 +205,28 @@ def test_a_run_whose_texts_differ_exits_non_zero():
     assert answers_agree({"server": {"differing": {"ours-server": 0}}})  # the server section alone
     assert not answers_agree({"exact": False})  # ours default != ours plain on a clip
     assert not answers_agree({"exact": True, "server": {"differing": {"ours-server": 1, "fw-int8-2workers": 0}}})
+
+
+def test_served_mode_asks_for_verbose_json_and_reads_the_mode(monkeypatch, shared_audio):
+    import httpx
+
+    from eval.bench.shared_cpu import served_mode
+
+    clip = Path(shared_audio) / "goforward.wav"
+    sent = []
+
+    class Answer:
+        def raise_for_status(self):
+            pass
+
+        def json(self):
+            return {"text": "words", "asr_specdec": {"mode": "prompt-lookup"}}
+
+    def post(url, data, files, timeout):
+        sent.append((url, data, files["file"]))
+        return Answer()
+
+    monkeypatch.setattr(httpx, "post", post)
+    assert served_mode("http://server", str(clip)) == "prompt-lookup"
+    assert sent == [("http://server/v1/audio/transcriptions", {"model": "whisper-1", "response_format": "verbose_json"},
+                     ("goforward.wav", clip.read_bytes()))]
