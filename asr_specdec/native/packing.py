@@ -178,7 +178,7 @@ class PackStore:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._spool = tempfile.TemporaryFile(dir=self.path.parent, prefix=".spool-")
                 # closed once the store is saved, or with the store: its mappings keep their own descriptors
-                weakref.finalize(self, self._spool.close)
+                self._close_spool = weakref.finalize(self, self._spool.close)
             raw = tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
             grain = mmap.ALLOCATIONGRANULARITY  # a mapping's offset must be a multiple of it
             offset = -(-os.fstat(self._spool.fileno()).st_size // grain) * grain
@@ -259,7 +259,7 @@ class PackStore:
             for mapped in self._spool_maps:  # (a private mapping never written: a page read again is the file's)
                 mapped.madvise(mmap.MADV_DONTNEED)
         if self._spool is not None:  # what was spooled is in the store now; a later pack opens a new spool
-            self._spool.close()
+            self._close_spool()
             self._spool = None
 
 
