@@ -26,7 +26,8 @@ from .backend import backend as _chosen_backend
 
 HERE = Path(__file__).parent
 SOURCES = tuple(HERE / name for name in ("decoder_kernels.c", "draft_kernels.c", "encoder_kernels.c"))
-HEADERS = tuple(HERE / name for name in ("kernels.h", "simd.h", "simd_avx512.h", "simd_avx2.h", "simd_neon.h"))
+HEADERS = tuple(HERE / name for name in ("kernels.h", "int8_tiles.h", "simd.h", "simd_avx512.h", "simd_avx2.h",
+                                         "simd_neon.h"))
 BASE_FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno")
 OPENMP = "-fopenmp"
 
@@ -122,6 +123,8 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     library.linear_int8_bf16.restype = i32
     library.linear_int8_f32.argtypes = [ctypes.POINTER(Linear), i32, pointer, i32, pointer, i32, i32, i32]
     library.linear_int8_f32.restype = i32
+    library.int8_tiles.argtypes = []
+    library.int8_tiles.restype = i32
     library.encoder_attention_bf16.argtypes = [pointer, i32, i32, i32, ctypes.c_float, pointer, pointer, i32]
     library.encoder_attention_bf16.restype = i32
     library.encoder_attention_f32.argtypes = [pointer, i32, i32, i32, ctypes.c_float, i32, pointer, pointer, i32]
@@ -175,15 +178,20 @@ class Capabilities:
     # the int8 encoder's activations between its products: bfloat16 where the CPU multiplies it natively (the
     # avx512 build needs AVX512-BF16), float32 elsewhere (PyTorch would emulate bfloat16)
     int8_between: str
+    # the int8 encoder's sums on AMX tiles (Sapphire Rapids and later: the build has them and Linux lent them to
+    # this process; native/int8_tiles.h): the same integers as VNNI's, faster
+    int8_tiles: bool
     threaded: bool  # the kernels use OpenMP's threads (else each runs on the calling thread, with the same results)
     reason: str | None  # why nothing runs natively
 
     @property
     def description(self) -> str:
-        """What runs here, in a few words: "native avx2" (", single-threaded" without OpenMP) or "pytorch"."""
+        """What runs here, in a few words: "native avx2" (" + AMX" with int8 tiles, ", single-threaded" without
+        OpenMP) or "pytorch"."""
         if self.isa == "none":
             return "pytorch"
-        return f"native {self.isa}" + ("" if self.threaded else ", single-threaded")
+        tiles = " + AMX" if self.int8_tiles else ""
+        return f"native {self.isa}{tiles}" + ("" if self.threaded else ", single-threaded")
 
     @property
     def fastest_int8(self) -> str:
@@ -206,6 +214,7 @@ def capabilities() -> Capabilities:
     return Capabilities(isa=isa, decoder=loaded, encoder_attention=loaded, int8_products=loaded,
                         int8_dot_product=loaded and _chosen_backend().int8_dot_product,
                         int8_between="bfloat16" if isa == "avx512" else "float32",
+                        int8_tiles=loaded and bool(kernels().int8_tiles()),
                         threaded=loaded and _state.get("openmp", True), reason=None if loaded else unavailable_reason())
 
 

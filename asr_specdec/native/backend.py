@@ -3,7 +3,8 @@ with which flags, and which compute type `auto` means on it. Nothing else in the
 
 The CPU's features come from /proc/cpuinfo on Linux (x86 `flags`, ARM `Features`) and from sysctl on macOS;
 elsewhere none are known and the build is `none` (PyTorch). `ASR_SPECDEC_ISA=avx512|avx2|neon|none` forces a
-build (refused, with the reason, when this CPU cannot run it); `ASR_SPECDEC_NATIVE=0` is `none`.
+build (refused, with the reason, when this CPU cannot run it); `ASR_SPECDEC_NATIVE=0` is `none`; `ASR_SPECDEC_AMX=0`
+builds without AMX tiles on a CPU that has them (the same bits, VNNI's speed: for measuring).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ FLAGS = {
     "neon": ("-march=armv8-a",),
 }
 WITH_FEATURE = {  # a build's flags where the CPU has the feature: faster int8 sums, the same integers
+    # AMX (Sapphire Rapids and later): the int8 encoder's sums on tiles (native/int8_tiles.h)
+    ("avx512", "amx_int8"): (*FLAGS["avx512"], "-mamx-tile", "-mamx-int8", "-DASR_SPECDEC_AMX"),
     ("avx2", "avx_vnni"): (*FLAGS["avx2"], "-mavxvnni"),
     # ASR_SPECDEC_EVEX_VNNI=1 (a measuring device, see EVEX_VNNI): AVX-VNNI's vpdpbusd on ymm in its AVX512-VNNI form
     ("avx2", "avx_vnni_evex"): (*FLAGS["avx2"], "-DASR_SPECDEC_EVEX_VNNI"),
@@ -56,7 +59,8 @@ AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VN
 INT8_FROM_SMALL = {768: ("int8", "int8"), 1024: ("int8", "int8"), 1280: ("int8", "int8")}
 AUTO_COMPUTE_BY_WIDTH = {"avx512": INT8_FROM_SMALL, "avx2": INT8_FROM_SMALL}
 _MACOS_X86 = {"AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512F": "avx512f", "AVX512BW": "avx512bw",
-              "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni", "AVX512BF16": "avx512_bf16"}
+              "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni", "AVX512BF16": "avx512_bf16",
+              "AMXINT8": "amx_int8"}
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,8 @@ def cpu_features() -> frozenset[str]:
     """This CPU's features by their Linux names (empty where they cannot be read)."""
     if sys.platform.startswith("linux"):
         measuring = os.environ.get("ASR_SPECDEC_EVEX_VNNI", "") == "1"
-        return _linux_features() | ({EVEX_VNNI} if measuring else set())
+        without_tiles = {"amx_int8"} if os.environ.get("ASR_SPECDEC_AMX", "") == "0" else set()
+        return _linux_features() - without_tiles | ({EVEX_VNNI} if measuring else set())
     if sys.platform == "darwin":
         return _macos_features()
     return frozenset()

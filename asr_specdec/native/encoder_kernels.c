@@ -5,6 +5,7 @@ Hand-written rather than PyTorch's scaled_dot_product_attention: every build (AV
 output with one fixed chain of operations, so the builds give the same bits (tests/native/test_builds.py), and on
 AVX2 PyTorch's float32 flash attention runs at about a quarter of the FMA rate (docs/compute.md). */
 #include "kernels.h"
+#include "int8_tiles.h"
 
 /* ---------------------------------------------------------------- encoder self-attention in bfloat16 */
 
@@ -527,12 +528,20 @@ typedef struct {
     int bf16; /* else float32 */
 } Rows;
 
-static inline __attribute__((always_inline)) void int8_tile(const Linear *lin, int tile, QuantizedRows x, Rows y,
-                                                            int ldy, int gelu, int R) {
+/* One tile's columns for R rows; `sums` ([R][64], row stride 64): their int32 sums made on AMX tiles, or NULL (made
+   here by VNNI): the same integers either way. */
+static inline __attribute__((always_inline)) void int8_tile(const Linear *lin, int tile, QuantizedRows x,
+                                                            const int32_t *sums, Rows y, int ldy, int gelu, int R) {
     for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
         if (tile * TILE + c0 * 16 >= lin->n) break;
+        vi exact[ROW_BLOCK][TILE_PASS];
+        if (sums)
+            for (int r = 0; r < R; r++)
+                for (int c = 0; c < TILE_PASS; c++) exact[r][c] = vi_load(sums + (size_t)r * TILE + (c0 + c) * 16);
+        else
+            vnni_sums(lin, tile, c0, x, exact, R);
         vf acc[ROW_BLOCK][TILE_PASS];
-        vnni_accumulate(lin, tile, c0, x, acc, R);
+        vnni_scaled(lin, tile, c0, x, exact, acc, R);
         for (int c = 0; c < TILE_PASS; c++) {
             const int column = tile * TILE + (c0 + c) * 16, valid = lin->n - column;
             if (valid <= 0) break;
@@ -551,29 +560,34 @@ static inline __attribute__((always_inline)) void int8_tile(const Linear *lin, i
     }
 }
 
-static void int8_tile_rows(const Linear *lin, int tile, QuantizedRows x, int rows, Rows y, int ldy, int gelu) {
-#define BLOCK(R) int8_tile(lin, tile, x, y, ldy, gelu, R)
+static void int8_tile_rows(const Linear *lin, int tile, QuantizedRows x, const int32_t *sums, int rows, Rows y,
+                           int ldy, int gelu) {
+#define BLOCK(R) int8_tile(lin, tile, x, sums, y, ldy, gelu, R)
     WITH_CONSTANT_ROWS(rows, BLOCK)
 #undef BLOCK
 }
 
 static int linear_int8(const Linear *lin, int rows, Rows x, int ldx, Rows y, int ldy, int gelu, int threads) {
     if (lin->format != FMT_I8_VNNI) return -1;
-    const int k = lin->k, panels = (rows + ENC_PANEL - 1) / ENC_PANEL;
+    const int k = lin->k, on_tiles = tiles_for(k), panel_rows = on_tiles ? TILE_PANEL : ENC_PANEL;
+    const int panels = (rows + panel_rows - 1) / panel_rows;
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
         float *row = malloc((size_t)k * sizeof(float));
-        int8_t *values = malloc((size_t)ENC_PANEL * k);
-        RowQuantization *quantized = malloc(ENC_PANEL * sizeof(RowQuantization));
-        if (row == NULL || values == NULL || quantized == NULL) {
+        int8_t *values = calloc((size_t)panel_rows, (size_t)k); /* rows past a short panel's count: zeros, unused */
+        RowQuantization *quantized = malloc((size_t)panel_rows * sizeof(RowQuantization));
+        int32_t *sums = on_tiles ? malloc((size_t)panel_rows * TILE * sizeof(int32_t)) : NULL;
+        const int ready = row != NULL && values != NULL && quantized != NULL && (sums != NULL || !on_tiles);
+        if (!ready) {
 #pragma omp atomic write
             failed = 1;
         }
+        if (ready && on_tiles) tiles_begin();
 #pragma omp for schedule(dynamic, 1)
         for (int panel = 0; panel < panels; panel++) {
-            if (row == NULL || values == NULL || quantized == NULL) continue;
-            const int first = panel * ENC_PANEL, count = rows - first < ENC_PANEL ? rows - first : ENC_PANEL;
+            if (!ready) continue;
+            const int first = panel * panel_rows, count = rows - first < panel_rows ? rows - first : panel_rows;
             for (int r = 0; r < count; r++) {
                 const size_t at = (size_t)(first + r) * ldx;
                 const float *source = (const float *)x.base + at;
@@ -583,17 +597,24 @@ static int linear_int8(const Linear *lin, int rows, Rows x, int ldx, Rows y, int
                 }
                 quantize_row(k, source, values + (size_t)r * k, quantized + r);
             }
-            for (int tile = 0; tile < lin->n_tiles; tile++)
+            for (int tile = 0; tile < lin->n_tiles; tile++) {
+                if (on_tiles)
+                    for (int r0 = 0; r0 < count; r0 += TILE_BLOCK)
+                        tile_sums(lin, tile, values + (size_t)r0 * k, sums + (size_t)r0 * TILE);
                 for (int r0 = 0; r0 < count; r0 += ENC_ROWS) {
                     QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
                     const size_t at = (size_t)(first + r0) * ldy;
                     Rows out = {y.bf16 ? (void *)((uint16_t *)y.base + at) : (void *)((float *)y.base + at), y.bf16};
-                    int8_tile_rows(lin, tile, part, count - r0 < ENC_ROWS ? count - r0 : ENC_ROWS, out, ldy, gelu);
+                    int8_tile_rows(lin, tile, part, on_tiles ? sums + (size_t)r0 * TILE : NULL,
+                                   count - r0 < ENC_ROWS ? count - r0 : ENC_ROWS, out, ldy, gelu);
                 }
+            }
         }
+        if (ready && on_tiles) tiles_end();
         free(row);
         free(values);
         free(quantized);
+        free(sums);
     }
     return failed ? -2 : 0;
 }
@@ -610,3 +631,6 @@ int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, ui
 int linear_int8_f32(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int gelu, int threads) {
     return linear_int8(lin, rows, (Rows){(void *)x, 0}, ldx, (Rows){y, 0}, ldy, gelu, threads);
 }
+
+/* 1 where the int8 products' sums run on AMX tiles (the build has them and Linux lent them), else 0 */
+int int8_tiles(void) { return tiles_permitted; }

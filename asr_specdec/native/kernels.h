@@ -274,13 +274,12 @@ static inline void quantize_row(int k, const float *row, int8_t *values, RowQuan
     out->offset = INT8_DOT_BIAS * sum;
 }
 
-/* The products of the pass's columns (from c0) of an FMT_I8_VNNI tile with R quantized rows, scaled back to
-   float32 (outliers included), before the per-column scale, bias and epilogue. */
-static inline __attribute__((always_inline)) void vnni_accumulate(const Linear *lin, int tile, int c0, QuantizedRows x,
-                                                                  vf acc[][TILE_PASS], int R) {
+/* The exact int32 sums of the pass's columns (from c0) of an FMT_I8_VNNI tile with R quantized rows: per column
+   sum(q * (w + 128)) with VNNI (sum(q * w) without it, INT8_DOT_BIAS 0). */
+static inline __attribute__((always_inline)) void vnni_sums(const Linear *lin, int tile, int c0, QuantizedRows x,
+                                                            vi sums[][TILE_PASS], int R) {
     const int k = lin->k;
     const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
-    vi sums[ROW_BLOCK][TILE_PASS];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < TILE_PASS; c++) sums[r][c] = vi_zero();
     for (int g = 0; g < k / 4; g++) {
@@ -295,6 +294,12 @@ static inline __attribute__((always_inline)) void vnni_accumulate(const Linear *
             for (int c = 0; c < TILE_PASS; c++) sums[r][c] = vi_dot_weights(sums[r][c], weights[c], xb);
         }
     }
+}
+
+/* Those sums scaled back to float32 (outliers included), before the per-column scale, bias and epilogue. */
+static inline __attribute__((always_inline)) void vnni_scaled(const Linear *lin, int tile, int c0, QuantizedRows x,
+                                                              vi sums[][TILE_PASS], vf acc[][TILE_PASS], int R) {
+    const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * lin->k * TILE;
     for (int r = 0; r < R; r++) {
         const RowQuantization *row = x.rows + r;
         vi offset = vi_set1(row->offset);
@@ -311,6 +316,15 @@ static inline __attribute__((always_inline)) void vnni_accumulate(const Linear *
             }
         }
     }
+}
+
+/* The products of the pass's columns (from c0) of an FMT_I8_VNNI tile with R quantized rows, scaled back to
+   float32 (outliers included), before the per-column scale, bias and epilogue. */
+static inline __attribute__((always_inline)) void vnni_accumulate(const Linear *lin, int tile, int c0, QuantizedRows x,
+                                                                  vf acc[][TILE_PASS], int R) {
+    vi sums[ROW_BLOCK][TILE_PASS];
+    vnni_sums(lin, tile, c0, x, sums, R);
+    vnni_scaled(lin, tile, c0, x, sums, acc, R);
 }
 
 /* ---------------------------------------------------------------- what Python calls (native/__init__.py declares
@@ -340,6 +354,7 @@ int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim,
 int linear_int8_bf16(const Linear *lin, int rows, const uint16_t *x, int ldx, uint16_t *y, int ldy, int gelu,
                      int threads);
 int linear_int8_f32(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int gelu, int threads);
+int int8_tiles(void);
 
 /* ---------------------------------------------------------------- shared between the kernel files */
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from asr_specdec.native import _load, kernels, load_build
 from asr_specdec.native import backend as backend_module
-from asr_specdec.native import kernels, load_build
-from asr_specdec.native.backend import FLAGS, choose, cpu_features
+from asr_specdec.native.backend import FLAGS, Backend, choose, cpu_features
 from asr_specdec.native.packing import pack_linear
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
@@ -37,6 +37,28 @@ def test_each_cpu_gets_its_build_and_flags():
     assert choose(skylake, "x86_64").isa == "avx2"
     assert choose(frozenset({"fp", "asimd"}), "aarch64").flags == FLAGS["neon"]
     assert choose(frozenset({"asimd", "asimddp"}), "arm64").flags == ("-march=armv8.2-a+dotprod",)
+
+
+def test_amx_adds_int8_tiles_to_the_avx512_build_only():
+    tiles = choose(SAPPHIRE | {"amx_int8"}, "x86_64")
+    assert tiles.isa == "avx512" and tiles.flags == (*FLAGS["avx512"], "-mamx-tile", "-mamx-int8", "-DASR_SPECDEC_AMX")
+    assert "-DASR_SPECDEC_AMX" not in choose(SAPPHIRE, "x86_64").flags
+    # no tiles without AVX-512
+    assert "-DASR_SPECDEC_AMX" not in choose(SAPPHIRE | {"amx_int8"}, "x86_64", "avx2").flags
+    assert tiles.int8_dot_product
+
+
+def test_asr_specdec_amx_0_leaves_the_tiles_out(monkeypatch):
+    monkeypatch.setattr(backend_module, "_linux_features", lambda: SAPPHIRE | {"amx_int8"})
+    monkeypatch.setattr(sys, "platform", "linux")
+    try:
+        for value, expected in (("0", False), ("1", True), ("", True)):
+            monkeypatch.setenv("ASR_SPECDEC_AMX", value)
+            cpu_features.cache_clear()
+            assert ("amx_int8" in cpu_features()) == expected, value
+    finally:
+        monkeypatch.undo()
+        cpu_features.cache_clear()
 
 
 def test_only_builds_with_an_int8_dot_product_instruction_say_they_have_one():
@@ -181,6 +203,33 @@ def test_another_build_is_batch_invariant_and_gives_the_loaded_builds_bits(isa):
                                                  scratch_wide.data_ptr(), 2) == 0
         results.append((y, attended, y_wide, *attended_wide))
     assert all(torch.equal(mine, theirs) for mine, theirs in zip(*results))
+
+
+def _int8_products(library, packed, x: torch.Tensor, gelu: int) -> torch.Tensor:
+    rows, k = x.shape
+    y = torch.empty(rows, packed.n, dtype=x.dtype)
+    product = library.linear_int8_bf16 if x.dtype == torch.bfloat16 else library.linear_int8_f32
+    assert product(ctypes.byref(packed.struct), rows, x.data_ptr(), k, y.data_ptr(), packed.n, gelu, 2) == 0
+    return y
+
+
+@pytest.mark.skipif(kernels() is None or not kernels().int8_tiles(),
+                    reason="int8 sums on AMX tiles need a CPU with AMX and a kernel lending them (Sapphire Rapids on)")
+def test_int8_sums_on_amx_tiles_give_the_vnni_builds_bits():
+    without_tiles = _load(Backend("avx512", FLAGS["avx512"]))[0]
+    assert without_tiles.int8_tiles() == 0 and kernels().int8_tiles() == 1
+    generator = torch.Generator().manual_seed(3)
+    # rows around the tiles' 16, 32 and 64-row blocks; inputs a whole number of tiles (64) or not (the VNNI path);
+    # columns a partial 64-wide weight tile; an outlier row
+    for rows, k, n in ((1, 64, 64), (17, 128, 200), (33, 384, 100), (64, 256, 130), (97, 192, 64), (40, 80, 48)):
+        packed = pack_linear(torch.randn(n, k, generator=generator) / k ** 0.5, torch.randn(n, generator=generator),
+                             "int8-vnni")
+        x = torch.randn(rows, k, generator=generator)
+        x[rows // 2, k // 3] = 30.0
+        for inputs in (x, x.bfloat16()):
+            for gelu in (0, 1):
+                assert torch.equal(_int8_products(kernels(), packed, inputs, gelu),
+                                   _int8_products(without_tiles, packed, inputs, gelu)), (rows, k, n, inputs.dtype)
 
 
 def test_a_refused_build_falls_back_to_pytorch_with_one_warning_naming_the_reason():

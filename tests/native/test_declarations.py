@@ -54,7 +54,8 @@ def header_functions() -> dict[str, tuple[object, list[object]]]:
     functions = {}
     api = _without_comments(HEADER.split("shared between the kernel files")[0])
     for result, name, arguments in re.findall(r"^(\w+)\s+(\w+)\(([^)]*)\);", api, flags=re.M):
-        types = [c_type(re.sub(r"\w+\s*$", "", argument.strip())) for argument in arguments.split(",")]
+        types = [c_type(re.sub(r"\w+\s*$", "", argument.strip())) for argument in arguments.split(",")
+                 if arguments.strip() != "void"]
         functions[name] = (None if result == "void" else SCALARS[result], types)
     return functions
 
