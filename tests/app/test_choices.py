@@ -19,7 +19,8 @@ def described_as(description: str):
 
     if description == "pytorch":
         return replace(capabilities(), isa="none")
-    return replace(capabilities(), isa=description.split()[1].rstrip(","), threaded="single" not in description)
+    return replace(capabilities(), isa=description.split()[1].rstrip(","), threaded="single" not in description,
+                   int8_tiles="+ AMX" in description)
 
 
 @pytest.fixture
