@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..paths import PROJECT_ROOT, SHARED_AUDIO
@@ -81,6 +82,22 @@ class Worker:
     def stop(self) -> None:
         self.process.kill()
         self.process.wait()
+
+
+@contextmanager
+def beside(condition: str, threads: int, clip: str, fw_dir: str):
+    """Runs the block beside `condition`'s competitor transcribing `clip` in a loop (settled before the block, stopped
+    after it, whatever the block raises); "alone": no competitor."""
+    if condition == "alone":
+        yield
+        return
+    competitor = Worker(condition, threads, [clip], PROJECT_ROOT, fw_dir)
+    try:
+        competitor.loop()
+        time.sleep(SETTLE_SECONDS)
+        yield
+    finally:
+        competitor.stop()
 
 
 def cli_runs(clip: str, runs: int, threads: int) -> list[float]:
@@ -152,28 +169,16 @@ def measure_systems(args, clips: list[str], fw_dir: str) -> tuple[list[str], dic
     try:
         for repeat in range(args.repeats):
             for condition in rotated(conditions, repeat):
-                competitor = None
-                if condition != "alone":
-                    competitor = Worker(condition, args.threads, clips[:1], PROJECT_ROOT, fw_dir)
-                    competitor.loop()
-                    time.sleep(SETTLE_SECONDS)
-                for key in rotated(list(workers), repeat):
-                    times[key, condition].append(workers[key].round())
-                    print(f"repeat {repeat + 1} {condition:8} {key:10} {times[key, condition][-1]:.2f} s",
-                          flush=True)
-                if competitor:
-                    competitor.stop()
+                with beside(condition, args.threads, clips[0], fw_dir):
+                    for key in rotated(list(workers), repeat):
+                        times[key, condition].append(workers[key].round())
+                        print(f"repeat {repeat + 1} {condition:8} {key:10} {times[key, condition][-1]:.2f} s",
+                              flush=True)
         cli = {}
         if args.cli_runs:
-            competitor = Worker(conditions[1], args.threads, clips[:1], PROJECT_ROOT, fw_dir) \
-                if len(conditions) > 1 else None
-            if competitor:
-                competitor.loop()
-                time.sleep(SETTLE_SECONDS)
-            cli = {"beside": conditions[1] if competitor else "alone",
-                   "seconds": cli_runs(clips[0], args.cli_runs, args.threads)}
-            if competitor:
-                competitor.stop()
+            condition = conditions[1] if len(conditions) > 1 else "alone"
+            with beside(condition, args.threads, clips[0], fw_dir):
+                cli = {"beside": condition, "seconds": cli_runs(clips[0], args.cli_runs, args.threads)}
     finally:
         for worker in workers.values():
             worker.stop()

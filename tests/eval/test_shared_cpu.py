@@ -230,3 +230,28 @@ def test_served_mode_asks_for_verbose_json_and_reads_the_mode(monkeypatch, share
     assert served_mode("http://server", str(clip)) == "prompt-lookup"
     assert sent == [("http://server/v1/audio/transcriptions", {"model": "whisper-1", "response_format": "verbose_json"},
                      ("goforward.wav", clip.read_bytes()))]
+
+
+def test_beside_starts_the_named_competitor_looping_and_stops_it_even_when_the_block_fails(monkeypatch):
+    events = []
+
+    class FakeWorker:
+        def __init__(self, system, threads, clips, checkout, fw_dir):
+            events.append(("start", system, threads, tuple(clips)))
+
+        def loop(self):
+            events.append(("loop",))
+
+        def stop(self):
+            events.append(("stop",))
+
+    monkeypatch.setattr(shared_cpu, "Worker", FakeWorker)
+    monkeypatch.setattr(shared_cpu, "SETTLE_SECONDS", 0.0)
+    with shared_cpu.beside("alone", 2, "a.wav", ""):
+        events.append(("measured",))
+    assert events == [("measured",)]
+    events.clear()
+    with pytest.raises(RuntimeError), shared_cpu.beside("fw-int8", 3, "a.wav", ""):
+        events.append(("measured",))
+        raise RuntimeError("a worker exited")
+    assert events == [("start", "fw-int8", 3, ("a.wav",)), ("loop",), ("measured",), ("stop",)]
