@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="default assistant model for modes assistant/universal")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="default drafter (when not given: quantized-self on CPU, except with an int8 main "
-                             "decoder on a CPU without an int8 dot-product instruction, and off on a GPU)")
+                             "decoder, and off on a GPU)")
     parser.add_argument("--max-upload-mb", type=float, default=AppSettings.max_upload_mb,
                         help="largest upload accepted")
     parser.add_argument("--max-audio-seconds", type=float, default=AppSettings.max_audio_seconds,

@@ -15,7 +15,7 @@ class AppSettings:
     default_main: str = "base"
     default_assistant: str = "tiny.en"
     # None: the project's for the default main model, read from it once loaded (TranscriptionService.load_defaults;
-    # core.modes.default_drafter decides it from the device and the main decoder's arithmetic)
+    # core.modes.default_drafter decides it from the device and the main decoder's precision)
     default_mode: str | None = None
     max_upload_mb: float = 25.0
     max_audio_seconds: float = 600.0

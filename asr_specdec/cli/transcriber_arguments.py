@@ -11,8 +11,7 @@ DEFAULTS_HELP = (
     "Defaults: with a CUDA GPU and the model hub reachable, main openai/whisper-large-v3 verified against "
     "distil-whisper/distil-large-v3 (mode assistant); otherwise (this offline CPU setup) the offline pack "
     "'base' with the quantized-self drafter, the fastest drafter measured on CPU (see README), except with an "
-    "int8 main decoder on a CPU without an int8 dot-product instruction, where its int8 copy drafts no cheaper "
-    "(mode off). "
+    "int8 main decoder, whose own int8 copy drafts no cheaper (mode off). "
     "--main/--assistant/--mode override. Model specs: an offline pack name (tiny.en, base), a CTranslate2 "
     "(faster-whisper) directory, a transformers directory or a model-hub id."
 )

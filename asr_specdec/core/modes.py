@@ -23,18 +23,19 @@ def check_mode_on(mode: str, device: str) -> str | None:
             "assistant model), early-exit, prompt-lookup or off")
 
 
-def default_drafter(device: str = "cpu", assistant: bool = False, self_draft_cheaper: bool = True
+def default_drafter(device: str = "cpu", assistant: bool = False, decoder_precision: str = "float32"
                     ) -> tuple[str, str]:
     """(mode, why): the project's default drafter, the one place that decides it. The assistant when one is given;
-    else the main model's int8 self where it runs (a CPU) and drafts cheaper than the main model steps
-    (`self_draft_cheaper`: the native build's call, native.Capabilities.self_draft_cheaper), the fastest drafter
-    measured there; else none."""
+    else the main model's int8 self where it runs (a CPU) and the main decoder (computed at `decoder_precision`) is
+    wider than int8, the fastest drafter measured there; else none. A decoder step reads its weights once, so it
+    costs about their bytes: an int8 copy of an int8 decoder reads as many as the main step and drafts no cheaper,
+    with or without a dot-product instruction (measured: docs/compute.md, "The default mode of an int8 decoder")."""
     if assistant:
         return "assistant", "an assistant model is given"
     if check_mode_on("quantized-self", device) is not None:
         return "off", "no assistant given, and quantized-self runs on the CPU only"
-    if not self_draft_cheaper:
-        return "off", ("no assistant given, and the main decoder's int8 copy would draft no cheaper than it steps "
-                       "(an int8 decoder on a CPU without an int8 dot-product instruction)")
+    if decoder_precision == "int8":
+        return "off", ("no assistant given, and the int8 main decoder's own int8 copy would draft no cheaper than "
+                       "it steps (both read the same int8 weights)")
     return "quantized-self", "the main model's own int8 copy drafts: the fastest drafter measured on a CPU"
 

@@ -198,14 +198,6 @@ class Capabilities:
         """The int8 storage format for products that need no exactness: int8-vnni where it runs, else int8."""
         return "int8-vnni" if self.int8_products else "int8"
 
-    def self_draft_cheaper(self, decoder_precision: str) -> bool:
-        """Whether the main decoder's own int8 copy (the quantized-self drafter) steps cheaper than a main decoder
-        computed at `decoder_precision`: from a float decoder always (a quarter or half the bytes a step reads); from
-        an int8 one only where a dot-product instruction multiplies the copy's int8 activations, since elsewhere
-        its products cost what the main's do (measured on AVX2 without VNNI: docs/compute.md, "Wider models on
-        AVX2")."""
-        return decoder_precision != "int8" or self.int8_dot_product
-
 
 def capabilities() -> Capabilities:
     """This process's Capabilities (the build and its library are decided and loaded once)."""

@@ -23,7 +23,7 @@ class ModelOptions:
     main: object = "base"
     processor: object = None  # the main model's processor, when `main` is a bare model object
     # the drafter (core/modes.py); None: the assistant's mode when one is given, else the project's default for the
-    # device and the main decoder's arithmetic (core.modes.default_drafter)
+    # device and the main decoder's precision (core.modes.default_drafter)
     mode: str | None = None
     drafter: Drafter | None = None  # a ready drafter object; it decides the mode
     assistant: object = None  # the drafting model of modes assistant/universal (spec or loaded, as `main`)
@@ -55,10 +55,9 @@ class ModelOptions:
         except ValueError as error:
             raise SpecdecError(str(error)) from None
 
-    def resolved_drafter(self, device: str, self_draft_cheaper: bool = True) -> tuple[str, str]:
+    def resolved_drafter(self, device: str, decoder_precision: str = "float32") -> tuple[str, str]:
         """(mode, why): the drafter object's, the one asked for, the assistant's, else the project's default on
-        `device` (core.modes.default_drafter; `self_draft_cheaper`: whether the main decoder's int8 copy drafts
-        cheaper than it steps, the native build's call)."""
+        `device` for a main decoder computed at `decoder_precision` (core.modes.default_drafter)."""
         if self.drafter is not None:
             return self.drafter.name, "a drafter object is given"
         if self.mode is not None:
@@ -67,4 +66,4 @@ class ModelOptions:
             if self.assistant_tokenizer is not None:
                 return "universal", "an assistant with its own tokenizer is given"
             return default_drafter(device, assistant=True)
-        return default_drafter(device, self_draft_cheaper=self_draft_cheaper)
+        return default_drafter(device, decoder_precision=decoder_precision)

@@ -102,10 +102,8 @@ class SpeculativeWhisper:
             self.pipeline = WindowPipeline(model.eval(), processor, compute=self.compute_type,
                                            analysis=recipe_analysis)
         self.options = for_model(options, self.tokens.multilingual)
-        # the default drafter follows the main decoder's arithmetic: an int8 copy of an int8 decoder drafts no cheaper
-        # than it steps without a dot-product instruction (native.Capabilities.self_draft_cheaper)
-        self.mode, self.mode_reason = model_options.resolved_drafter(
-            device, capabilities().self_draft_cheaper(self.compute_type.decoder))
+        # the default drafter follows the main decoder's precision: an int8 copy of an int8 decoder drafts no cheaper
+        self.mode, self.mode_reason = model_options.resolved_drafter(device, self.compute_type.decoder)
         self.assistant_name = None
         # who drafts this transcriber's decodes, and how far: kept across its calls (an adaptive schedule learns)
         self.speculation = Speculation(model_options.drafter or self._make_drafter(model_options, device, dtype),

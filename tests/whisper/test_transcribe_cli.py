@@ -47,27 +47,23 @@ def test_transcribes_a_sample_and_writes_json(capsys, tmp_path, shared_audio):
     assert "acceptance" in err or "accepted" in err
 
 
-@pytest.mark.parametrize("dot_product", [False, True])
-def test_the_default_mode_says_which_drafter_the_loaded_model_got_and_why(capsys, monkeypatch, shared_audio,
-                                                                          dot_product):
-    """No --mode: the transcriber decides with the model loaded (an int8 decoder's own int8 copy drafts only where a
-    dot product makes it cheaper), and --stats names the mode and why; the JSON record carries the same mode."""
-    from dataclasses import replace
-
-    import asr_specdec.whisper.transcriber as transcriber
+@pytest.mark.parametrize("compute_type", ["int8", "bfloat16:float32"])
+def test_the_default_mode_says_which_drafter_the_loaded_model_got_and_why(capsys, shared_audio, compute_type):
+    """No --mode: the transcriber decides with the model loaded (an int8 decoder's own int8 copy would draft no
+    cheaper, so an int8 decoder gets none; a wider one gets its int8 copy), and --stats names the mode and why; the
+    JSON record carries the same mode."""
     from asr_specdec.native import capabilities
 
     if capabilities().isa == "none":
         pytest.skip("no native kernels: no int8 decoder here")
-    real = capabilities()
-    monkeypatch.setattr(transcriber, "capabilities", lambda: replace(real, int8_dot_product=dot_product))
-    code, out, err = cli(capsys, shared_audio / "LJ002-0020.wav", "--compute-type", "int8", "--format", "json",
+    code, out, err = cli(capsys, shared_audio / "LJ002-0020.wav", "--compute-type", compute_type, "--format", "json",
                          "--stats")
     assert code == 0, err
-    mode = "quantized-self" if dot_product else "off"
+    int8_decoder = compute_type == "int8"
+    mode = "off" if int8_decoder else "quantized-self"
     assert json.loads(out)["mode"] == mode
     models_line = next(line for line in err.splitlines() if line.startswith("models:"))
-    assert f"mode {mode} (" in models_line and ("no cheaper" in models_line) == (not dot_product)
+    assert f"mode {mode} (" in models_line and ("no cheaper" in models_line) == int8_decoder
 
 
 @pytest.fixture(scope="module")
