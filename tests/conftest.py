@@ -44,30 +44,47 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.get_closest_marker("xdist_group").args[0], len(rank)))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def pack_cache(tmp_path_factory):
-    """Converted packs go to a per-session cache, never the user's ~/.cache (unless CI asks otherwise). xdist's
-    workers share one (their temporary folders have one parent; every cache entry is written with one atomic
-    rename), and the first worker builds the kernels and the Whisper packs while the other waits, so each is built
-    once a session, not once a worker."""
+def _session_cache(config) -> Path:
+    """Where this session's converted packs and kernel builds go: never the user's ~/.cache (unless CI asks
+    otherwise). xdist's workers share one (their temporary folders have one parent; every cache entry is written with
+    one atomic rename)."""
     if "ASR_SPECDEC_TEST_CACHE" in os.environ:
-        os.environ["ASR_SPECDEC_CACHE"] = os.environ["ASR_SPECDEC_TEST_CACHE"]
-    elif WORKERS > 1:
-        shared = tmp_path_factory.getbasetemp().parent / "asr_specdec_cache"
-        shared.mkdir(exist_ok=True)
-        os.environ["ASR_SPECDEC_CACHE"] = str(shared)
+        return Path(os.environ["ASR_SPECDEC_TEST_CACHE"])
+    base = config._tmp_path_factory.getbasetemp()
+    return base.parent / "asr_specdec_cache" if WORKERS > 1 else base / "asr_specdec_cache"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's tmpdir plugin has set up the session's temporary folder
+def pytest_configure(config):
+    """Chosen before collection: modules ask at import whether the kernels load (their skip marks, their
+    parametrizations), which builds them; under xdist the first worker builds them into the session's cache while
+    the other waits, and both load that one build."""
+    cache = _session_cache(config)
+    cache.mkdir(parents=True, exist_ok=True)
+    os.environ["ASR_SPECDEC_CACHE"] = str(cache)
+    if WORKERS > 1:
         from filelock import FileLock
 
         from asr_specdec.native import kernels
+
+        with FileLock(str(cache) + ".lock"):
+            kernels()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pack_cache(pytestconfig):
+    """The session's cache (pytest_configure); under xdist the Whisper packs are converted into it once a session,
+    not once a worker: the first worker converts them while the other waits."""
+    cache = Path(os.environ["ASR_SPECDEC_CACHE"])
+    if WORKERS > 1:
+        from filelock import FileLock
+
         from asr_specdec.weights.packs import ensure_pack
 
-        with FileLock(str(shared) + ".lock"):
-            kernels()
+        with FileLock(str(cache) + ".lock"):
             for pack in ("base", "tiny.en"):
                 ensure_pack(pack)
-    else:
-        os.environ["ASR_SPECDEC_CACHE"] = str(tmp_path_factory.mktemp("asr_specdec_cache"))
-    return Path(os.environ["ASR_SPECDEC_CACHE"])
+    return cache
 
 
 @pytest.fixture(scope="session")
