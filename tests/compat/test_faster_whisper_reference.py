@@ -27,21 +27,15 @@ def same(pair, words: bool = False):
 
 
 def same_batched_words(reference, audio: str, batch_size: int, **arguments):
-    """The batched pipeline's words, against faster-whisper's own chunks decoded one at a time: CTranslate2's batched
-    encoder is not batch-invariant, so faster-whisper's word times move with the batch (by a DTW step here and
-    there; its text does not), while ours are the same at every batch size (rows equal alone). Asserts
-    ours at `batch_size` == ours alone == faster-whisper's alone, and that faster-whisper's at `batch_size` differ
-    from its own alone in word times only, by at most 0.1 s; returns (theirs, ours) at `batch_size`."""
+    """The batched pipeline's words at `batch_size`, against faster-whisper's own chunks decoded one at a time:
+    CTranslate2's batched encoder is not batch-invariant, so faster-whisper's word times move with the batch (by a DTW
+    step here and there, at most 0.1 s on these clips; its text does not), while ours are the same at every batch size
+    (rows equal alone). Asserts ours at `batch_size` == ours alone == faster-whisper's alone; returns (faster-whisper's
+    alone, ours at `batch_size`, our info)."""
     (theirs_alone, _), (ours_alone, _) = reference.pair("batched", audio, batch_size=1, **arguments)
-    (theirs, _), (ours, info) = reference.pair("batched", audio, batch_size=batch_size, **arguments)
+    ours, info = reference.decode("ours", "batched", audio, batch_size=batch_size, **arguments)
     assert fields(ours, True) == fields(ours_alone, True) == fields(theirs_alone, True)
-    assert [segment.text for segment in theirs] == [segment.text for segment in theirs_alone]
-    for segment, alone in zip(theirs, theirs_alone):  # a segment's bounds are its first and last words'
-        assert abs(segment.start - alone.start) <= 0.1 and abs(segment.end - alone.end) <= 0.1
-        for word, word_alone in zip(segment.words, alone.words, strict=True):
-            assert word.word == word_alone.word and abs(word.start - word_alone.start) <= 0.1 \
-                   and abs(word.end - word_alone.end) <= 0.1
-    return theirs, ours, info
+    return theirs_alone, ours, info
 
 
 def monotonic(segments, duration: float) -> None:

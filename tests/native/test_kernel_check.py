@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from asr_specdec.native import BASE_FLAGS, SOURCES
+from asr_specdec.native import BASE_FLAGS, SOURCES, kernels
 from asr_specdec.native.backend import EVEX_VNNI, FLAGS, WITH_FEATURE, backend, cpu_features
 
 DRIVER = Path(__file__).with_name("kernel_check.c")
@@ -22,10 +22,13 @@ CROSS, QEMU = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64"
 NEON_FLAGS = {"neon": FLAGS["neon"], "neon+dotprod": ("-march=armv8.2-a+dotprod",)}
 
 
-def _run(compiler: str, flags: tuple[str, ...], runner: list[str], scratch: Path) -> str:
+def _run(compiler: str, flags: tuple[str, ...], runner: list[str], scratch: Path, kernels: tuple[str, ...] = ()) -> str:
+    """The driver built with `flags` and run; it is linked with `kernels` (a built library), else with the kernel
+    sources built with the same flags."""
     program = scratch / "kernel_check"
+    linked = [*kernels, f"-Wl,-rpath,{Path(kernels[0]).parent}"] if kernels else list(map(str, SOURCES))
     command = [compiler, *(flag for flag in BASE_FLAGS if flag not in ("-shared", "-fPIC")), *flags, "-fopenmp",
-               str(DRIVER), *map(str, SOURCES), "-o", str(program), "-lm"]
+               str(DRIVER), *linked, "-o", str(program), "-lm"]
     built = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     ran = subprocess.run([*runner, str(program)], capture_output=True, text=True, timeout=300)
@@ -35,12 +38,12 @@ def _run(compiler: str, flags: tuple[str, ...], runner: list[str], scratch: Path
 
 @lru_cache(maxsize=1)
 def _native_digest() -> str | None:
-    """The digest of this CPU's own build (None without one), built once per session."""
+    """The digest of the build this process loaded (None without one): the driver linked with its library."""
     compiler = shutil.which("gcc") or shutil.which("cc")
-    if not backend().native or compiler is None:
+    if not backend().native or compiler is None or kernels() is None:
         return None
     with tempfile.TemporaryDirectory() as scratch:
-        return _run(compiler, backend().flags, [], Path(scratch))
+        return _run(compiler, backend().flags, [], Path(scratch), (kernels()._name,))
 
 
 @pytest.mark.skipif(CROSS is None or QEMU is None,
