@@ -67,8 +67,26 @@ def compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang") or shutil.which("cc")
 
 
-def compile_command(compiler: str, flags: tuple[str, ...], output: Path) -> list[str]:
-    return [compiler, *BASE_FLAGS, *flags, *map(str, SOURCES), "-o", str(output), "-lm"]
+def compile_commands(compiler: str, flags: tuple[str, ...], output: Path) -> tuple[list[list[str]], list[str]]:
+    """A command a source, each writing an object beside `output` (they run at once: a first run's build takes its
+    longest source's time, not their sum; separately or in one command, gcc compiles each source on its own, so the
+    code is the same), and the command that links them into `output`."""
+    objects = [output.with_name(f"{source.stem}.o") for source in SOURCES]
+    each = [[compiler, *(flag for flag in BASE_FLAGS if flag != "-shared"), *flags, "-c", str(source), "-o", str(obj)]
+            for source, obj in zip(SOURCES, objects)]
+    return each, [compiler, *BASE_FLAGS, *flags, *map(str, objects), "-o", str(output), "-lm"]
+
+
+def _compile(commands: tuple[list[list[str]], list[str]]) -> None:
+    each, link = commands
+    running = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+               for command in each]
+    failed = [error for process in running for error in [process.communicate(timeout=300)[1]] if process.returncode]
+    if not failed:
+        linked = subprocess.run(link, capture_output=True, text=True, timeout=300)
+        failed = [linked.stderr] if linked.returncode else []
+    if failed:
+        raise RuntimeError(f"compiling the native kernels failed: {failed[0].strip().splitlines()[-1:]}")
 
 
 def _library_path(compiler: str, isa: str, flags: tuple[str, ...]) -> Path:
@@ -91,9 +109,7 @@ def build(compiler: str, isa: str, flags: tuple[str, ...]) -> tuple[Path, float]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
         staged = Path(scratch) / target.name
-        result = subprocess.run(compile_command(compiler, flags, staged), capture_output=True, text=True, timeout=300)
-        if result.returncode != 0:
-            raise RuntimeError(f"compiling the native kernels failed: {result.stderr.strip().splitlines()[-1:]}")
+        _compile(compile_commands(compiler, flags, staged))
         os.replace(staged, target)  # atomic: another process sees no library or a whole one
     return target, time.perf_counter() - started
 

@@ -201,3 +201,14 @@ def test_without_kernels_the_pytorch_path_decodes_and_reduced_decoders_are_refus
                             env={**__import__("os").environ, "ASR_SPECDEC_NATIVE": "0"})
     assert result.returncode == 0, result.stderr
     assert "refused: decoder weights in bfloat16 need the native CPU kernels" in result.stdout
+
+
+def test_a_failed_build_names_the_compilers_error_and_leaves_no_library(tmp_path, monkeypatch):
+    """The sources compile at once, each to its object; one that fails ends the build with the compiler's last
+    line, and the cache holds no library (nor objects) for a later process to load."""
+    from asr_specdec.native import build, compiler
+
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"compiling the native kernels failed: .*-mno-such-option"):
+        build(compiler(), "avx2", ("-mno-such-option",))
+    assert not [path for path in (tmp_path / "native").rglob("*") if path.is_file()]
