@@ -40,12 +40,13 @@ def test_silence_and_noise_give_no_text(tiny_en, base):
         asr = SpeculativeWhisper(loaded, mode="quantized-self", language="en")
         assert asr.transcribe(silence, no_speech_threshold=None).text == " you"  # what Whisper itself says
         assert asr.transcribe(tone).text == "" and asr.transcribe(silence).text == ""
-    # ten minutes, a minute of digital silence and a minute of noise in turn: every window skipped
+    # four minutes, a minute of digital silence and a minute of noise in turn: every window skipped (four, not the
+    # ten this was: each kind twice over, silence after noise included, at 40% of the suite's time for it)
     rng = np.random.default_rng(0)
     minutes = [np.zeros(60 * SAMPLE_RATE, np.float32) if index % 2 == 0 else
-               (rng.standard_normal(60 * SAMPLE_RATE) * 0.02).astype(np.float32) for index in range(10)]
+               (rng.standard_normal(60 * SAMPLE_RATE) * 0.02).astype(np.float32) for index in range(4)]
     result = SpeculativeWhisper(tiny_en, mode="quantized-self").transcribe(np.concatenate(minutes))
-    assert result.text == "" and result.segments == [] and len(result.window_tokens) >= 20
+    assert result.text == "" and result.segments == [] and len(result.window_tokens) >= 8
 
 
 def test_word_times_agree_with_faster_whisper(tiny_en, shared_audio, manifest):

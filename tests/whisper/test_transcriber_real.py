@@ -1,5 +1,6 @@
 """The core invariant on real weights and real speech: every drafter returns exactly the main model's
-greedy tokens on every shared clip, and our plain loop returns exactly transformers' generate() tokens."""
+greedy tokens on a third of the shared clips, every clip decoded by some drafter, and our plain loop returns
+exactly transformers' generate() tokens."""
 
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ def plain_tokens(base, clips):
 
 def test_plain_loop_equals_transformers_generate(base, clips, plain_tokens):
     eos = base.model.generation_config.eos_token_id
-    for name, samples in clips.items():
+    # every other clip (the suite's time): the 16-s one, the mp3 and a 22-kHz one among them
+    for name in list(clips)[0::2]:
+        samples = clips[name]
         features = base.processor(samples, sampling_rate=16000, return_tensors="pt").input_features
         with torch.inference_mode():
             expected = base.model.generate(features, language="en", task="transcribe")[0].tolist()
@@ -49,21 +52,27 @@ def test_plain_loop_equals_transformers_generate(base, clips, plain_tokens):
         assert plain_tokens[name][:-1] == expected, name
 
 
-@pytest.mark.parametrize("mode, options", [
+DRAFTERS = [  # (mode, options); the n-th decodes every third clip from clip n % 3
     ("quantized-self", {"num_draft_tokens": 6}),
     ("quantized-self", {"num_draft_tokens": 2, "dynamic": True}),
+    ("prompt-lookup", {"num_draft_tokens": 4}),  # the third with the 16-s clip: an n-gram seen earlier to propose
     ("early-exit", {"assistant_early_exit": 3}),
-    ("prompt-lookup", {"num_draft_tokens": 4}),
     ("assistant", {"assistant_is_main": True, "num_draft_tokens": 8}),
-])
-def test_every_drafter_is_exact_on_every_clip(base, clips, plain_tokens, mode, options):
+]
+
+
+@pytest.mark.parametrize("first, mode, options",
+                         [(index % 3, mode, options) for index, (mode, options) in enumerate(DRAFTERS)])
+def test_every_drafter_is_exact_on_real_clips(base, clips, plain_tokens, first, mode, options):
     options = dict(options)
     if options.pop("assistant_is_main", False):
         options["assistant_model"] = base
     speculative = SpeculativeWhisper(base, mode=mode, language="en", **options, **FLOAT32)
     drafted = accepted = 0
-    for name, samples in clips.items():
-        result = speculative.transcribe(samples)
+    # every third clip (the suite's time: 12 clips x 5 drafters was 120 s of it): each drafter on four clips,
+    # and the three thirds together cover every clip
+    for name in list(clips)[first::3]:
+        result = speculative.transcribe(clips[name])
         assert result.tokens == plain_tokens[name], (mode, name)
         drafted += result.stats.drafted_tokens
         accepted += result.stats.accepted_tokens
@@ -75,8 +84,9 @@ def test_every_drafter_is_exact_on_every_clip(base, clips, plain_tokens, mode, o
 def test_universal_pair_base_with_tiny_en(base, tiny_en, clips, plain_tokens):
     universal = SpeculativeWhisper(base, mode="universal", assistant_model=tiny_en, language="en", **FLOAT32)
     accepted = 0
-    for name, samples in clips.items():
-        result = universal.transcribe(samples)
+    # every other clip (the suite's time), those with digits among them ("1813", "10 meters") and the 16-s one
+    for name in list(clips)[0::2]:
+        result = universal.transcribe(clips[name])
         assert result.tokens == plain_tokens[name], name
         accepted += result.stats.accepted_tokens
     assert accepted > 0  # the English-only assistant does predict the multilingual model's text
