@@ -72,7 +72,7 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def pack_cache(pytestconfig):
+def pack_cache():
     """The session's cache (pytest_configure); under xdist the Whisper packs are converted into it once a session,
     not once a worker: the first worker converts them while the other waits."""
     cache = Path(os.environ["ASR_SPECDEC_CACHE"])

@@ -22,11 +22,11 @@ CROSS, QEMU = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64"
 NEON_FLAGS = {"neon": FLAGS["neon"], "neon+dotprod": ("-march=armv8.2-a+dotprod",)}
 
 
-def _run(compiler: str, flags: tuple[str, ...], runner: list[str], scratch: Path, kernels: tuple[str, ...] = ()) -> str:
-    """The driver built with `flags` and run; it is linked with `kernels` (a built library), else with the kernel
-    sources built with the same flags."""
+def _run(compiler: str, flags: tuple[str, ...], runner: list[str], scratch: Path, library: str | None = None) -> str:
+    """The driver built with `flags` and run; it is linked with `library` (a built kernel library), else with the
+    kernel sources built with the same flags."""
     program = scratch / "kernel_check"
-    linked = [*kernels, f"-Wl,-rpath,{Path(kernels[0]).parent}"] if kernels else list(map(str, SOURCES))
+    linked = [library, f"-Wl,-rpath,{Path(library).parent}"] if library else list(map(str, SOURCES))
     command = [compiler, *(flag for flag in BASE_FLAGS if flag not in ("-shared", "-fPIC")), *flags, "-fopenmp",
                str(DRIVER), *linked, "-o", str(program), "-lm"]
     built = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -40,10 +40,10 @@ def _run(compiler: str, flags: tuple[str, ...], runner: list[str], scratch: Path
 def _native_digest() -> str | None:
     """The digest of the build this process loaded (None without one): the driver linked with its library."""
     compiler = shutil.which("gcc") or shutil.which("cc")
-    if not backend().native or compiler is None or kernels() is None:
+    if compiler is None or kernels() is None:
         return None
     with tempfile.TemporaryDirectory() as scratch:
-        return _run(compiler, backend().flags, [], Path(scratch), (kernels()._name,))
+        return _run(compiler, backend().flags, [], Path(scratch), kernels()._name)
 
 
 @pytest.mark.skipif(CROSS is None or QEMU is None,
