@@ -12,6 +12,9 @@ contiguously and a step reads each weight once for all its rows (memory speed fo
 */
 #include "kernels.h"
 
+_Thread_local Claim *claims_here;
+_Thread_local int claims_walked, claims_count;
+
 static inline __attribute__((always_inline)) void tile_block(const Linear *lin, int tile, const float *x, int ldx,
                                                              int rows, float *y, int ldy, int epilogue,
                                                              float factor, int format, int R) {
@@ -81,8 +84,8 @@ static void linear_rows_vnni(const Linear *lin, int rows, const float *x, int ld
     }
     int8_t *values = (int8_t *)(quantized + rows);
     for (int r = 0; r < rows; r++) quantize_row(k, x + (size_t)r * ldx, values + (size_t)r * k, quantized + r);
-#pragma omp for schedule(static)
-    for (int tile = 0; tile < lin->n_tiles; tile++) {
+    ClaimLoop tiles = claim_loop(lin->n_tiles);
+    for (int tile; (tile = claim(&tiles)) >= 0;) {
         for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
             int block = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
             QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
@@ -102,8 +105,8 @@ void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y,
         linear_rows_int4(lin, rows, x, ldx, y, ldy, epilogue, factor);
         return;
     }
-#pragma omp for schedule(static)
-    for (int tile = 0; tile < lin->n_tiles; tile++) {
+    ClaimLoop tiles = claim_loop(lin->n_tiles);
+    for (int tile; (tile = claim(&tiles)) >= 0;) {
         for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
             int block = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
             tile_rows(lin, tile, x + (size_t)r0 * ldx, ldx, block, y + (size_t)r0 * ldy, ldy, epilogue, factor);
@@ -116,8 +119,8 @@ void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y,
 static inline float sum16(vf v) { return vf_reduce_add(v); }
 
 static void layer_norm_rows(int rows, int d, const float *x, const float *w, const float *b, float eps, float *y) {
-#pragma omp for schedule(static)
-    for (int t = 0; t < rows; t++) {
+    ClaimLoop items = claim_loop(rows);
+    for (int t; (t = claim(&items)) >= 0;) {
         const float *row = x + (size_t)t * d;
         vf total = vf_zero();
         for (int i = 0; i < d; i += 16) total = vf_add(total, vf_load(row + i));
@@ -288,8 +291,8 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
     const int heads = m->heads, head_dim = m->head_dim;
     const int format = cross ? c->cross_format : c->kv_format;
     const size_t kvs = kv_size(format);
-#pragma omp for schedule(static)
-    for (int item = 0; item < groups_n * heads; item++) {
+    ClaimLoop items = claim_loop(groups_n * heads);
+    for (int item; (item = claim(&items)) >= 0;) {
         const Group *g = &groups[item / heads];
         int head = item % heads;
         float *scores = scores_all + (size_t)omp_get_thread_num() * QUERY_BLOCK * score_stride;
@@ -343,6 +346,9 @@ static int group_tokens(int tokens, const int32_t *rows, const int32_t *row_map,
     return groups_n;
 }
 
+/* the claimable loops of a decoder pass: the embedding, 12 a layer (see decoder_pass), the final layer norm */
+#define DECODER_PASS_LOOPS(layers) (2 + 12 * (layers))
+
 size_t scratch_floats(const Model *m, const Cache *c, int tokens, int threads) {
     int wide = 3 * m->d > m->ffn ? 3 * m->d : m->ffn;
     int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
@@ -368,10 +374,12 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
     /* cross-attention groups run over rows that read the same cross states: a query's numbers do not depend on
        which queries share its block, so this only saves reading the states once per row */
     int cross_groups_n = group_tokens(tokens, rows, c->cross_rows, cross_groups);
+    Claims claims = claims_make(DECODER_PASS_LOOPS(m->n_layers));
 #pragma omp parallel num_threads(threads)
     {
-#pragma omp for schedule(static)
-        for (int t = 0; t < tokens; t++) {
+        claims_join(&claims);
+        ClaimLoop embedded = claim_loop(tokens);
+        for (int t; (t = claim(&embedded)) >= 0;) {
             const float *token = m->embed + (size_t)ids[t] * d, *position = m->positions + (size_t)positions[t] * d;
             for (int i = 0; i < d; i += 16) vf_store(h + (size_t)t * d + i, vf_add(vf_load(token + i), vf_load(position + i)));
         }
@@ -379,8 +387,8 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
             const Layer *layer = &m->layers[l];
             layer_norm_rows(tokens, d, h, layer->ln1_w, layer->ln1_b, m->eps, normed);
             linear_rows(&layer->qkv, tokens, normed, d, big, 3 * d, EPI_STORE, 0.0f);
-#pragma omp for schedule(static)
-            for (int t = 0; t < tokens; t++) {
+            ClaimLoop stored = claim_loop(tokens);
+            for (int t; (t = claim(&stored)) >= 0;) {
                 float *q = big + (size_t)t * 3 * d, *k = q + d, *v = q + 2 * d;
                 for (int i = 0; i < d; i++) q[i] *= m->scaling;
                 for (int head = 0; head < heads; head++) {
@@ -405,14 +413,27 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
             linear_rows(&layer->fc2, tokens, big, m->ffn, h, d, EPI_ADD, 0.0f);
         }
         layer_norm_rows(tokens, d, h, m->ln_w, m->ln_b, m->eps, hidden);
+        claims_leave();
     }
+    claims_free(&claims);
     return 0;
+}
+
+/* linear_rows alone in a region of its own */
+static void shared_linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads) {
+    Claims claims = claims_make(1);
+#pragma omp parallel num_threads(threads)
+    {
+        claims_join(&claims);
+        linear_rows(lin, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
+        claims_leave();
+    }
+    claims_free(&claims);
 }
 
 /* y = x @ W^T (+ bias) for `rows` rows */
 void linear_forward(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads) {
-#pragma omp parallel num_threads(threads)
-    linear_rows(lin, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
+    shared_linear_rows(lin, rows, x, ldx, y, ldy, threads);
 }
 
 /* Columns first_tile * 64 .. (first_tile + tiles) * 64 - 1 of x @ W^T (+ bias) into y [rows][ldy], by the same
@@ -426,8 +447,7 @@ void linear_tiles(const Linear *lin, int rows, const float *x, int ldx, int firs
     part.n_tiles = tiles;
     part.scale = lin->scale ? lin->scale + first : NULL;
     part.bias = lin->bias ? lin->bias + first : NULL;
-#pragma omp parallel num_threads(threads)
-    linear_rows(&part, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
+    shared_linear_rows(&part, rows, x, ldx, y, ldy, threads);
 }
 
 /* For the int8 product of `row` (quantize_row: the same operations, so the same q): the ||x - x~|| of its
@@ -538,11 +558,13 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
     long rescored = 0;
     Screen screens[rows];
     int flat[rows], flat_count = 0;
+    Claims claims = claims_make(6);
 #pragma omp parallel num_threads(threads)
     {
+        claims_join(&claims);
         linear_rows(approx, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; r++) {
+        ClaimLoop screened = claim_loop(rows);
+        for (int r; (r = claim(&screened)) >= 0;) {
             const float *row = x + (size_t)r * ldx;
             float *scores = scratch + (size_t)r * stride;
             const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
@@ -574,17 +596,17 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
                 abort();
             }
             float *inputs = rescreen + (size_t)flat_count * stride;
-#pragma omp for schedule(static)
-            for (int f = 0; f < flat_count; f++)
+            ClaimLoop copied = claim_loop(flat_count);
+            for (int f; (f = claim(&copied)) >= 0;)
                 memcpy(inputs + (size_t)f * exact->k, x + (size_t)flat[f] * ldx, exact->k * sizeof(float));
-#pragma omp for schedule(static)
-            for (int tile = 0; tile < approx->n_tiles; tile++)
+            ClaimLoop tiles = claim_loop(approx->n_tiles);
+            for (int tile; (tile = claim(&tiles)) >= 0;)
                 for (int f0 = 0; f0 < flat_count; f0 += ROW_BLOCK)
                     vnni_tile_float_rows(approx, tile, inputs + (size_t)f0 * exact->k, exact->k,
                                          rescreen + (size_t)f0 * stride, stride,
                                          flat_count - f0 < ROW_BLOCK ? flat_count - f0 : ROW_BLOCK);
-#pragma omp for schedule(static)
-            for (int f = 0; f < flat_count; f++) {
+            ClaimLoop rescreened = claim_loop(flat_count);
+            for (int f; (f = claim(&rescreened)) >= 0;) {
                 const int r = flat[f];
                 float *scores = scratch + (size_t)r * stride;
                 memcpy(scores, rescreen + (size_t)f * stride, n * sizeof(float));
@@ -599,8 +621,9 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
 #pragma omp single
             free(rescreen);
         }
-#pragma omp for schedule(static) reduction(+ : rescored)
-        for (int r = 0; r < rows; r++) {
+        long rescored_here = 0;
+        ClaimLoop chosen = claim_loop(rows);
+        for (int r; (r = claim(&chosen)) >= 0;) {
             const float *row = x + (size_t)r * ldx;
             const float *scores = scratch + (size_t)r * stride;
             int64_t choice = 0;
@@ -621,7 +644,7 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
                     int lane = __builtin_ctzll(hits), v = tile * TILE + lane;
                     hits &= hits - 1;
                     if (scores[v] == -INFINITY) continue; /* suppressed */
-                    rescored++;
+                    rescored_here++;
                     if (!found || exact_scores[lane] > choice_score) {
                         choice = v;
                         choice_score = exact_scores[lane];
@@ -631,7 +654,11 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
             }
             out[r] = choice;
         }
+#pragma omp atomic
+        rescored += rescored_here;
+        claims_leave();
     }
+    claims_free(&claims);
     return rescored;
 }
 
@@ -640,11 +667,13 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
 void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uint8_t *suppressed, float *scratch,
                  int64_t *out, int threads) {
     const int n = lin->n, stride = lin->n_tiles * TILE;
+    Claims claims = claims_make(2);
 #pragma omp parallel num_threads(threads)
     {
+        claims_join(&claims);
         linear_rows(lin, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; r++) {
+        ClaimLoop chosen = claim_loop(rows);
+        for (int r; (r = claim(&chosen)) >= 0;) {
             const float *scores = scratch + (size_t)r * stride;
             const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
             int best = -1;
@@ -654,5 +683,7 @@ void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uin
             }
             out[r] = best < 0 ? 0 : best;
         }
+        claims_leave();
     }
+    claims_free(&claims);
 }

@@ -104,8 +104,8 @@ void linear_rows_int4(const Linear *lin, int rows, const float *x, int ldx, floa
             group_sums[r * groups + g] = total;
         }
     }
-#pragma omp for schedule(static)
-    for (int tile = 0; tile < lin->n_tiles; tile++) {
+    ClaimLoop tiles = claim_loop(lin->n_tiles);
+    for (int tile; (tile = claim(&tiles)) >= 0;) {
         for (int r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
             int block = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
             QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
@@ -166,11 +166,13 @@ void draft_choice(const Linear *screen, const int8_t *rows8, const float *scale8
     const int n = screen->n, k = screen->k, stride = screen->n_tiles * TILE;
     if (candidates > MAX_CANDIDATES) candidates = MAX_CANDIDATES;
     if (candidates < 1) candidates = 1;
+    Claims claims = claims_make(2);
 #pragma omp parallel num_threads(threads)
     {
+        claims_join(&claims);
         linear_rows(screen, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; r++) {
+        ClaimLoop chosen = claim_loop(rows);
+        for (int r; (r = claim(&chosen)) >= 0;) {
             const float *row = x + (size_t)r * ldx;
             const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
             const int text_end = group_begins && group_begins[r] < n ? group_begins[r] : n;
@@ -207,7 +209,9 @@ void draft_choice(const Linear *screen, const int8_t *rows8, const float *scale8
             }
             out[r] = choice < 0 ? 0 : choice;
         }
+        claims_leave();
     }
+    claims_free(&claims);
 }
 
 /* ---------------------------------------------------------------- the drafter's int8 cross-attention states */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "claims.h"
 #include "simd.h"
 
 #ifdef _OPENMP

@@ -8,8 +8,11 @@ one clip beside the competitor; and, as its own section, the server with one and
     python -m eval.bench.shared_cpu --sections server [--repeats 3] [--threads 2]
 
 Section `systems` (the default): every system runs in its own warm process (eval/bench/shared_cpu_worker.py) and is
-timed on one pass over the clips at a time; within each repeat the conditions (alone, beside each competitor) are
-taken in turn and, within each condition, the systems, so the ratios compare passes taken side by side.
+timed on one pass over the clips at a time; within each repeat the conditions (alone, alone at one thread, beside
+each competitor) are taken in turn and, within each condition, the systems, so the ratios compare passes taken side by
+side. Each pass also reports the CPU seconds the system's process used (all its threads), so the report gives the
+cores each system had on average in each condition: a system losing time beside a competitor with its CPU seconds
+unchanged lost the CPU time the scheduler gave the other job, not time waiting for its own threads.
 `--baseline` measures ours (default) from another checkout too (e.g. the commit before a change, as `git worktree
 add`), in the same run. The table gives the median over repeats (and the range).
 
@@ -23,6 +26,7 @@ client alone. The server at more clients, and batched against unbatched: `python
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -43,6 +47,7 @@ WORKER = Path(__file__).with_name("shared_cpu_worker.py")
 SECTIONS = ("systems", "server")
 SYSTEMS = {"ours": "ours, default", "ours-plain": "ours, plain", "fw-int8": "faster-whisper int8"}
 COMPETITORS = {"fw-int8": "beside faster-whisper int8", "ours": "beside a second copy of ours"}
+ALONE = {"alone": "alone", "one-thread": "alone, 1 thread"}  # conditions without a competitor
 CLIENTS = {1: "1 client", 2: "2 clients"}
 SETTLE_SECONDS = 3.0  # a started competitor's load and warm-up before the measured passes
 
@@ -67,9 +72,11 @@ class Worker:
             raise RuntimeError(f"a benchmark worker exited ({self.process.wait()})")
         return json.loads(line)
 
-    def round(self) -> float:
-        self.process.stdin.write("round\n")
-        return self._answer()["seconds"]
+    def round(self, threads: int | None = None) -> tuple[float, float]:
+        """(wall seconds, CPU seconds of the process) of one pass over the clips, at `threads` if given."""
+        self.process.stdin.write("round\n" if threads is None else f"round {threads}\n")
+        answer = self._answer()
+        return answer["seconds"], answer["cpu_seconds"]
 
     def clients(self, count: int) -> tuple[float, list[list[str]]]:
         self.process.stdin.write(f"clients {count}\n")
@@ -88,7 +95,7 @@ class Worker:
 def beside(condition: str, threads: int, clip: str, fw_dir: str):
     """Runs the block beside `condition`'s competitor transcribing `clip` in a loop (settled before the block, stopped
     after it, whatever the block raises); "alone": no competitor."""
-    if condition == "alone":
+    if condition in ALONE:
         yield
         return
     competitor = Worker(condition, threads, [clip], PROJECT_ROOT, fw_dir)
@@ -148,17 +155,33 @@ def versus(times: dict, labels: dict, conditions: list, headers: dict, reference
     return lines
 
 
-def report(times: dict, labels: dict, conditions: list[str]) -> list[str]:
-    headers = {"alone": "alone", **COMPETITORS}
+def cores(times: dict, cpu: dict, labels: dict, conditions: list, headers: dict) -> list[str]:
+    """Per system, the CPU seconds of a pass (all its threads) and the cores it had on average (CPU seconds over
+    wall seconds), medians in each condition: where a system's CPU seconds do not grow beside a competitor, what it
+    lost is the CPU time the scheduler gave the other job, not time spent waiting for its own threads."""
+    lines = []
+    for key, label in labels.items():
+        cells = [f"{headers[c]} {statistics.median(cpu[key, c]):.2f} CPU-s on "
+                 f"{statistics.median(u / w for u, w in zip(cpu[key, c], times[key, c], strict=True)):.2f} cores"
+                 for c in conditions]
+        lines.append(f"- {label}: " + ", ".join(cells))
+    return lines
+
+
+def report(times: dict, labels: dict, conditions: list[str], cpu: dict | None = None) -> list[str]:
+    headers = {**ALONE, **COMPETITORS}
     lines = table(times, labels, conditions, headers, "slower")
     if "fw-int8" in labels:
         lines += ["", *versus(times, labels, conditions, headers, "fw-int8")]
+    if cpu is not None:
+        lines += cores(times, cpu, labels, conditions, headers)
     return lines
 
 
 def measure_systems(args, clips: list[str], fw_dir: str) -> tuple[list[str], dict]:
     """The systems section: (its report lines, its raw results)."""
-    conditions = ["alone", *filter(None, args.competitors.split(","))]
+    conditions = ["alone", *(["one-thread"] if args.one_thread and args.threads > 1 else []),
+                  *filter(None, args.competitors.split(","))]
     workers = {key: Worker(key, args.threads, clips, PROJECT_ROOT, fw_dir) for key in SYSTEMS}
     labels = dict(SYSTEMS, ours=f"{SYSTEMS['ours']} ({workers['ours'].mode})")
     if args.baseline:
@@ -166,29 +189,33 @@ def measure_systems(args, clips: list[str], fw_dir: str) -> tuple[list[str], dic
         labels["baseline"] = f"ours, default ({workers['baseline'].mode}), at {args.baseline.name}"
     exact = workers["ours"].texts == workers["ours-plain"].texts
     times = {(key, condition): [] for key in workers for condition in conditions}
+    cpu = {(key, condition): [] for key in workers for condition in conditions}
     try:
         for repeat in range(args.repeats):
             for condition in rotated(conditions, repeat):
                 with beside(condition, args.threads, clips[0], fw_dir):
                     for key in rotated(list(workers), repeat):
-                        times[key, condition].append(workers[key].round())
-                        print(f"repeat {repeat + 1} {condition:8} {key:10} {times[key, condition][-1]:.2f} s",
+                        seconds, used = workers[key].round(1 if condition == "one-thread" else None)
+                        times[key, condition].append(seconds)
+                        cpu[key, condition].append(used)
+                        print(f"repeat {repeat + 1} {condition:10} {key:10} {seconds:.2f} s, {used:.2f} CPU-s",
                               flush=True)
         cli = {}
         if args.cli_runs:
-            condition = conditions[1] if len(conditions) > 1 else "alone"
+            condition = next((c for c in conditions if c not in ALONE), "alone")
             with beside(condition, args.threads, clips[0], fw_dir):
                 cli = {"beside": condition, "seconds": cli_runs(clips[0], args.cli_runs, args.threads)}
     finally:
         for worker in workers.values():
             worker.stop()
-    lines = report(times, labels, conditions)
+    lines = report(times, labels, conditions, cpu)
     lines.append(f"- ours default == ours plain (text on every clip): {exact}")
     if cli:
         seconds = cli["seconds"]
         lines.append(f"- {len(seconds)} CLI runs of {Path(clips[0]).name} {cli['beside']}: "
                      f"{min(seconds):.2f}-{max(seconds):.2f} s, slowest / fastest {max(seconds) / min(seconds):.2f}")
-    return lines, {"times": {f"{k}|{c}": v for (k, c), v in times.items()}, "cli": cli, "exact": exact}
+    return lines, {"times": {f"{k}|{c}": v for (k, c), v in times.items()},
+                   "cpu_seconds": {f"{k}|{c}": v for (k, c), v in cpu.items()}, "cli": cli, "exact": exact}
 
 
 def differing(client_texts: list[list[str]], references: list[str]) -> int:
@@ -287,6 +314,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sections", default="systems", help=f"of {','.join(SECTIONS)}")
     parser.add_argument("--competitors", default="fw-int8,ours", help=f"of {','.join(COMPETITORS)} ('': alone only)")
+    parser.add_argument("--one-thread", action=argparse.BooleanOptionalAction, default=True,
+                        help="time each system alone at 1 thread too (what a whole core of the machine gives it)")
     parser.add_argument("--baseline", type=Path, help="another checkout whose ours (default) is measured too")
     parser.add_argument("--cli-runs", type=int, default=5, help="fresh CLI runs of the first clip beside the "
                         "first competitor (0: none)")

@@ -1,6 +1,7 @@
 """One system of the shared-CPU benchmark, in its own process: loads it, warms it up on the clips, says it is ready
 (with the drafting mode ours resolved to), then answers `round` on stdin with the seconds one pass over the clips
-took (a JSON line), or `clients N` with the seconds N threads at once took to transcribe every clip each, from
+took and the CPU seconds the process used meanwhile, all its threads together (a JSON line; `round T`: at T threads
+instead), or `clients N` with the seconds N threads at once took to transcribe every clip each, from
 the files (as a server's requests are); with `loop` it transcribes the clips until killed (the competitor). Run
 as a script with the checkout to measure first on PYTHONPATH, so a baseline checkout can be measured beside this
 one (shared_cpu.py --baseline): it imports nothing of eval/.
@@ -22,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 def build_ours(system: str, threads: int):
-    """(its transcribe function, the drafting mode the transcriber resolved to)."""
+    """(its transcribe function, the drafting mode the transcriber resolved to, a function giving the transcribe
+    function at another thread count)."""
     import torch
 
     from asr_specdec import SpeculativeWhisper
@@ -30,7 +32,17 @@ def build_ours(system: str, threads: int):
     torch.set_num_threads(threads)
     mode = {"mode": "off"} if system == "ours-plain" else {}
     whisper = SpeculativeWhisper(os.environ.get("MAIN", "base"), language="en", **mode)
-    return (lambda audio: whisper.transcribe(audio).text), getattr(whisper, "mode", None)
+
+    def at_threads(count: int):
+        def transcribe(audio):
+            torch.set_num_threads(count)  # what `threads=`/`cpu_threads` set: the kernels' budget follows it
+            try:
+                return whisper.transcribe(audio).text
+            finally:
+                torch.set_num_threads(threads)
+        return transcribe
+
+    return at_threads(threads), getattr(whisper, "mode", None), at_threads
 
 
 def build_faster_whisper(threads: int, workers: int):
@@ -48,11 +60,20 @@ def build_faster_whisper(threads: int, workers: int):
 
 
 def build(system: str, threads: int):
-    """(a function from 16-kHz samples or a file to text, ours' resolved drafting mode or None)."""
+    """(a function from 16-kHz samples or a file to text, ours' resolved drafting mode or None, a function giving
+    such a function at another thread count)."""
     if system.startswith("ours"):
         return build_ours(system, threads)
     if system in ("fw-int8", "fw-int8-2workers"):
-        return build_faster_whisper(threads, 2 if system == "fw-int8-2workers" else 1), None
+        workers = 2 if system == "fw-int8-2workers" else 1
+        models = {threads: build_faster_whisper(threads, workers)}
+
+        def at_threads(count: int):  # faster-whisper fixes cpu_threads when loading: one model per count
+            if count not in models:
+                models[count] = build_faster_whisper(count, workers)
+            return models[count]
+
+        return models[threads], None, at_threads
     raise SystemExit(f"unknown system {system}")
 
 
@@ -81,7 +102,8 @@ def main() -> int:
     from faster_whisper import decode_audio
 
     audios = [decode_audio(clip, sampling_rate=16000) for clip in clips]
-    transcribe, mode = build(system, threads)
+    transcribe, mode, at_threads = build(system, threads)
+    warm = {threads}
     answer(ready=True, texts=[transcribe(audio) for audio in audios], mode=mode)  # after a warm-up pass
     for command in sys.stdin:
         name, *values = command.split() or [""]
@@ -90,9 +112,14 @@ def main() -> int:
                 for audio in audios:
                     transcribe(audio)
         elif name == "round":
-            started = time.perf_counter()
-            texts = [transcribe(audio) for audio in audios]
-            answer(seconds=time.perf_counter() - started, texts=texts)
+            count = int(values[0]) if values else threads
+            passing = at_threads(count)
+            if count not in warm:  # a first pass at a new count warms it up (faster-whisper: a model loaded)
+                [passing(audio) for audio in audios]
+                warm.add(count)
+            started, used = time.perf_counter(), time.process_time()
+            texts = [passing(audio) for audio in audios]
+            answer(seconds=time.perf_counter() - started, cpu_seconds=time.process_time() - used, texts=texts)
         elif name == "clients":
             seconds, texts = concurrent_passes(transcribe, clips, int(values[0]))
             answer(seconds=seconds, texts=texts)

@@ -166,20 +166,44 @@ def fake_whisper(monkeypatch):
 
 
 def test_ours_passes_no_mode_and_reports_the_one_resolved(fake_whisper):
-    transcribe, mode = build_ours("ours", 2)
+    transcribe, mode, _ = build_ours("ours", 2)
     assert fake_whisper.made == [{"language": "en"}]
     assert mode == "quantized-self"
     assert transcribe("clip") == "text of clip"
-    _, mode = build_ours("ours-plain", 2)
+    _, mode, _ = build_ours("ours-plain", 2)
     assert fake_whisper.made[-1] == {"language": "en", "mode": "off"} and mode == "off"
 
 
-def test_faster_whisper_systems_report_no_mode(monkeypatch):
+def test_ours_at_another_thread_count_asks_torch_for_it_during_the_pass_only(fake_whisper, monkeypatch):
+    import torch
+
+    asked = []
+    monkeypatch.setattr(torch, "set_num_threads", asked.append)
+    _, _, at_threads = build_ours("ours", 2)
+    asked.clear()
+    assert at_threads(1)("clip") == "text of clip"
+    assert asked == [1, 2]
+    assert len(fake_whisper.made) == 1  # the same transcriber, not a second one
+
+
+def test_faster_whisper_systems_report_no_mode_and_load_a_model_per_thread_count(monkeypatch):
     workers = []
-    monkeypatch.setattr(shared_cpu_worker, "build_faster_whisper", lambda threads, count: workers.append(count))
-    assert shared_cpu_worker.build("fw-int8", 2)[1] is None
+    monkeypatch.setattr(shared_cpu_worker, "build_faster_whisper",
+                        lambda threads, count: workers.append((threads, count)) or f"model {threads}/{count}")
+    transcribe, mode, at_threads = shared_cpu_worker.build("fw-int8", 2)
+    assert mode is None and transcribe == "model 2/1"
+    assert at_threads(1) == "model 1/1" and at_threads(1) == "model 1/1" and at_threads(2) == "model 2/1"
     assert shared_cpu_worker.build("fw-int8-2workers", 2)[1] is None
-    assert workers == [1, 2]
+    assert workers == [(2, 1), (1, 1), (2, 2)]
+
+
+def test_cores_are_cpu_seconds_over_wall_seconds_per_condition():
+    cpu = {key: [2 * value for value in values] for key, values in TIMES.items()}
+    cpu["fw-int8", "fw-int8"] = [11.0, 10.5, 11.5]  # one core beside it
+    lines = report(TIMES, LABELS, ["alone", "fw-int8"], cpu)
+    fw = next(line for line in lines if line.startswith("- faster-whisper int8: "))
+    assert f"alone {statistics.median(cpu['fw-int8', 'alone']):.2f} CPU-s on 2.00 cores" in fw
+    assert f"{shared_cpu.COMPETITORS['fw-int8']} 11.00 CPU-s on 1.00 cores" in fw
 
 
 def test_the_worker_process_reports_the_default_mode_and_answers_rounds_and_clients(tiny_en_dir, shared_audio,
@@ -191,7 +215,9 @@ def test_the_worker_process_reports_the_default_mode_and_answers_rounds_and_clie
     worker = Worker("ours", 1, [clip], PROJECT_ROOT, fw_dir="")
     try:
         assert worker.mode == SpeculativeWhisper("tiny.en", language="en").mode
-        assert worker.round() > 0
+        seconds, used = worker.round()
+        assert seconds > 0 and used > 0
+        assert worker.round(2)[0] > 0  # another thread count: a warm-up pass first, then the timed one
         seconds, texts = worker.clients(1)  # one transcriber is not for two threads: the drop-in's num_workers is
         assert seconds > 0 and texts == [worker.texts]
     finally:
