@@ -25,7 +25,7 @@ from pathlib import Path
 from .backend import backend as _chosen_backend
 
 HERE = Path(__file__).parent
-SOURCES = tuple(HERE / name for name in ("decoder_kernels.c", "draft_kernels.c", "encoder_kernels.c", "team.c"))
+SOURCES = tuple(HERE / name for name in ("decoder_kernels.c", "draft_kernels.c", "encoder_kernels.c"))
 HEADERS = tuple(HERE / name for name in ("kernels.h", "claims.h", "int8_tiles.h", "simd.h", "simd_avx512.h",
                                          "simd_avx2.h", "simd_neon.h"))
 BASE_FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno")

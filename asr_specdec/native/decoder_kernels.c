@@ -295,7 +295,7 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
     for (int item; (item = claim(&items)) >= 0;) {
         const Group *g = &groups[item / heads];
         int head = item % heads;
-        float *scores = scores_all + (size_t)team_thread() * QUERY_BLOCK * score_stride;
+        float *scores = scores_all + (size_t)omp_get_thread_num() * QUERY_BLOCK * score_stride;
         const char *keys, *values;
         const float *key_scales = NULL, *value_scales = NULL;
         int key_stride;
@@ -356,100 +356,79 @@ size_t scratch_floats(const Model *m, const Cache *c, int tokens, int threads) {
            6 * (size_t)tokens; /* the token groups of self- and of cross-attention */
 }
 
-typedef struct {
-    const Model *m;
-    const Cache *c;
-    int tokens, groups_n, cross_groups_n, score_stride;
-    const int32_t *ids, *rows, *positions, *slots, *limits;
-    const Group *groups, *cross_groups;
-    float *h, *normed, *attended, *big, *scores, *hidden;
-} Pass;
-
-static void pass_body(void *context) {
-    const Pass *p = context;
-    const Model *m = p->m;
-    const Cache *c = p->c;
-    const int d = m->d, heads = m->heads, head_dim = m->head_dim, tokens = p->tokens;
-    float *h = p->h, *normed = p->normed, *attended = p->attended, *big = p->big;
-    ClaimLoop embedded = claim_loop(tokens);
-    for (int t; (t = claim(&embedded)) >= 0;) {
-        const float *token = m->embed + (size_t)p->ids[t] * d, *position = m->positions + (size_t)p->positions[t] * d;
-        for (int i = 0; i < d; i += 16) vf_store(h + (size_t)t * d + i, vf_add(vf_load(token + i), vf_load(position + i)));
-    }
-    for (int l = 0; l < m->n_layers; l++) {
-        const Layer *layer = &m->layers[l];
-        layer_norm_rows(tokens, d, h, layer->ln1_w, layer->ln1_b, m->eps, normed);
-        linear_rows(&layer->qkv, tokens, normed, d, big, 3 * d, EPI_STORE, 0.0f);
-        ClaimLoop stored = claim_loop(tokens);
-        for (int t; (t = claim(&stored)) >= 0;) {
-            float *q = big + (size_t)t * 3 * d, *k = q + d, *v = q + 2 * d;
-            const int slot = p->slots[t];
-            for (int i = 0; i < d; i++) q[i] *= m->scaling;
-            for (int head = 0; head < heads; head++) {
-                size_t base = (size_t)p->rows[t] * heads + head;
-                for (int i = 0; i < head_dim; i++) {
-                    store1(c->self_k[l], base * head_dim * c->slots + ((size_t)(slot / 16) * head_dim + i) * 16 + slot % 16,
-                           c->kv_format, k[head * head_dim + i]);
-                    store1(c->self_v[l], (base * c->slots + slot) * head_dim + i, c->kv_format, v[head * head_dim + i]);
-                }
-            }
-        }
-        attention(m, c, l, 0, p->groups_n, p->groups, big, 3 * d, p->limits, attended, p->scores, p->score_stride);
-        linear_rows(&layer->self_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
-        layer_norm_rows(tokens, d, h, layer->ln2_w, layer->ln2_b, m->eps, normed);
-        linear_rows(&layer->cross_q, tokens, normed, d, big, d, EPI_SCALE, m->scaling);
-        attention(m, c, l, 1, p->cross_groups_n, p->cross_groups, big, d, p->limits, attended, p->scores,
-                  p->score_stride);
-        linear_rows(&layer->cross_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
-        layer_norm_rows(tokens, d, h, layer->ln3_w, layer->ln3_b, m->eps, normed);
-        linear_rows(&layer->fc1, tokens, normed, d, big, m->ffn, EPI_GELU, 0.0f);
-        linear_rows(&layer->fc2, tokens, big, m->ffn, h, d, EPI_ADD, 0.0f);
-    }
-    layer_norm_rows(tokens, d, h, m->ln_w, m->ln_b, m->eps, p->hidden);
-}
-
 /* Feed `tokens` tokens (sorted by batch row): token t is ids[t] at position positions[t] of batch row rows[t];
    its keys/values go to cache slot slots[t] and it attends slots 0..limits[t]. Writes the final layer norm's
    output [tokens, d] to `hidden`. */
 int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids, const int32_t *rows,
                  const int32_t *positions, const int32_t *slots, const int32_t *limits, float *hidden,
                  float *scratch, int threads) {
-    const int d = m->d;
+    const int d = m->d, heads = m->heads, head_dim = m->head_dim;
     int wide = 3 * d > m->ffn ? 3 * d : m->ffn;
-    Pass pass = {m, c, tokens, 0, 0, c->slots > c->enc_pad ? c->slots : c->enc_pad, ids, rows, positions, slots,
-                 limits, NULL, NULL, scratch, NULL, NULL, NULL, NULL, hidden};
-    pass.normed = pass.h + (size_t)tokens * d;
-    pass.attended = pass.normed + (size_t)tokens * d;
-    pass.big = pass.attended + (size_t)tokens * d;
-    pass.scores = pass.big + (size_t)tokens * wide;
-    Group *groups = (Group *)(pass.scores + (size_t)threads * QUERY_BLOCK * pass.score_stride);
+    float *h = scratch, *normed = h + (size_t)tokens * d, *attended = normed + (size_t)tokens * d;
+    float *big = attended + (size_t)tokens * d;
+    float *scores = big + (size_t)tokens * wide;
+    int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
+    Group *groups = (Group *)(scores + (size_t)threads * QUERY_BLOCK * score_stride);
     Group *cross_groups = groups + tokens;
-    pass.groups_n = group_tokens(tokens, rows, NULL, groups);
+    int groups_n = group_tokens(tokens, rows, NULL, groups);
     /* cross-attention groups run over rows that read the same cross states: a query's numbers do not depend on
        which queries share its block, so this only saves reading the states once per row */
-    pass.cross_groups_n = group_tokens(tokens, rows, c->cross_rows, cross_groups);
-    pass.groups = groups;
-    pass.cross_groups = cross_groups;
-    team_run(threads, pass_body, &pass, DECODER_PASS_LOOPS(m->n_layers));
+    int cross_groups_n = group_tokens(tokens, rows, c->cross_rows, cross_groups);
+    Claims claims = claims_make(DECODER_PASS_LOOPS(m->n_layers));
+#pragma omp parallel num_threads(threads)
+    {
+        claims_join(&claims);
+        ClaimLoop embedded = claim_loop(tokens);
+        for (int t; (t = claim(&embedded)) >= 0;) {
+            const float *token = m->embed + (size_t)ids[t] * d, *position = m->positions + (size_t)positions[t] * d;
+            for (int i = 0; i < d; i += 16) vf_store(h + (size_t)t * d + i, vf_add(vf_load(token + i), vf_load(position + i)));
+        }
+        for (int l = 0; l < m->n_layers; l++) {
+            const Layer *layer = &m->layers[l];
+            layer_norm_rows(tokens, d, h, layer->ln1_w, layer->ln1_b, m->eps, normed);
+            linear_rows(&layer->qkv, tokens, normed, d, big, 3 * d, EPI_STORE, 0.0f);
+            ClaimLoop stored = claim_loop(tokens);
+            for (int t; (t = claim(&stored)) >= 0;) {
+                float *q = big + (size_t)t * 3 * d, *k = q + d, *v = q + 2 * d;
+                for (int i = 0; i < d; i++) q[i] *= m->scaling;
+                for (int head = 0; head < heads; head++) {
+                    size_t base = (size_t)rows[t] * heads + head;
+                    for (int i = 0; i < head_dim; i++) {
+                        store1(c->self_k[l],
+                               base * head_dim * c->slots + ((size_t)(slots[t] / 16) * head_dim + i) * 16 + slots[t] % 16,
+                               c->kv_format, k[head * head_dim + i]);
+                        store1(c->self_v[l], (base * c->slots + slots[t]) * head_dim + i, c->kv_format,
+                               v[head * head_dim + i]);
+                    }
+                }
+            }
+            attention(m, c, l, 0, groups_n, groups, big, 3 * d, limits, attended, scores, score_stride);
+            linear_rows(&layer->self_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
+            layer_norm_rows(tokens, d, h, layer->ln2_w, layer->ln2_b, m->eps, normed);
+            linear_rows(&layer->cross_q, tokens, normed, d, big, d, EPI_SCALE, m->scaling);
+            attention(m, c, l, 1, cross_groups_n, cross_groups, big, d, limits, attended, scores, score_stride);
+            linear_rows(&layer->cross_out, tokens, attended, d, h, d, EPI_ADD, 0.0f);
+            layer_norm_rows(tokens, d, h, layer->ln3_w, layer->ln3_b, m->eps, normed);
+            linear_rows(&layer->fc1, tokens, normed, d, big, m->ffn, EPI_GELU, 0.0f);
+            linear_rows(&layer->fc2, tokens, big, m->ffn, h, d, EPI_ADD, 0.0f);
+        }
+        layer_norm_rows(tokens, d, h, m->ln_w, m->ln_b, m->eps, hidden);
+        claims_leave();
+    }
+    claims_free(&claims);
     return 0;
 }
 
-typedef struct {
-    const Linear *lin;
-    int rows, ldx, ldy;
-    const float *x;
-    float *y;
-} Product;
-
-static void product_body(void *context) {
-    const Product *p = context;
-    linear_rows(p->lin, p->rows, p->x, p->ldx, p->y, p->ldy, EPI_STORE, 0.0f);
-}
-
-/* linear_rows alone in a call of its own */
+/* linear_rows alone in a region of its own */
 static void shared_linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int threads) {
-    Product product = {lin, rows, ldx, ldy, x, y};
-    team_run(threads, product_body, &product, 1);
+    Claims claims = claims_make(1);
+#pragma omp parallel num_threads(threads)
+    {
+        claims_join(&claims);
+        linear_rows(lin, rows, x, ldx, y, ldy, EPI_STORE, 0.0f);
+        claims_leave();
+    }
+    claims_free(&claims);
 }
 
 /* y = x @ W^T (+ bias) for `rows` rows */
@@ -571,165 +550,140 @@ static inline uint64_t tile_hits(const float *scores, int n, const float *error,
 
 #define FLAT_TILES 24 /* beyond this many tiles to rescore, screen the row again with float32 activations */
 
-typedef struct {
-    const Linear *approx, *exact;
-    int rows, ldx;
-    const float *x, *error, *approx_norms;
-    const uint8_t *suppressed;
-    float *scratch;
-    int64_t *out;
-    Screen *screens;
-    int *flat, flat_count;
-    float *rescreen;
-    atomic_long rescored;
-} Certified;
-
-static void certified_body(void *context) {
-    Certified *a = context;
-    const Linear *approx = a->approx, *exact = a->exact;
-    const int n = exact->n, stride = approx->n_tiles * TILE, rows = a->rows, ldx = a->ldx;
-    const float *x = a->x, *error = a->error, *approx_norms = a->approx_norms;
-    const uint8_t *suppressed = a->suppressed;
-    float *scratch = a->scratch;
-    Screen *screens = a->screens;
-    linear_rows(approx, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
-    ClaimLoop screened = claim_loop(rows);
-    for (int r; (r = claim(&screened)) >= 0;) {
-        const float *row = x + (size_t)r * ldx;
-        float *scores = scratch + (size_t)r * stride;
-        const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
-        double norm = 0.0;
-        for (int k = 0; k < exact->k; k++) norm += (double)row[k] * row[k];
-        Screen screen = {0.0f, 0.0f, 0.0f, approx->format == FMT_I8_VNNI};
-        /* rounded up so that float arithmetic below never narrows the bound */
-        screen.reach = (float)(sqrt(norm) * (1.0 + 1e-5)) * (1.0f + 1e-5f);
-        screen.drift = screen.quantized ? quantization_drift(row, exact->k) : 0.0f;
-        if (blocked)
-            for (int v = 0; v < n; v++)
-                if (blocked[v]) scores[v] = -INFINITY;
-        screens[r] = screen_floor(scores, n, error, approx_norms, screen);
-    }
-    ClaimLoop counted = claim_loop(1); /* one thread; the others wait for it, as at any loop's end */
-    for (int once; (once = claim(&counted)) >= 0;)
+long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
+                      const uint8_t *suppressed, const float *error, const float *approx_norms, float *scratch,
+                      int64_t *out, int threads) {
+    const int n = exact->n;
+    const int stride = approx->n_tiles * TILE;
+    long rescored = 0;
+    Screen screens[rows];
+    int flat[rows], flat_count = 0;
+    Claims claims = claims_make(6);
+#pragma omp parallel num_threads(threads)
+    {
+        claims_join(&claims);
+        linear_rows(approx, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
+        ClaimLoop screened = claim_loop(rows);
+        for (int r; (r = claim(&screened)) >= 0;) {
+            const float *row = x + (size_t)r * ldx;
+            float *scores = scratch + (size_t)r * stride;
+            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+            double norm = 0.0;
+            for (int k = 0; k < exact->k; k++) norm += (double)row[k] * row[k];
+            Screen screen = {0.0f, 0.0f, 0.0f, approx->format == FMT_I8_VNNI};
+            /* rounded up so that float arithmetic below never narrows the bound */
+            screen.reach = (float)(sqrt(norm) * (1.0 + 1e-5)) * (1.0f + 1e-5f);
+            screen.drift = screen.quantized ? quantization_drift(row, exact->k) : 0.0f;
+            if (blocked)
+                for (int v = 0; v < n; v++)
+                    if (blocked[v]) scores[v] = -INFINITY;
+            screens[r] = screen_floor(scores, n, error, approx_norms, screen);
+        }
+#pragma omp single
         for (int r = 0; r < rows; r++) { /* near-ties everywhere (noise, say): the looser int8 bound would rescore most */
             if (!screens[r].quantized) continue;
             int tiles = 0;
             for (int tile = 0; tile < exact->n_tiles && tiles <= FLAT_TILES; tile++)
                 tiles += tile_hits(scratch + (size_t)r * stride, n, error, approx_norms, tile, screens[r]) != 0;
-            if (tiles > FLAT_TILES) a->flat[a->flat_count++] = r;
+            if (tiles > FLAT_TILES) flat[flat_count++] = r;
         }
-    const int flat_count = a->flat_count;
-    if (flat_count) { /* screen those rows again with float32 activations, a block of rows per weight tile */
-        ClaimLoop allocated = claim_loop(1);
-        for (int once; (once = claim(&allocated)) >= 0;) {
-            a->rescreen = malloc((size_t)flat_count * (exact->k + stride) * sizeof(float));
-            if (a->rescreen == NULL) {
+        if (flat_count) { /* screen those rows again with float32 activations, a block of rows per weight tile */
+            float *rescreen = NULL;
+#pragma omp single copyprivate(rescreen)
+            rescreen = malloc((size_t)flat_count * (exact->k + stride) * sizeof(float));
+            if (rescreen == NULL) {
                 fputs("asr_specdec native kernels: out of memory\n", stderr);
                 abort();
             }
+            float *inputs = rescreen + (size_t)flat_count * stride;
+            ClaimLoop copied = claim_loop(flat_count);
+            for (int f; (f = claim(&copied)) >= 0;)
+                memcpy(inputs + (size_t)f * exact->k, x + (size_t)flat[f] * ldx, exact->k * sizeof(float));
+            ClaimLoop tiles = claim_loop(approx->n_tiles);
+            for (int tile; (tile = claim(&tiles)) >= 0;)
+                for (int f0 = 0; f0 < flat_count; f0 += ROW_BLOCK)
+                    vnni_tile_float_rows(approx, tile, inputs + (size_t)f0 * exact->k, exact->k,
+                                         rescreen + (size_t)f0 * stride, stride,
+                                         flat_count - f0 < ROW_BLOCK ? flat_count - f0 : ROW_BLOCK);
+            ClaimLoop rescreened = claim_loop(flat_count);
+            for (int f; (f = claim(&rescreened)) >= 0;) {
+                const int r = flat[f];
+                float *scores = scratch + (size_t)r * stride;
+                memcpy(scores, rescreen + (size_t)f * stride, n * sizeof(float));
+                const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+                if (blocked)
+                    for (int v = 0; v < n; v++)
+                        if (blocked[v]) scores[v] = -INFINITY;
+                screens[r].quantized = 0;
+                screens[r].drift = 0.0f;
+                screens[r] = screen_floor(scores, n, error, approx_norms, screens[r]);
+            }
+#pragma omp single
+            free(rescreen);
         }
-        float *rescreen = a->rescreen, *inputs = rescreen + (size_t)flat_count * stride;
-        ClaimLoop copied = claim_loop(flat_count);
-        for (int f; (f = claim(&copied)) >= 0;)
-            memcpy(inputs + (size_t)f * exact->k, x + (size_t)a->flat[f] * ldx, exact->k * sizeof(float));
-        ClaimLoop tiles = claim_loop(approx->n_tiles);
-        for (int tile; (tile = claim(&tiles)) >= 0;)
-            for (int f0 = 0; f0 < flat_count; f0 += ROW_BLOCK)
-                vnni_tile_float_rows(approx, tile, inputs + (size_t)f0 * exact->k, exact->k,
-                                     rescreen + (size_t)f0 * stride, stride,
-                                     flat_count - f0 < ROW_BLOCK ? flat_count - f0 : ROW_BLOCK);
-        ClaimLoop rescreened = claim_loop(flat_count);
-        for (int f; (f = claim(&rescreened)) >= 0;) {
-            const int r = a->flat[f];
-            float *scores = scratch + (size_t)r * stride;
-            memcpy(scores, rescreen + (size_t)f * stride, n * sizeof(float));
-            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
-            if (blocked)
-                for (int v = 0; v < n; v++)
-                    if (blocked[v]) scores[v] = -INFINITY;
-            screens[r].quantized = 0;
-            screens[r].drift = 0.0f;
-            screens[r] = screen_floor(scores, n, error, approx_norms, screens[r]);
-        }
-    }
-    long rescored = 0;
-    ClaimLoop chosen = claim_loop(rows);
-    for (int r; (r = claim(&chosen)) >= 0;) {
-        const float *row = x + (size_t)r * ldx;
-        const float *scores = scratch + (size_t)r * stride;
-        int64_t choice = 0;
-        float choice_score = -INFINITY;
-        int found = 0;
-        for (int tile = 0; tile < exact->n_tiles; tile++) {
-            uint64_t hits = tile_hits(scores, n, error, approx_norms, tile, screens[r]);
-            if (!hits) continue;
-            /* the tile's 64 exact scores by linear_rows' own arithmetic: cheaper than one column alone */
-            float exact_scores[TILE];
-            Linear one = *exact;
-            one.packed = (const char *)exact->packed + (size_t)tile * exact->k * TILE * format_bytes(exact->format);
-            one.n = n - tile * TILE < TILE ? n - tile * TILE : TILE;
-            one.n_tiles = 1;
-            one.scale = one.bias = NULL;
-            tile_rows(&one, 0, row, ldx, 1, exact_scores, TILE, EPI_STORE, 0.0f);
-            while (hits) {
-                int lane = __builtin_ctzll(hits), v = tile * TILE + lane;
-                hits &= hits - 1;
-                if (scores[v] == -INFINITY) continue; /* suppressed */
-                rescored++;
-                if (!found || exact_scores[lane] > choice_score) {
-                    choice = v;
-                    choice_score = exact_scores[lane];
-                    found = 1;
+        long rescored_here = 0;
+        ClaimLoop chosen = claim_loop(rows);
+        for (int r; (r = claim(&chosen)) >= 0;) {
+            const float *row = x + (size_t)r * ldx;
+            const float *scores = scratch + (size_t)r * stride;
+            int64_t choice = 0;
+            float choice_score = -INFINITY;
+            int found = 0;
+            for (int tile = 0; tile < exact->n_tiles; tile++) {
+                uint64_t hits = tile_hits(scores, n, error, approx_norms, tile, screens[r]);
+                if (!hits) continue;
+                /* the tile's 64 exact scores by linear_rows' own arithmetic: cheaper than one column alone */
+                float exact_scores[TILE];
+                Linear one = *exact;
+                one.packed = (const char *)exact->packed + (size_t)tile * exact->k * TILE * format_bytes(exact->format);
+                one.n = n - tile * TILE < TILE ? n - tile * TILE : TILE;
+                one.n_tiles = 1;
+                one.scale = one.bias = NULL;
+                tile_rows(&one, 0, row, ldx, 1, exact_scores, TILE, EPI_STORE, 0.0f);
+                while (hits) {
+                    int lane = __builtin_ctzll(hits), v = tile * TILE + lane;
+                    hits &= hits - 1;
+                    if (scores[v] == -INFINITY) continue; /* suppressed */
+                    rescored_here++;
+                    if (!found || exact_scores[lane] > choice_score) {
+                        choice = v;
+                        choice_score = exact_scores[lane];
+                        found = 1;
+                    }
                 }
             }
+            out[r] = choice;
         }
-        a->out[r] = choice;
+#pragma omp atomic
+        rescored += rescored_here;
+        claims_leave();
     }
-    atomic_fetch_add_explicit(&a->rescored, rescored, memory_order_relaxed);
-}
-
-long certified_argmax(const Linear *approx, const Linear *exact, int rows, const float *x, int ldx,
-                      const uint8_t *suppressed, const float *error, const float *approx_norms, float *scratch,
-                      int64_t *out, int threads) {
-    Screen screens[rows];
-    int flat[rows];
-    Certified certified = {approx, exact, rows, ldx, x, error, approx_norms, suppressed, scratch, out, screens, flat,
-                           0, NULL, 0};
-    team_run(threads, certified_body, &certified, 8);
-    free(certified.rescreen);
-    return atomic_load(&certified.rescored);
+    claims_free(&claims);
+    return rescored;
 }
 
 /* argmax per row of x @ W^T (+ bias) with `suppressed` [rows][n] excluded (NULL: none); ties to the lowest
    column. scratch: rows * n_tiles * 64 floats. */
-typedef struct {
-    const Linear *lin;
-    int rows, ldx;
-    const float *x;
-    const uint8_t *suppressed;
-    float *scratch;
-    int64_t *out;
-} Argmax;
-
-static void argmax_body(void *context) {
-    const Argmax *a = context;
-    const int n = a->lin->n, stride = a->lin->n_tiles * TILE;
-    linear_rows(a->lin, a->rows, a->x, a->ldx, a->scratch, stride, EPI_STORE, 0.0f);
-    ClaimLoop chosen = claim_loop(a->rows);
-    for (int r; (r = claim(&chosen)) >= 0;) {
-        const float *scores = a->scratch + (size_t)r * stride;
-        const uint8_t *blocked = a->suppressed ? a->suppressed + (size_t)r * n : NULL;
-        int best = -1;
-        for (int v = 0; v < n; v++) {
-            if (blocked && blocked[v]) continue;
-            if (best < 0 || scores[v] > scores[best]) best = v;
-        }
-        a->out[r] = best < 0 ? 0 : best;
-    }
-}
-
 void argmax_rows(const Linear *lin, int rows, const float *x, int ldx, const uint8_t *suppressed, float *scratch,
                  int64_t *out, int threads) {
-    Argmax argmax = {lin, rows, ldx, x, suppressed, scratch, out};
-    team_run(threads, argmax_body, &argmax, 2);
+    const int n = lin->n, stride = lin->n_tiles * TILE;
+    Claims claims = claims_make(2);
+#pragma omp parallel num_threads(threads)
+    {
+        claims_join(&claims);
+        linear_rows(lin, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
+        ClaimLoop chosen = claim_loop(rows);
+        for (int r; (r = claim(&chosen)) >= 0;) {
+            const float *scores = scratch + (size_t)r * stride;
+            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+            int best = -1;
+            for (int v = 0; v < n; v++) {
+                if (blocked && blocked[v]) continue;
+                if (best < 0 || scores[v] > scores[best]) best = v;
+            }
+            out[r] = best < 0 ? 0 : best;
+        }
+        claims_leave();
+    }
+    claims_free(&claims);
 }

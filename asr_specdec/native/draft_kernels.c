@@ -160,76 +160,58 @@ static int best_screened(const float *scores, int end, const uint8_t *blocked, i
    scored by its int8 row; when the timestamps together outweigh the best text token, the best timestamp (as the
    main model's rule, on these approximate scores). suppressed: [rows][n] bytes or NULL; group_begins: [rows] or
    NULL (no rule). scratch: rows * screen->n_tiles * 64 floats. */
-typedef struct {
-    const Linear *screen;
-    const int8_t *rows8;
-    const float *scale8, *x;
-    int rows, ldx, candidates;
-    const uint8_t *suppressed;
-    const int32_t *group_begins;
-    float *scratch;
-    int64_t *out;
-} DraftChoice;
-
-static void draft_choice_body(void *context) {
-    const DraftChoice *a = context;
-    const Linear *screen = a->screen;
-    const int n = screen->n, k = screen->k, stride = screen->n_tiles * TILE, rows = a->rows, ldx = a->ldx;
-    const int candidates = a->candidates;
-    const int8_t *rows8 = a->rows8;
-    const float *scale8 = a->scale8, *x = a->x;
-    const uint8_t *suppressed = a->suppressed;
-    const int32_t *group_begins = a->group_begins;
-    float *scratch = a->scratch;
-    int64_t *out = a->out;
-    linear_rows(screen, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
-    ClaimLoop chosen = claim_loop(rows);
-    for (int r; (r = claim(&chosen)) >= 0;) {
-        const float *row = x + (size_t)r * ldx;
-        const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
-        const int text_end = group_begins && group_begins[r] < n ? group_begins[r] : n;
-        int found[MAX_CANDIDATES];
-        const int size = best_screened(scratch + (size_t)r * stride, text_end, blocked, candidates, found);
-        int text = -1;
-        float text_score = -INFINITY;
-        for (int i = 0; i < size; i++) {
-            const float score = dot_int8(row, rows8 + (size_t)found[i] * k, k) * scale8[found[i]];
-            if (text < 0 || score > text_score || (score == text_score && found[i] < text)) {
-                text = found[i];
-                text_score = score;
-            }
-        }
-        int stamp = -1;
-        float stamp_score = -INFINITY, stamp_total = 0.0f;
-        if (text_end < n) {
-            float stamp_scores[n - text_end];
-            for (int v = text_end; v < n; v++) {
-                stamp_scores[v - text_end] = blocked && blocked[v] ? -INFINITY
-                                                                   : dot_int8(row, rows8 + (size_t)v * k, k) * scale8[v];
-                if (stamp_scores[v - text_end] > stamp_score) {
-                    stamp = v;
-                    stamp_score = stamp_scores[v - text_end];
-                }
-            }
-            if (stamp >= 0)
-                for (int v = text_end; v < n; v++) stamp_total += expf(stamp_scores[v - text_end] - stamp_score);
-        }
-        int choice = text;
-        if (stamp >= 0) {
-            const int forced = text < 0 || stamp_score + logf(stamp_total) > text_score;
-            if (forced || stamp_score > text_score) choice = stamp;
-        }
-        out[r] = choice < 0 ? 0 : choice;
-    }
-}
-
 void draft_choice(const Linear *screen, const int8_t *rows8, const float *scale8, int rows, const float *x, int ldx,
                   const uint8_t *suppressed, const int32_t *group_begins, int candidates, float *scratch,
                   int64_t *out, int threads) {
+    const int n = screen->n, k = screen->k, stride = screen->n_tiles * TILE;
     if (candidates > MAX_CANDIDATES) candidates = MAX_CANDIDATES;
     if (candidates < 1) candidates = 1;
-    DraftChoice choice = {screen, rows8, scale8, x, rows, ldx, candidates, suppressed, group_begins, scratch, out};
-    team_run(threads, draft_choice_body, &choice, 2);
+    Claims claims = claims_make(2);
+#pragma omp parallel num_threads(threads)
+    {
+        claims_join(&claims);
+        linear_rows(screen, rows, x, ldx, scratch, stride, EPI_STORE, 0.0f);
+        ClaimLoop chosen = claim_loop(rows);
+        for (int r; (r = claim(&chosen)) >= 0;) {
+            const float *row = x + (size_t)r * ldx;
+            const uint8_t *blocked = suppressed ? suppressed + (size_t)r * n : NULL;
+            const int text_end = group_begins && group_begins[r] < n ? group_begins[r] : n;
+            int found[MAX_CANDIDATES];
+            const int size = best_screened(scratch + (size_t)r * stride, text_end, blocked, candidates, found);
+            int text = -1;
+            float text_score = -INFINITY;
+            for (int i = 0; i < size; i++) {
+                const float score = dot_int8(row, rows8 + (size_t)found[i] * k, k) * scale8[found[i]];
+                if (text < 0 || score > text_score || (score == text_score && found[i] < text)) {
+                    text = found[i];
+                    text_score = score;
+                }
+            }
+            int stamp = -1;
+            float stamp_score = -INFINITY, stamp_total = 0.0f;
+            if (text_end < n) {
+                float stamp_scores[n - text_end];
+                for (int v = text_end; v < n; v++) {
+                    stamp_scores[v - text_end] = blocked && blocked[v] ? -INFINITY
+                                                                       : dot_int8(row, rows8 + (size_t)v * k, k) * scale8[v];
+                    if (stamp_scores[v - text_end] > stamp_score) {
+                        stamp = v;
+                        stamp_score = stamp_scores[v - text_end];
+                    }
+                }
+                if (stamp >= 0)
+                    for (int v = text_end; v < n; v++) stamp_total += expf(stamp_scores[v - text_end] - stamp_score);
+            }
+            int choice = text;
+            if (stamp >= 0) {
+                const int forced = text < 0 || stamp_score + logf(stamp_total) > text_score;
+                if (forced || stamp_score > text_score) choice = stamp;
+            }
+            out[r] = choice < 0 ? 0 : choice;
+        }
+        claims_leave();
+    }
+    claims_free(&claims);
 }
 
 /* ---------------------------------------------------------------- the drafter's int8 cross-attention states */

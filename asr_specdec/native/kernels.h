@@ -358,14 +358,8 @@ int linear_int8_f32(const Linear *lin, int rows, const float *x, int ldx, float 
 int int8_tiles(void);
 
 /* ---------------------------------------------------------------- shared between the kernel files */
-/* Runs body(context) on `threads` threads of the decoder's pool (team.c), the calling thread one of them, each
-   walking the same `loops` claimable loops at most; team_thread() is the calling thread's index in it (0 to
-   threads - 1; 0 outside). */
-typedef void (*TeamBody)(void *context);
-void team_run(int threads, TeamBody body, void *context, int loops);
-int team_thread(void);
 
-/* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a team_run call its tiles are claimed (claims.h) */
+/* y[m, :] (epilogue) x[m, :] @ W^T for m < rows; inside a parallel region the tiles are shared out */
 void linear_rows(const Linear *lin, int rows, const float *x, int ldx, float *y, int ldy, int epilogue,
                  float factor);
 /* the same for FMT_I4_VNNI weights (draft_kernels.c) */
