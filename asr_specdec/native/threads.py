@@ -1,10 +1,11 @@
 """How many threads the native kernels and torch's own operations take: the one place that follows the CPU this
 process actually gets (docs/compute.md, Sharing a CPU).
 
-The kernels split each product of a decoder step between their threads, with a barrier after each (a step of base
-holds about 150). That is fast on CPUs this process has to itself, and a cliff beside another busy process: a
-thread that reaches a barrier waits (spinning, then asleep) until its partner, preempted by the other process, is
-scheduled again, so every barrier can cost a scheduler slice. One thread has no barriers and gets its fair share.
+The kernels share each product of a decoder step between their threads: they claim its items from a counter
+(native/claims.h), so a thread never waits at a product for a partner the scheduler left out, but every kernel call
+still ends when all of its threads have, and OpenMP's idle threads spin between calls. That is fast on CPUs this
+process has to itself, and costs CPU time beside another busy process; one thread has none of it and gets its fair
+share.
 
 So the governor watches how long the calling thread waits for a CPU while runnable (the kernel's run-queue delay,
 /proc/thread-self/schedstat), once per WINDOW_SECONDS of calls. Waiting more than CONTENDED of the time,
