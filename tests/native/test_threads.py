@@ -199,8 +199,13 @@ def test_a_decode_whose_thread_count_changes_every_call_gives_the_same_tokens(mo
             while True:
                 yield 2
 
+        def oversubscribed():  # more threads than this machine's cores: threads preempted while others claim items
+            while True:
+                yield from (3, 5, 1, 8)
+
         reference = decode(fixed())
         assert any(len(tokens) > 5 for tokens in reference)
         assert decode(alternating()) == reference
+        assert decode(oversubscribed()) == reference
     finally:
         torch.set_num_threads(threads)
