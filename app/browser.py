@@ -63,6 +63,13 @@ def open_page(driver: webdriver.Chrome, url: str, timeout: float = 60) -> None:
         (By.CSS_SELECTOR, "#file-audio")))
 
 
+def open_accordion(driver: webdriver.Chrome, elem_id: str, timeout: float = 60) -> None:
+    """Open the accordion `elem_id` once the page has drawn it (it is drawn after the File tab, so the page can be
+    open without it yet)."""
+    WebDriverWait(driver, timeout).until(expected_conditions.element_to_be_clickable(
+        (By.CSS_SELECTOR, f"#{elem_id} button"))).click()
+
+
 def transcribe_in_page(driver: webdriver.Chrome, url: str, audio: Path, timeout: float = 120) -> str:
     """Open the page, upload `audio` in the File tab, press Transcribe; the transcript once it appears."""
     open_page(driver, url, timeout)

@@ -88,10 +88,10 @@ def test_the_page_refuses_a_penalty_out_of_range_in_one_line_naming_the_field(se
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from app.browser import error_messages, open_page, press_transcribe, upload
+    from app.browser import error_messages, open_accordion, open_page, press_transcribe, upload
 
     open_page(browser, server)
-    browser.find_element(By.CSS_SELECTOR, "#decoding-options button").click()  # the accordion opens
+    open_accordion(browser, "decoding-options")
     field = WebDriverWait(browser, 30).until(expected_conditions.element_to_be_clickable(
         (By.CSS_SELECTOR, "#repetition-penalty input")))
     field.clear()
