@@ -191,11 +191,12 @@ class Capabilities:
     # those products by a dot-product instruction (backend.py, Backend.int8_dot_product), where two int8 products cost
     # less than one float32 one (the int8 encoder's weights x values, encoder_attention_f32)
     int8_dot_product: bool
-    # the int8 encoder's activations between its products: bfloat16 where the CPU multiplies it natively (the
-    # avx512 build needs AVX512-BF16), float32 elsewhere (PyTorch would emulate bfloat16)
+    # the int8 encoder's activations between its products: float32 on every build, since its attention's int8
+    # products (encoder_attention_f32) beat the bfloat16 kernel the bfloat16 form runs, AVX-512 included
+    # (docs/compute.md, "The int8 encoder's form on AVX-512"); "bfloat16" is the other form, kept for comparison
     int8_between: str
-    # the int8 encoder's sums on AMX tiles (Sapphire Rapids and later: the build has them and Linux lent them to
-    # this process; native/int8_tiles.h): the same integers as VNNI's, faster
+    # the int8 encoder's sums (its linear layers and its attention's) on AMX tiles (Sapphire Rapids and later: the
+    # build has them and Linux lent them to this process; native/int8_tiles.h): the same integers as VNNI's, faster
     int8_tiles: bool
     threaded: bool  # the kernels use OpenMP's threads (else each runs on the calling thread, with the same results)
     reason: str | None  # why nothing runs natively
@@ -221,7 +222,7 @@ def capabilities() -> Capabilities:
     isa = _chosen_backend().isa if loaded else "none"
     return Capabilities(isa=isa, decoder=loaded, encoder_attention=loaded, int8_products=loaded,
                         int8_dot_product=loaded and _chosen_backend().int8_dot_product,
-                        int8_between="bfloat16" if isa == "avx512" else "float32",
+                        int8_between="float32",
                         int8_tiles=loaded and bool(kernels().int8_tiles()),
                         threaded=loaded and _state.get("openmp", True), reason=None if loaded else unavailable_reason())
 

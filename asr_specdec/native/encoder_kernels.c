@@ -182,6 +182,8 @@ int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_
 #define F32_VECTORS 1
 #endif
 #define F32_TILE (2 * F32_QUERIES) /* queries whose scores over every key are kept (L2) */
+#define INT8_TILE TILE_BLOCK         /* the same in the int8 forms: one block of tile_sums rows */
+#define QUERY_TILE (F32_TILE > INT8_TILE ? F32_TILE : INT8_TILE) /* the larger, for the buffers */
 
 /* One head's keys as [block of 16 keys][head_dim][16] and values as [key][head_dim], zero from `length` up to
    `padded`. */
@@ -273,13 +275,17 @@ static void pack_keys_int8(const float *qkv, int length, int padded, int width, 
     }
 }
 
-/* scores [R rows][padded] of R quantized queries over one tile of 64 int8 keys: exact int32 sums (vpdpbusd where the
-   CPU has it) times the query's and the key's scales, outlier dimensions of the query in float32. */
+/* scores [R rows][padded] of R quantized queries over one tile of 64 int8 keys: exact int32 sums (`sums` made on AMX
+   tiles, else vpdpbusd where the CPU has it) times the query's and the key's scales, outlier dimensions of the query
+   in float32. */
 static inline __attribute__((always_inline)) void score_keys_int8(const Linear *keys, int tile, QuantizedRows x,
-                                                                  float *scores, int padded, int R) {
+                                                                  const int32_t *sums, float *scores, int padded,
+                                                                  int R) {
     for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+        vi exact[ROW_BLOCK][TILE_PASS];
+        exact_sums(keys, tile, c0, x, sums, exact, R);
         vf acc[ROW_BLOCK][TILE_PASS];
-        vnni_accumulate(keys, tile, c0, x, acc, R);
+        vnni_scaled(keys, tile, c0, x, exact, acc, R);
         for (int c = 0; c < TILE_PASS; c++) {
             const int column = tile * TILE + (c0 + c) * 16;
             const vf scale = vf_load(keys->scale + column);
@@ -288,8 +294,9 @@ static inline __attribute__((always_inline)) void score_keys_int8(const Linear *
     }
 }
 
-static void score_tile_int8(const Linear *keys, int tile, QuantizedRows x, int rows, float *scores, int padded) {
-#define BLOCK(R) score_keys_int8(keys, tile, x, scores, padded, R)
+static void score_tile_int8(const Linear *keys, int tile, QuantizedRows x, const int32_t *sums, int rows,
+                            float *scores, int padded) {
+#define BLOCK(R) score_keys_int8(keys, tile, x, sums, scores, padded, R)
     WITH_CONSTANT_ROWS(rows, BLOCK)
 #undef BLOCK
 }
@@ -369,13 +376,17 @@ static int32_t softmax_fixed_point(const float *row, int length, int padded, int
    values, added, times each channel's scale, divided by each row's fixed-point total. */
 static inline __attribute__((always_inline)) void weigh_values_int8(const Linear *values, int tile,
                                                                     QuantizedRows high, QuantizedRows low,
+                                                                    const int32_t *high_sums, const int32_t *low_sums,
                                                                     const int32_t *total, float *out, int width,
                                                                     int R) {
     for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
         if (tile * TILE + c0 * 16 >= values->n) break;
+        vi exact[ROW_BLOCK][TILE_PASS];
         vf acc[ROW_BLOCK][TILE_PASS], rest[ROW_BLOCK][TILE_PASS];
-        vnni_accumulate(values, tile, c0, high, acc, R);
-        vnni_accumulate(values, tile, c0, low, rest, R);
+        exact_sums(values, tile, c0, high, high_sums, exact, R);
+        vnni_scaled(values, tile, c0, high, exact, acc, R);
+        exact_sums(values, tile, c0, low, low_sums, exact, R);
+        vnni_scaled(values, tile, c0, low, exact, rest, R);
         for (int c = 0; c < TILE_PASS; c++) {
             const int column = tile * TILE + (c0 + c) * 16, valid = values->n - column;
             if (valid <= 0) break;
@@ -389,23 +400,28 @@ static inline __attribute__((always_inline)) void weigh_values_int8(const Linear
     }
 }
 
-static void weigh_tile_int8(const Linear *values, int tile, QuantizedRows high, QuantizedRows low, int rows,
-                            const int32_t *total, float *out, int width) {
-#define BLOCK(R) weigh_values_int8(values, tile, high, low, total, out, width, R)
+static void weigh_tile_int8(const Linear *values, int tile, QuantizedRows high, QuantizedRows low,
+                            const int32_t *high_sums, const int32_t *low_sums, int rows, const int32_t *total,
+                            float *out, int width) {
+#define BLOCK(R) weigh_values_int8(values, tile, high, low, high_sums, low_sums, total, out, width, R)
     WITH_CONSTANT_ROWS(rows, BLOCK)
 #undef BLOCK
 }
 
 /* encoder_attention_head in float32: the scaled queries, scores, softmax weights and sums all float32 (the same
-   two passes over the keys). keys, values: padded * head_dim floats each; scores: F32_TILE * padded floats, the
-   weights written over them. With `int8_keys` the scores are int8 products (int8_queries: F32_TILE * head_dim); with
-   `int8_values` too the weights x values are (softmax_fixed_point's rows in weight_rows: 2 * F32_TILE * padded
-   bytes). */
+   two passes over the keys). keys, values: padded * head_dim floats each; scores: QUERY_TILE * padded floats, the
+   weights written over them. With `int8_keys` the scores are int8 products (int8_queries: QUERY_TILE * head_dim);
+   with `int8_values` too the weights x values are (softmax_fixed_point's rows in weight_rows: 2 * QUERY_TILE *
+   padded bytes). `sums` (3 * INT8_TILE * TILE int32, or NULL): where the int8 products' sums are made on AMX tiles. */
 static void encoder_attention_head_f32(const float *qkv, int length, int width, int head, int head_dim,
                                        float scaling, float *out, float *keys, float *values, float *scores,
                                        Linear *int8_keys, int8_t *int8_queries, Linear *int8_values,
-                                       int8_t *weight_rows) {
+                                       int8_t *weight_rows, int32_t *sums) {
     const int stride = 3 * width, padded = int8_keys ? int8_keys->n : (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
+    const int query_tile = int8_keys ? INT8_TILE : F32_TILE;
+    int32_t *score_sums = sums && tiles_for(head_dim) ? sums : NULL;
+    int32_t *high_sums = sums && int8_values && tiles_for(padded) ? sums + INT8_TILE * TILE : NULL;
+    int32_t *low_sums = high_sums ? high_sums + INT8_TILE * TILE : NULL;
     if (int8_values)
         pack_values_int8(qkv, length, padded, width, head, head_dim, (uint8_t *)int8_values->packed,
                          (float *)int8_values->scale);
@@ -415,22 +431,25 @@ static void encoder_attention_head_f32(const float *qkv, int length, int width, 
     if (int8_keys)
         pack_keys_int8(qkv, length, padded, width, head, head_dim, (uint8_t *)int8_keys->packed,
                        (float *)int8_keys->scale);
-    for (int t0 = 0; t0 < length; t0 += F32_TILE) {
-        const int queries = length - t0 < F32_TILE ? length - t0 : F32_TILE;
-        float query[F32_TILE][128];
-        for (int q = 0; q < F32_TILE; q++) {
+    for (int t0 = 0; t0 < length; t0 += query_tile) {
+        const int queries = length - t0 < query_tile ? length - t0 : query_tile;
+        float query[QUERY_TILE][128];
+        for (int q = 0; q < query_tile; q++) {
             const float *source = qkv + (size_t)(t0 + (q < queries ? q : 0)) * stride + head * head_dim;
             for (int i = 0; i < head_dim; i++) query[q][i] = source[i] * scaling;
         }
         if (int8_keys) {
-            RowQuantization quantized[F32_TILE];
+            RowQuantization quantized[QUERY_TILE];
             for (int q = 0; q < queries; q++)
                 quantize_row(head_dim, query[q], int8_queries + (size_t)q * head_dim, quantized + q);
-            for (int q0 = 0; q0 < queries; q0 += ROW_BLOCK) {
-                const QuantizedRows part = {int8_queries + (size_t)q0 * head_dim, quantized + q0};
-                for (int tile = 0; tile < int8_keys->n_tiles; tile++)
-                    score_tile_int8(int8_keys, tile, part, queries - q0 < ROW_BLOCK ? queries - q0 : ROW_BLOCK,
-                                    scores + (size_t)q0 * padded, padded);
+            for (int tile = 0; tile < int8_keys->n_tiles; tile++) {
+                if (score_sums) tile_sums(int8_keys, tile, int8_queries, score_sums);
+                for (int q0 = 0; q0 < queries; q0 += ROW_BLOCK) {
+                    const QuantizedRows part = {int8_queries + (size_t)q0 * head_dim, quantized + q0};
+                    score_tile_int8(int8_keys, tile, part, score_sums ? score_sums + (size_t)q0 * TILE : NULL,
+                                    queries - q0 < ROW_BLOCK ? queries - q0 : ROW_BLOCK, scores + (size_t)q0 * padded,
+                                    padded);
+                }
             }
         } else {
             for (int q0 = 0; q0 < queries; q0 += F32_QUERIES)
@@ -438,20 +457,26 @@ static void encoder_attention_head_f32(const float *qkv, int length, int width, 
                     score_keys_f32(keys, block, head_dim, query + q0, scores + (size_t)q0 * padded, padded);
         }
         if (int8_values) {
-            int8_t *high = weight_rows, *low = weight_rows + (size_t)F32_TILE * padded;
-            RowQuantization high_rows[F32_TILE], low_rows[F32_TILE];
-            int32_t fixed_total[F32_TILE];
+            int8_t *high = weight_rows, *low = weight_rows + (size_t)QUERY_TILE * padded;
+            RowQuantization high_rows[QUERY_TILE], low_rows[QUERY_TILE];
+            int32_t fixed_total[QUERY_TILE];
             for (int q = 0; q < queries; q++)
                 fixed_total[q] = softmax_fixed_point(scores + (size_t)q * padded, length, padded,
                                                      high + (size_t)q * padded, low + (size_t)q * padded,
                                                      high_rows + q, low_rows + q);
-            for (int q0 = 0; q0 < queries; q0 += ROW_BLOCK) {
-                const QuantizedRows high_part = {high + (size_t)q0 * padded, high_rows + q0};
-                const QuantizedRows low_part = {low + (size_t)q0 * padded, low_rows + q0};
-                for (int tile = 0; tile < int8_values->n_tiles; tile++)
-                    weigh_tile_int8(int8_values, tile, high_part, low_part,
-                                    queries - q0 < ROW_BLOCK ? queries - q0 : ROW_BLOCK, fixed_total + q0,
-                                    out + (size_t)(t0 + q0) * width + head * head_dim, width);
+            for (int tile = 0; tile < int8_values->n_tiles; tile++) {
+                if (high_sums) {
+                    tile_sums(int8_values, tile, high, high_sums);
+                    tile_sums(int8_values, tile, low, low_sums);
+                }
+                for (int q0 = 0; q0 < queries; q0 += ROW_BLOCK) {
+                    const QuantizedRows high_part = {high + (size_t)q0 * padded, high_rows + q0};
+                    const QuantizedRows low_part = {low + (size_t)q0 * padded, low_rows + q0};
+                    const size_t at = (size_t)q0 * TILE;
+                    weigh_tile_int8(int8_values, tile, high_part, low_part, high_sums ? high_sums + at : NULL,
+                                    low_sums ? low_sums + at : NULL, queries - q0 < ROW_BLOCK ? queries - q0 : ROW_BLOCK,
+                                    fixed_total + q0, out + (size_t)(t0 + q0) * width + head * head_dim, width);
+                }
             }
             continue;
         }
@@ -482,15 +507,19 @@ int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim,
     const int channels = (head_dim + TILE - 1) / TILE * TILE;
     const size_t per_thread = (size_t)2 * padded * head_dim;
     /* per thread, int8 bytes: the keys' pack [scored][head_dim], their scales [scored] floats, the queries'
-       int8 values [F32_TILE][head_dim]; then with int8 == 2 the values' pack [channels][scored], their scales
-       [channels] floats and the split weights [2][F32_TILE][scored] */
-    const size_t key_bytes = (size_t)scored * (head_dim + sizeof(float)) + F32_TILE * head_dim;
-    const size_t value_bytes = int8 == 2 ? (size_t)channels * (scored + sizeof(float)) + 2 * F32_TILE * scored : 0;
+       int8 values [QUERY_TILE][head_dim]; then with int8 == 2 the values' pack [channels][scored], their scales
+       [channels] floats and the split weights [2][QUERY_TILE][scored] (zeroed: tile_sums reads whole blocks of rows,
+       those past a short tile's count unused) */
+    const size_t key_bytes = (size_t)scored * (head_dim + sizeof(float)) + QUERY_TILE * head_dim;
+    const size_t value_bytes = int8 == 2 ? (size_t)channels * (scored + sizeof(float)) + 2 * QUERY_TILE * scored : 0;
+    const int on_tiles = int8 && (tiles_for(head_dim) || tiles_for(scored));
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
-        float *scores = aligned_alloc(64, (size_t)F32_TILE * scored * sizeof(float));
-        uint8_t *bytes = int8 ? malloc(key_bytes + value_bytes) : NULL;
+        float *scores = aligned_alloc(64, (size_t)QUERY_TILE * scored * sizeof(float));
+        uint8_t *bytes = int8 ? calloc(key_bytes + value_bytes, 1) : NULL;
+        int32_t *sums = on_tiles ? malloc((size_t)3 * INT8_TILE * TILE * sizeof(int32_t)) : NULL;
+        if (sums) tiles_begin();
         float *keys = scratch + (size_t)omp_get_thread_num() * per_thread;
         Linear int8_keys = {FMT_I8_VNNI, scored, head_dim, tiles, 0, bytes,
                             bytes ? (const float *)(bytes + (size_t)scored * head_dim) : NULL, NULL};
@@ -501,17 +530,19 @@ int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim,
         int8_t *weight_rows = value_pack ? (int8_t *)value_pack + (size_t)channels * (scored + sizeof(float)) : NULL;
 #pragma omp for schedule(static)
         for (int head = 0; head < heads; head++) {
-            if (scores == NULL || (int8 && bytes == NULL)) {
+            if (scores == NULL || (int8 && bytes == NULL) || (on_tiles && sums == NULL)) {
 #pragma omp atomic write
                 failed = 1;
                 continue;
             }
             encoder_attention_head_f32(qkv, length, width, head, head_dim, scaling, out, keys, keys + per_thread / 2,
                                        scores, int8 ? &int8_keys : NULL, int8_queries,
-                                       int8 == 2 ? &int8_values : NULL, weight_rows);
+                                       int8 == 2 ? &int8_values : NULL, weight_rows, sums);
         }
+        if (sums) tiles_end();
         free(scores);
         free(bytes);
+        free(sums);
     }
     return failed ? -2 : 0;
 }
@@ -535,11 +566,7 @@ static inline __attribute__((always_inline)) void int8_tile(const Linear *lin, i
     for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
         if (tile * TILE + c0 * 16 >= lin->n) break;
         vi exact[ROW_BLOCK][TILE_PASS];
-        if (sums)
-            for (int r = 0; r < R; r++)
-                for (int c = 0; c < TILE_PASS; c++) exact[r][c] = vi_load(sums + (size_t)r * TILE + (c0 + c) * 16);
-        else
-            vnni_sums(lin, tile, c0, x, exact, R);
+        exact_sums(lin, tile, c0, x, sums, exact, R);
         vf acc[ROW_BLOCK][TILE_PASS];
         vnni_scaled(lin, tile, c0, x, exact, acc, R);
         for (int c = 0; c < TILE_PASS; c++) {

@@ -94,4 +94,16 @@ static inline void tile_sums(const Linear *lin, int tile, const int8_t *values, 
 }
 #endif
 
+/* The exact int32 sums of the pass's columns (from c0) of tile `tile` with R quantized rows: loaded from `sums`
+   ([R][64], row stride 64), made on tiles by tile_sums, or made here by VNNI where `sums` is NULL. The same
+   integers either way. */
+static inline __attribute__((always_inline)) void exact_sums(const Linear *lin, int tile, int c0, QuantizedRows x,
+                                                             const int32_t *sums, vi out[][TILE_PASS], int R) {
+    if (sums)
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < TILE_PASS; c++) out[r][c] = vi_load(sums + (size_t)r * TILE + (c0 + c) * 16);
+    else
+        vnni_sums(lin, tile, c0, x, out, R);
+}
+
 #endif

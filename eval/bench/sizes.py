@@ -284,12 +284,13 @@ def pass_costs(main_folder: Path, assistant_folder: Path, compute: str, draft_to
 
     from asr_specdec.weights.whisper_models import resolve_model_dir
     from asr_specdec.whisper.drafters import AssistantDrafter
+    from asr_specdec.whisper.runtime.decoder import drafting_formats
     from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
 
     main = build_system("ours", str(main_folder), compute, "off", threads).speculative
     pipeline = main.pipeline
-    drafter = AssistantDrafter(load_lean_whisper(resolve_model_dir(str(assistant_folder))), pipeline.model,
-                               weights=main.compute_type.decoder)
+    assistant = load_lean_whisper(resolve_model_dir(str(assistant_folder)))
+    drafter = AssistantDrafter(assistant, pipeline.model, **drafting_formats(assistant))  # as mode=assistant builds it
     prompt = main.tokens.prompt(main.tokens.language_ids["<|en|>"], "transcribe", False)
     prefix = prompt + [1000 + 37 * index % 20000 for index in range(60)]
     following = [500 + 11 * index for index in range(draft_tokens + 1)]

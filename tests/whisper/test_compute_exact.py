@@ -11,7 +11,7 @@ from asr_specdec.core.prompt_lookup import PromptLookupDrafter
 from asr_specdec.errors import ModelError
 from asr_specdec.whisper.drafters import AssistantDrafter, EarlyExitDrafter, QuantizedSelfDrafter
 from asr_specdec.whisper.runtime.compute import ComputeType, parse_compute_type
-from asr_specdec.whisper.runtime.decoder import native_decoder_unavailable
+from asr_specdec.whisper.runtime.decoder import drafting_formats, native_decoder_unavailable
 from asr_specdec.whisper.runtime.pipeline import Window, WindowPipeline
 
 from ..tiny_whisper import DraftedPipeline, distil_assistant, features_for, large_v3_layout, tiny_whisper
@@ -30,6 +30,8 @@ DRAFTERS = {
     "assistant-other": lambda pipeline: AssistantDrafter(OTHER, pipeline.model, weights=pipeline.runner.weights),
     "assistant-self": lambda pipeline: AssistantDrafter(pipeline.model, pipeline.model,
                                                         weights=pipeline.runner.weights),
+    # as mode=assistant builds it: a drafter's int8 formats, whatever the main model's compute type
+    "assistant-drafting": lambda pipeline: AssistantDrafter(OTHER, pipeline.model, **drafting_formats(OTHER)),
     "prompt-lookup": lambda pipeline: PromptLookupDrafter(),
 }
 
@@ -68,7 +70,7 @@ def test_batched_rows_equal_rows_alone_with_timestamps_too(compute):
 
 @pytest.mark.parametrize("compute", ["int8:float32", "int8"] if NATIVE else ["int8:float32"])
 def test_the_int8_encoder_with_float32_activations_keeps_every_drafter_exact(compute, monkeypatch):
-    """The int8 encoder as AVX2 and NEON CPUs run it (float32 between its products: no native bfloat16)."""
+    """The int8 encoder with float32 between its products (every build's form since 2026-12-03)."""
     from dataclasses import replace
 
     import asr_specdec.native as native
@@ -86,8 +88,11 @@ def test_large_v3_layout_with_a_decoder_only_assistant_every_mode(compute):
     plain = pipeline_for(LARGE, compute)
     expected = [decode(plain, [seed])[0] for seed in range(2)]
     modes = {**DRAFTERS, "distil assistant": lambda pipeline: AssistantDrafter(DISTIL, pipeline.model,
-                                                                               weights=pipeline.runner.weights)}
+                                                                               weights=pipeline.runner.weights),
+             "distil assistant, drafting": lambda pipeline: AssistantDrafter(DISTIL, pipeline.model,
+                                                                             **drafting_formats(DISTIL))}
     modes.pop("assistant-other")
+    modes.pop("assistant-drafting")  # OTHER's 8 mel bins: the distil ones stand in for both
     for name, factory in modes.items():
         speculative = pipeline_for(LARGE, compute, factory)
         assert [decode(speculative, [seed])[0] for seed in range(2)] == expected, (compute, name)
@@ -131,3 +136,25 @@ def test_the_pytorch_path_agrees_with_the_kernels():
         logits = [runner.forward(runner.new_cache(encoded), ids, 0)
                   for runner in (WhisperDecoderRunner(MAIN), WhisperDecoderRunner(MAIN, native=False))]
     torch.testing.assert_close(logits[0], logits[1], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(not NATIVE, reason="a drafter's int8 formats are the native kernels'")
+@pytest.mark.parametrize("compute", ["float32", "int8"])
+def test_an_assistant_in_a_drafters_int8_formats_proposes_tokens_and_stays_exact(compute):
+    """mode=assistant's drafter: another model, its linear layers int8-vnni (int8 activations, an int4 screen of the
+    vocabulary): drafts are proposed, some accepted and some not, and the tokens are plain decoding's."""
+    from asr_specdec.native import capabilities
+
+    formats = drafting_formats(OTHER)
+    assert formats["weights"] == capabilities().fastest_int8 and formats["cross_dtype"] == torch.int8
+    plain = pipeline_for(MAIN, compute)
+    speculative = pipeline_for(MAIN, compute, DRAFTERS["assistant-drafting"])
+    assert speculative.drafter.runner.weights == formats["weights"]
+    drafted = accepted = 0
+    for seed in range(3):
+        expected = decode(plain, [seed])[0]
+        windows = [Window(features_for(MAIN, seed))]
+        row = speculative.decode(windows)[0]
+        assert row.tokens == expected, (compute, seed)
+        drafted, accepted = drafted + row.stats.drafted_tokens, accepted + row.stats.accepted_tokens
+    assert drafted > accepted > 0

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from asr_specdec.errors import ModelError, OptionError
+from asr_specdec.native import capabilities, kernels
 from asr_specdec.weights.whisper_models import load_whisper
 from asr_specdec.whisper import SpeculativeWhisper
 
@@ -77,8 +78,9 @@ def test_every_drafter_is_exact_on_real_clips(base, clips, plain_tokens, first, 
         drafted += result.stats.drafted_tokens
         accepted += result.stats.accepted_tokens
     assert drafted > 0
-    if mode == "assistant":  # the main model drafting for itself agrees always
-        assert accepted == drafted
+    if mode == "assistant":  # the main model drafting for itself, in a drafter's int8 formats: mostly agreed with
+        assert accepted > drafted / 2
+        assert kernels() is None or speculative.drafter.runner.weights == capabilities().fastest_int8
 
 
 def test_universal_pair_base_with_tiny_en(base, tiny_en, clips, plain_tokens):

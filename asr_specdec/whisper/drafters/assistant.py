@@ -12,7 +12,7 @@ from torch import nn
 
 from ...core.model_drafter import ModelDrafter
 from ...errors import ModelError, OptionError
-from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts
+from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts, drafting_formats
 
 
 def has_own_encoder(model: nn.Module) -> bool:
@@ -56,16 +56,18 @@ MODE = "assistant"
 
 
 def build(context) -> AssistantDrafter:
-    """A second model with the main model's tokenizer (a distilled or smaller Whisper)."""
+    """A second model with the main model's tokenizer (a distilled or smaller Whisper), decoding in a drafter's
+    formats: it shares no weights with the main model, and its drafts need no exactness."""
     model, _ = context.assistant()
-    return AssistantDrafter(model, context.main, context.options.confidence_threshold, weights=context.weights)
+    return AssistantDrafter(model, context.main, context.options.confidence_threshold, **drafting_formats(model))
 
 
 class AssistantDrafter(ModelDrafter):
     name = "assistant"
 
     def __init__(self, assistant_model: nn.Module, main_model: nn.Module, confidence_threshold: float = 0.0,
-                 weights: str | None = None):
+                 weights: str | None = None, kv_dtype: torch.dtype | None = None,
+                 cross_dtype: torch.dtype | None = None):
         super().__init__(confidence_threshold)
         check_same_vocabulary(main_model, assistant_model, self.name)
         main_width = decoder_parts(main_model)[0].embed_tokens.weight.shape[1]
@@ -77,7 +79,7 @@ class AssistantDrafter(ModelDrafter):
         if not has_own_encoder(assistant_model) and cross_width != main_width:
             raise ModelError("the decoder-only assistant's cross-attention width does not match the main "
                              "model's encoder: it was not distilled from this main model")
-        self.runner = WhisperDecoderRunner(assistant_model, weights=weights)
+        self.runner = WhisperDecoderRunner(assistant_model, weights=weights, kv_dtype=kv_dtype, cross_dtype=cross_dtype)
 
     def start(self, context) -> None:
         super().start(context)

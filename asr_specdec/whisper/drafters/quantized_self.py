@@ -18,7 +18,7 @@ from torch import nn
 
 from ...core.model_drafter import ModelDrafter
 from ...errors import ModelError
-from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts, native_decoder_unavailable
+from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts, drafting_formats
 
 
 class _DecoderOnly(nn.Module):
@@ -63,13 +63,9 @@ class QuantizedSelfDrafter(ModelDrafter):
 
     def __init__(self, main_model: nn.Module, confidence_threshold: float = 0.0, weights: str | None = None):
         super().__init__(confidence_threshold)
-        if native_decoder_unavailable(main_model) is None:
-            from ...native import capabilities
-
-            native = capabilities()
-            self.runner = WhisperDecoderRunner(main_model, weights=weights or native.fastest_int8,
-                                               kv_dtype=torch.bfloat16,
-                                               cross_dtype=torch.int8 if native.int8_products else torch.bfloat16)
+        formats = drafting_formats(main_model)
+        if formats:
+            self.runner = WhisperDecoderRunner(main_model, **{**formats, "weights": weights or formats["weights"]})
         else:
             self.runner = WhisperDecoderRunner(quantize_decoder(main_model))
 

@@ -62,6 +62,20 @@ def native_decoder_unavailable(model: nn.Module) -> str | None:
     return supported(decoder_parts(model)[0])
 
 
+def drafting_formats(model: nn.Module) -> dict:
+    """The runner options of a decoder that only drafts (it needs no exactness: its drafts are verified), for
+    `model`: on the native kernels its linear layers in the cheapest int8 storage this CPU has (int8-vnni: int8
+    activations, and an int4 screen of the vocabulary), its keys and values in bfloat16 and its cross-attention
+    ones in int8 where int8 products run; elsewhere nothing (the model's own dtype on the PyTorch path)."""
+    if native_decoder_unavailable(model) is not None:
+        return {}
+    from ...native import capabilities
+
+    native = capabilities()
+    return {"weights": native.fastest_int8, "kv_dtype": torch.bfloat16,
+            "cross_dtype": torch.int8 if native.int8_products else torch.bfloat16}
+
+
 def choose_backend(model: nn.Module, layers: list, weights: str | None, kv_dtype: torch.dtype | None,
                    cross_dtype: torch.dtype | None, native: bool | None) -> DecoderBackend:
     """The one place that picks the decoder's backend: the native kernels where they run `model` (unless
