@@ -47,8 +47,11 @@ EVEX_VNNI = "avx_vnni_evex"
 # encoder measures faster than the int8 products with the same WER (the speed table of docs/benchmarks.md)
 AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("float32", "float32"), "neon": ("float32", "float32")}
 # where the build multiplies int8 with a dot-product instruction (vpdpbusd on ymm): the int8 encoder with float32
-# activations measured faster than float32 at float32's WER (docs/compute.md, "auto per build")
-AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VNNI): ("int8", "float32")}
+# activations measured faster than float32 at float32's WER (docs/compute.md, "auto per build"); with AMX tiles for
+# its sums (its linear layers' and its attention's) faster than the bfloat16 encoder at the same WER and float32's
+# text on the 12 shared clips (docs/compute.md, "The int8 encoder's form on AVX-512")
+AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VNNI): ("int8", "float32"),
+                     ("avx512", "amx_int8"): ("int8", "float32")}
 # wider models, per build: model width (d_model) -> the fastest compute type measured at that width, which holds from
 # it up to the next width listed; narrower models keep the choices above. AVX-512: issue 49's table (random weights at
 # small 768, medium 1024, large-v3-turbo and large-v3 1280, 2 threads, 30-s window, 100 tokens forced): int8's whole

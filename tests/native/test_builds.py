@@ -97,6 +97,28 @@ def test_auto_follows_the_build(monkeypatch):
     assert backend_module.auto_compute(False) == ("bfloat16", "float32")  # PyTorch's native bfloat16
 
 
+# base on the 12 shared clips, AVX-512 with AMX tiles (python -m eval.bench.speed --compute-types
+# int8:float32,bfloat16:float32,int8 --skip steps,long,batch,cold --repeats 2, 2026-12-03, Intel Xeon, 2 threads):
+# total seconds, plain, every system at WER 1.14%; without the tiles (ASR_SPECDEC_AMX=0) bfloat16:float32 stays ahead
+MEASURED_BASE_AMX = {"int8:float32": 3.32, "bfloat16:float32": 4.06}
+
+
+def test_auto_for_base_with_amx_tiles_is_what_measured_fastest_there(monkeypatch):
+    from asr_specdec.whisper.runtime.compute import ComputeType
+
+    amx = SAPPHIRE | {"amx_int8"}
+    monkeypatch.setattr(backend_module, "backend", lambda: choose(amx, "x86_64"))
+    monkeypatch.setattr(backend_module, "cpu_features", lambda: amx)
+    chosen = ComputeType(*backend_module.auto_compute(True)).name
+    assert chosen == min(MEASURED_BASE_AMX, key=MEASURED_BASE_AMX.get)
+    assert backend_module.auto_compute(True, 1280) == backend_module.AUTO_COMPUTE_BY_WIDTH["avx512"][1280]
+    # without the tiles (no amx_int8, which is also what ASR_SPECDEC_AMX=0 makes of the CPU's features) the
+    # bfloat16 encoder stays
+    monkeypatch.setattr(backend_module, "backend", lambda: choose(SAPPHIRE, "x86_64"))
+    monkeypatch.setattr(backend_module, "cpu_features", lambda: SAPPHIRE)
+    assert backend_module.auto_compute(True) == backend_module.AUTO_COMPUTE["avx512"]
+
+
 # issue 49's size benchmark, AVX-512 (python -m eval.bench.sizes, random weights, 2 threads, 30-s window, 100
 # tokens forced, best of 3): seconds of ours' whole call at each compute type measured, per shape
 MEASURED_AVX512 = {
