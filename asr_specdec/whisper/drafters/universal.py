@@ -21,7 +21,7 @@ from ...core.logits import Sampling
 from ...core.model_drafter import ModelDrafter
 from ...core.retokenize import continuation_tokens
 from ...errors import ModelError
-from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, drafting_formats
+from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner
 from ..runtime.timestamps import TimestampRules
 from ..runtime.tokens import WhisperTokens
 from .assistant import same_encoder
@@ -45,7 +45,7 @@ def build(context) -> UniversalDrafter:
         raise ModelError("universal mode needs the assistant's tokenizer: pass assistant_tokenizer=...")
     return UniversalDrafter(model, tokenizer, context.main_tokenizer, language=context.language or "en",
                             task=context.task, confidence_threshold=context.options.confidence_threshold,
-                            main_model=context.main, **drafting_formats(model))
+                            main_model=context.main)
 
 
 class UniversalDrafter(ModelDrafter):
@@ -53,7 +53,7 @@ class UniversalDrafter(ModelDrafter):
 
     def __init__(self, assistant_model, assistant_tokenizer, main_tokenizer, main_prompt_length: int | None = None,
                  language: str = "en", task: str = "transcribe", confidence_threshold: float = 0.0,
-                 main_model=None, weights: str | None = None, kv_dtype=None, cross_dtype=None):
+                 main_model=None):
         # main_prompt_length is accepted for compatibility: the rules' begin index gives the prompt length
         super().__init__(confidence_threshold)
         assistant_model.eval()
@@ -62,7 +62,7 @@ class UniversalDrafter(ModelDrafter):
         # the drafter never runs is not kept (loaded by name, it is freed)
         self.shares_encoder = main_model is not None and same_encoder(main_model, assistant_model)
         self.encoder = None if self.shares_encoder else assistant_model.model.encoder
-        self.runner = WhisperDecoderRunner(assistant_model, weights=weights, kv_dtype=kv_dtype, cross_dtype=cross_dtype)
+        self.runner = WhisperDecoderRunner(assistant_model)
         self.assistant_tokenizer = assistant_tokenizer
         self.main_tokenizer = main_tokenizer
         self.tokens = WhisperTokens.from_model(assistant_model)
