@@ -280,8 +280,11 @@ def write_app_figures(output: Path, record: dict, path: Path) -> list[str]:
             if name == "speed" and build:
                 measured["build"] = build[1].strip()
     if done:
-        measured["source"] = "; ".join(f"{record[name]['command']} ({record[name]['date']}, commit "
-                                       f"{record[name]['commit']})" for name in done)
+        # the figures not rewritten keep their own run's provenance (each part of the source names its command)
+        kept = [part for part in measured.get("source", "").split("; ") for name in ("speed", "drafters")
+                if name not in done and part.startswith(f"python -m {BENCHMARKS[name][0]} ")]
+        measured["source"] = "; ".join([f"{record[name]['command']} ({record[name]['date']}, commit "
+                                        f"{record[name]['commit']})" for name in done] + kept)
         path.write_text(json.dumps(measured, indent=2, ensure_ascii=False) + "\n")
     return done
 

@@ -84,6 +84,23 @@ def test_write_gives_the_app_the_same_runs_figures(tmp_path):
     assert measured["build"] == "native avx2"  # the app quotes the figures only on the build they came from
 
 
+def test_figures_a_run_has_no_result_for_keep_their_own_runs_provenance(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "speed.md").write_text(SPEED)
+    (run / "run.json").write_text(json.dumps({"speed": entry("abc1234"), "drafters": entry("def5678")}))
+    figures = tmp_path / "measured.json"
+    earlier = json.loads((PROJECT / "app" / "measured.json").read_text())
+    earlier["source"] = ("python -m eval.bench.speed --repeats 2 (2026-01-01 00:00 UTC, commit 0000000); "
+                         "python -m eval.bench.drafters --threads 2 (2026-01-01 00:00 UTC, commit 1111111)")
+    figures.write_text(json.dumps(earlier))
+    assert readme_tables.write_app_figures(run, json.loads((run / "run.json").read_text()), figures) == ["speed"]
+    measured = json.loads(figures.read_text())
+    assert measured["drafters"] == earlier["drafters"]
+    assert "abc1234" in measured["source"] and "commit 1111111" in measured["source"]
+    assert "0000000" not in measured["source"] and "def5678" not in measured["source"]
+
+
 def test_the_apps_figures_file_covers_every_mode_and_cpu_type():
     from app.compute_guide import CPU_TYPES
     from app.measured import COMPUTE_TYPES, DRAFTERS
