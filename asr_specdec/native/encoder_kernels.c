@@ -182,7 +182,7 @@ int encoder_attention_bf16(const uint16_t *qkv, int length, int heads, int head_
 #define F32_VECTORS 1
 #endif
 #define F32_TILE (2 * F32_QUERIES) /* queries whose scores over every key are kept (L2) */
-#define INT8_TILE TILE_BLOCK         /* the same in the int8 forms: one block of tile_sums rows */
+#define INT8_TILE TILE_BLOCK         /* the same where the int8 forms sum on tiles: one block of tile_sums rows */
 #define QUERY_TILE (F32_TILE > INT8_TILE ? F32_TILE : INT8_TILE) /* the larger, for the buffers */
 
 /* One head's keys as [block of 16 keys][head_dim][16] and values as [key][head_dim], zero from `length` up to
@@ -418,7 +418,7 @@ static void encoder_attention_head_f32(const float *qkv, int length, int width, 
                                        Linear *int8_keys, int8_t *int8_queries, Linear *int8_values,
                                        int8_t *weight_rows, int32_t *sums) {
     const int stride = 3 * width, padded = int8_keys ? int8_keys->n : (length + ENC_KEYS - 1) / ENC_KEYS * ENC_KEYS;
-    const int query_tile = int8_keys ? INT8_TILE : F32_TILE;
+    const int query_tile = sums ? INT8_TILE : F32_TILE; /* tile_sums takes whole blocks of queries */
     int32_t *score_sums = sums && tiles_for(head_dim) ? sums : NULL;
     int32_t *high_sums = sums && int8_values && tiles_for(padded) ? sums + INT8_TILE * TILE : NULL;
     int32_t *low_sums = high_sums ? high_sums + INT8_TILE * TILE : NULL;
