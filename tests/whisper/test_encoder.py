@@ -35,21 +35,21 @@ def test_reduced_encoders_stay_close_to_float32(precision, tolerance):
 
 
 @needs_int8
-@pytest.mark.parametrize("gelu", [False, True])
-def test_int8_products_take_and_give_bfloat16_or_float32_from_the_same_integers(gelu):
+@pytest.mark.parametrize("gelu, columns", [(False, 150), (True, 150), (False, 4106)])  # 4106: two groups of tiles
+def test_int8_products_take_and_give_bfloat16_or_float32_from_the_same_integers(gelu, columns):
     from asr_specdec.native import kernels
 
     generator = torch.Generator().manual_seed(int(gelu))
-    weight, bias = torch.randn(150, 128, generator=generator) * 0.1, torch.randn(150, generator=generator)
+    weight, bias = torch.randn(columns, 128, generator=generator) * 0.1, torch.randn(columns, generator=generator)
     x = torch.randn(100, 128, generator=generator).bfloat16()
     x[7, 3] = 80.0  # an outlier dimension: multiplied in float32
     packed = pack_linear(weight, bias, "int8-vnni")
-    out = torch.empty(100, 150, dtype=torch.bfloat16)
-    status = kernels().linear_int8_bf16(ctypes.byref(packed.struct), 100, x.data_ptr(), 128, out.data_ptr(), 150,
-                                        int(gelu), 2)
-    wide, x_wide = torch.empty(100, 150), x.float()
+    out = torch.empty(100, columns, dtype=torch.bfloat16)
+    status = kernels().linear_int8_bf16(ctypes.byref(packed.struct), 100, x.data_ptr(), 128, out.data_ptr(),
+                                        columns, int(gelu), 2)
+    wide, x_wide = torch.empty(100, columns), x.float()
     wide_status = kernels().linear_int8_f32(ctypes.byref(packed.struct), 100, x_wide.data_ptr(), 128,
-                                            wide.data_ptr(), 150, int(gelu), 2)
+                                            wide.data_ptr(), columns, int(gelu), 2)
     expected = x.float() @ weight.T + bias
     expected = torch.nn.functional.gelu(expected) if gelu else expected
     assert status == 0 and wide_status == 0
@@ -127,6 +127,23 @@ def test_cross_attention_states_from_one_int8_product_match_each_projection():
         for layer_expected, layer_actual in zip(expected[side], actual[side]):
             assert layer_actual.shape == layer_expected.shape and layer_actual.dtype == torch.bfloat16
             assert relative(layer_actual, layer_expected) < 0.03
+
+
+@needs_int8
+def test_the_cross_projection_in_bfloat16_is_its_float32_form_rounded():
+    """The decoder's cross-attention keys/values come out of the int8 product in bfloat16 directly: the same bits
+    as the float32 product rounded (what they were before), at half the memory."""
+    encoder = EncoderRunner(MODEL.model.encoder, "int8")
+    linears = [linear for layer in MODEL.model.decoder.layers
+               for linear in (layer.encoder_attn.k_proj, layer.encoder_attn.v_proj)]
+    with torch.inference_mode():
+        states = encoder(features_for(MODEL, 1)).bfloat16()
+        narrow = encoder.cross_projection(linears, states)
+        wide = encoder.cross_projection(linears, states.float())
+    assert len(narrow) == len(linears) and all(part.dtype == torch.bfloat16 for part in narrow)
+    assert all(part.dtype == torch.float32 for part in wide)
+    assert all(torch.equal(n, w.bfloat16()) for n, w in zip(narrow, wide))
+    assert not all(torch.equal(n.float(), w) for n, w in zip(narrow, wide))
 
 
 @pytest.mark.parametrize("precision", ["bfloat16", pytest.param("int8", marks=needs_int8),

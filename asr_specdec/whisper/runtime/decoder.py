@@ -162,7 +162,7 @@ class WhisperDecoderRunner:
             key = key.view(batch, length, self.num_heads, self.head_dim)
             value = value.view(batch, length, self.num_heads, self.head_dim)
             keys.append(layout(key.transpose(1, 2).to(compute)))
-            values.append(value.transpose(1, 2).to(compute).contiguous())
+            values.append(value.transpose(1, 2).contiguous().to(compute))
         return keys, values
 
     def new_cache(self, encoder_output: torch.Tensor, cross_states: tuple[list, list] | None = None,

@@ -298,7 +298,6 @@ class Int8Products:
 
         self.library, self.governor = kernels(), governor()
         self.dtype = dtype
-        self._product = self.library.linear_int8_bf16 if dtype == torch.bfloat16 else self.library.linear_int8_f32
         self._store = PackStore(weights_key, "encoder-int8-vnni")
         self._pack = lambda name, build: self._store.linear(name, lambda: pack_linear(*build(), "int8-vnni"))
         self.layers = []
@@ -318,20 +317,27 @@ class Int8Products:
     def __call__(self, index: int, part: str, inputs: torch.Tensor) -> torch.Tensor:
         return self.product(self.layers[index][part], inputs, gelu=part == "fc1")
 
-    def product(self, packed, inputs: torch.Tensor, gelu: bool = False) -> torch.Tensor:
+    def product(self, packed, inputs: torch.Tensor, gelu: bool = False, dtype: torch.dtype | None = None
+                ) -> torch.Tensor:
+        """`inputs` through `packed`, in `dtype` (bfloat16 or float32; default the products' own) in and out: the
+        same integers either way, and a bfloat16 output is the float32 one rounded to nearest even (to zero below
+        1.2e-38)."""
+        dtype = dtype or self.dtype
         flat = inputs.reshape(-1, inputs.shape[-1])
-        if flat.dtype != self.dtype or not flat.is_contiguous():
-            flat = flat.to(self.dtype).contiguous()
-        output = torch.empty(flat.shape[0], packed.n, dtype=self.dtype)
-        status = self._product(ctypes.byref(packed.struct), flat.shape[0], flat.data_ptr(), flat.shape[1],
-                               output.data_ptr(), packed.n, int(gelu), self.governor.threads())
+        if flat.dtype != dtype or not flat.is_contiguous():
+            flat = flat.to(dtype).contiguous()
+        output = torch.empty(flat.shape[0], packed.n, dtype=dtype)
+        product = self.library.linear_int8_bf16 if dtype == torch.bfloat16 else self.library.linear_int8_f32
+        status = product(ctypes.byref(packed.struct), flat.shape[0], flat.data_ptr(), flat.shape[1],
+                         output.data_ptr(), packed.n, int(gelu), self.governor.threads())
         if status != 0:
             raise RuntimeError(f"native int8 product failed ({status})")
         return output.view(*inputs.shape[:-1], packed.n)
 
     def cross(self, linears: list[nn.Linear], inputs: torch.Tensor) -> list[torch.Tensor]:
         """`linears` (the decoder's cross-attention key and value projections) of the encoder states `inputs`, in
-        the products' dtype, as one product: the states are quantized once for all of them."""
+        the inputs' dtype (bfloat16 straight from the product, not through a float32 copy twice its size), as one
+        product: the states are quantized once for all of them."""
         key = tuple(id(linear.weight) for linear in linears)
         if key not in self._cross:
             def build():
@@ -342,7 +348,7 @@ class Int8Products:
             self._cross[key] = self._pack(f"cross.{len(linears)}", build)
             let_go(*(tensor for linear in linears for tensor in _weight_bias(linear)))
             self._store.save()
-        output = self.product(self._cross[key], inputs)
+        output = self.product(self._cross[key], inputs, dtype=inputs.dtype)
         return list(output.split([linear.out_features for linear in linears], dim=-1))
 
 

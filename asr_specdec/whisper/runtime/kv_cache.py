@@ -30,10 +30,15 @@ def is_blocked(keys: torch.Tensor) -> bool:
 def blocked_keys(keys: torch.Tensor) -> torch.Tensor:
     """[batch, heads, length, head_dim] keys in the block layout (padded with zeros to a multiple of 16)."""
     batch, heads, length, head_dim = keys.shape
-    blocks = keys.new_zeros(batch, heads, padded(length), head_dim)
-    blocks[:, :, :length] = keys
-    return blocks.view(batch, heads, padded(length) // SLOT_MULTIPLE, SLOT_MULTIPLE, head_dim).transpose(3, 4)\
-        .contiguous()
+    blocks = keys.new_empty(batch, heads, padded(length) // SLOT_MULTIPLE, head_dim, SLOT_MULTIPLE)
+    lanes = blocks.transpose(3, 4)  # [batch, heads, block, lane, head_dim]: written in one copy from any strides
+    whole = length // SLOT_MULTIPLE
+    lanes[:, :, :whole].copy_(keys[:, :, : whole * SLOT_MULTIPLE].unflatten(2, (whole, SLOT_MULTIPLE)))
+    if whole < blocks.shape[2]:
+        rest = length - whole * SLOT_MULTIPLE
+        lanes[:, :, whole, :rest].copy_(keys[:, :, whole * SLOT_MULTIPLE:])
+        lanes[:, :, whole, rest:].zero_()
+    return blocks
 
 
 def row_keys(keys: torch.Tensor) -> torch.Tensor:
