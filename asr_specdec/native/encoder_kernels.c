@@ -252,6 +252,14 @@ static inline void round_to_int8(const float *row, int count, vf inverse, int8_t
     for (int i = 0; i < count; i += 16) vi_store_i8(out + i, vi_round(vf_mul(vf_load(row + i), inverse)));
 }
 
+/* The head's `floats` values of the row ROWS_AHEAD rows past `row` (rows `stride` floats apart) asked for now: one
+   head's keys or values are a few cache lines in each row of qkv, rows kilobytes apart, which the hardware's
+   prefetchers do not follow across pages. */
+#define ROWS_AHEAD 8
+static inline void prefetch_row_ahead(const float *row, size_t stride, int floats) {
+    for (int i = 0; i < floats; i += 16) __builtin_prefetch(row + ROWS_AHEAD * stride + i, 0, 3);
+}
+
 /* One head's keys quantized for int8 scores: each key to int8 with its own scale (its max |value| / 127), stored + 128
    as an FMT_I8_VNNI pack whose columns are the keys ([padded / 64][head_dim / 4][64][4]; zero keys from `length`). */
 static void pack_keys_int8(const float *qkv, int length, int padded, int width, int head, int head_dim,
@@ -261,6 +269,7 @@ static void pack_keys_int8(const float *qkv, int length, int padded, int width, 
         const float *key = qkv + (size_t)j * stride + width + head * head_dim;
         int8_t q[128] = {0};
         float step = 1.0f;
+        if (j + ROWS_AHEAD < length) prefetch_row_ahead(key, stride, head_dim);
         if (j < length) {
             vf top = vf_zero();
             for (int i = 0; i < head_dim; i += 16) top = vf_max(top, vf_abs(vf_load(key + i)));
@@ -311,9 +320,11 @@ static void pack_values_int8(const float *qkv, int length, int padded, int width
     float inverse[128];
     vf top[8];
     for (int v = 0; v < columns / 16; v++) top[v] = vf_zero();
-    for (int j = 0; j < length; j++) /* row by row: each row's values are one cache line or two */
-        for (int v = 0; v < head_dim / 16; v++)
-            top[v] = vf_max(top[v], vf_abs(vf_load(qkv + (size_t)j * stride + 2 * width + head * head_dim + 16 * v)));
+    for (int j = 0; j < length; j++) { /* row by row: each row's values are one cache line or two */
+        const float *row = qkv + (size_t)j * stride + 2 * width + head * head_dim;
+        if (j + ROWS_AHEAD < length) prefetch_row_ahead(row, stride, head_dim);
+        for (int v = 0; v < head_dim / 16; v++) top[v] = vf_max(top[v], vf_abs(vf_load(row + 16 * v)));
+    }
     for (int v = 0; v < columns / 16; v++) vf_store(scales + 16 * v, top[v]);
     for (int c = 0; c < columns; c++) {
         scales[c] = scales[c] > 0.0f ? scales[c] / 127.0f : 1.0f;

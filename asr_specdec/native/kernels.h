@@ -281,8 +281,10 @@ static inline __attribute__((always_inline)) void vnni_sums(const Linear *lin, i
                                                             vi sums[][TILE_PASS], int R) {
     const int k = lin->k;
     const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
+    vi acc[ROW_BLOCK][TILE_PASS]; /* local, written out once: accumulating in `sums` itself made GCC store every
+                                     partial sum to the caller's stack array (one store per vpdpbusd) */
     for (int r = 0; r < R; r++)
-        for (int c = 0; c < TILE_PASS; c++) sums[r][c] = vi_zero();
+        for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vi_zero();
     for (int g = 0; g < k / 4; g++) {
         const uint8_t *group = w + (size_t)g * TILE * 4 + 64 * c0;
         prefetch_ahead(group, 64 * TILE_PASS);
@@ -292,9 +294,11 @@ static inline __attribute__((always_inline)) void vnni_sums(const Linear *lin, i
             int32_t four;
             memcpy(&four, x.values + (size_t)r * k + 4 * g, 4);
             vb xb = vb_set1_i32(four);
-            for (int c = 0; c < TILE_PASS; c++) sums[r][c] = vi_dot_weights(sums[r][c], weights[c], xb);
+            for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vi_dot_weights(acc[r][c], weights[c], xb);
         }
     }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < TILE_PASS; c++) sums[r][c] = acc[r][c];
 }
 
 /* Those sums scaled back to float32 (outliers included), before the per-column scale, bias and epilogue. */
