@@ -560,7 +560,7 @@ int encoder_attention_f32(const float *qkv, int length, int heads, int head_dim,
 
 /* ---------------------------------------------------------------- the encoder's linear layers in int8 (VNNI) */
 
-#define ENC_PANEL 48 /* rows multiplied together by one group of tiles: their int8 values stay in L1/L2 */
+#define ENC_PANEL 48 /* rows quantized and multiplied together: their int8 values stay in L1/L2 across the tiles */
 #define ENC_ROWS 4   /* rows per product block: 16 accumulators, 4 weight vectors, no spills */
 
 /* Rows of activations in bfloat16 or float32 (the int8 encoder's two forms: bfloat16 where the CPU multiplies it
@@ -605,58 +605,42 @@ static void int8_tile_rows(const Linear *lin, int tile, QuantizedRows x, const i
 #undef BLOCK
 }
 
-/* Tiles whose weights one work item of linear_int8 multiplies with a panel of rows: about ENC_GROUP_BYTES of them,
-   so that they stay in the core's L2 across the panels it takes (a product wider than the last-level cache, such as
-   the decoder's cross-attention keys/values of every layer at once, would otherwise stream all its weights from
-   memory again for every panel). */
-#define ENC_GROUP_BYTES (512 * 1024)
-
 static int linear_int8(const Linear *lin, int rows, Rows x, int ldx, Rows y, int ldy, int gelu, int threads) {
     if (lin->format != FMT_I8_VNNI) return -1;
     const int k = lin->k, on_tiles = tiles_for(k), panel_rows = on_tiles ? TILE_PANEL : ENC_PANEL;
     const int panels = (rows + panel_rows - 1) / panel_rows;
-    const size_t tile_bytes = (size_t)k * TILE;
-    const int group = tile_bytes >= ENC_GROUP_BYTES ? 1 : (int)(ENC_GROUP_BYTES / tile_bytes);
-    const int groups = (lin->n_tiles + group - 1) / group;
-    /* every row quantized once, before any product: rows past the last panel's count are zeros, unused */
-    int8_t *values = calloc((size_t)panels * panel_rows, (size_t)k);
-    RowQuantization *quantized = malloc((size_t)rows * sizeof(RowQuantization));
-    int failed = values == NULL || quantized == NULL;
-#pragma omp parallel num_threads(threads) if (!failed)
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
     {
-        float *row = x.bf16 ? malloc((size_t)k * sizeof(float)) : NULL;
+        float *row = malloc((size_t)k * sizeof(float));
+        int8_t *values = calloc((size_t)panel_rows, (size_t)k); /* rows past a short panel's count: zeros, unused */
+        RowQuantization *quantized = malloc((size_t)panel_rows * sizeof(RowQuantization));
         int32_t *sums = on_tiles ? malloc((size_t)panel_rows * TILE * sizeof(int32_t)) : NULL;
-        const int ready = !failed && (row != NULL || !x.bf16) && (sums != NULL || !on_tiles);
+        const int ready = row != NULL && values != NULL && quantized != NULL && (sums != NULL || !on_tiles);
         if (!ready) {
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; r++) {
-            if (!ready) continue;
-            const size_t at = (size_t)r * ldx;
-            const float *source = (const float *)x.base + at;
-            if (x.bf16) {
-                for (int i = 0; i < k; i += 16) vf_store(row + i, vf_load_bf16((const uint16_t *)x.base + at + i));
-                source = row;
-            }
-            quantize_row(k, source, values + (size_t)r * k, quantized + r);
-        }
         if (ready && on_tiles) tiles_begin();
-        /* group-major: the threads share one group's weights while they take its panels */
 #pragma omp for schedule(dynamic, 1)
-        for (int item = 0; item < groups * panels; item++) {
+        for (int panel = 0; panel < panels; panel++) {
             if (!ready) continue;
-            const int panel = item % panels, first_tile = item / panels * group;
-            const int last_tile = first_tile + group < lin->n_tiles ? first_tile + group : lin->n_tiles;
             const int first = panel * panel_rows, count = rows - first < panel_rows ? rows - first : panel_rows;
-            const int8_t *panel_values = values + (size_t)first * k;
-            for (int tile = first_tile; tile < last_tile; tile++) {
+            for (int r = 0; r < count; r++) {
+                const size_t at = (size_t)(first + r) * ldx;
+                const float *source = (const float *)x.base + at;
+                if (x.bf16) {
+                    for (int i = 0; i < k; i += 16) vf_store(row + i, vf_load_bf16((const uint16_t *)x.base + at + i));
+                    source = row;
+                }
+                quantize_row(k, source, values + (size_t)r * k, quantized + r);
+            }
+            for (int tile = 0; tile < lin->n_tiles; tile++) {
                 if (on_tiles)
                     for (int r0 = 0; r0 < count; r0 += TILE_BLOCK)
-                        tile_sums(lin, tile, panel_values + (size_t)r0 * k, sums + (size_t)r0 * TILE);
+                        tile_sums(lin, tile, values + (size_t)r0 * k, sums + (size_t)r0 * TILE);
                 for (int r0 = 0; r0 < count; r0 += ENC_ROWS) {
-                    QuantizedRows part = {panel_values + (size_t)r0 * k, quantized + first + r0};
+                    QuantizedRows part = {values + (size_t)r0 * k, quantized + r0};
                     const size_t at = (size_t)(first + r0) * ldy;
                     Rows out = {y.bf16 ? (void *)((uint16_t *)y.base + at) : (void *)((float *)y.base + at), y.bf16};
                     int8_tile_rows(lin, tile, part, on_tiles ? sums + (size_t)r0 * TILE : NULL,
@@ -666,10 +650,10 @@ static int linear_int8(const Linear *lin, int rows, Rows x, int ldx, Rows y, int
         }
         if (ready && on_tiles) tiles_end();
         free(row);
+        free(values);
+        free(quantized);
         free(sums);
     }
-    free(values);
-    free(quantized);
     return failed ? -2 : 0;
 }
 
