@@ -197,3 +197,11 @@ def test_one_function_chooses_the_encoders_arithmetic_from_the_capabilities(monk
         assert isinstance(fused.attend, NativeAttention) == (attention_kernel and here.encoder_attention)
         if precision == "int8":
             assert fused.cross_projection == fused.products.cross
+
+
+@needs_int8
+def test_the_int8_products_refuse_a_dtype_their_kernels_do_not_take():
+    products = EncoderRunner(MODEL.model.encoder, "int8").backend.products
+    packed = products.layers[0]["out"]
+    with pytest.raises(ValueError, match="bfloat16 or float32, not torch.float16"):
+        products.product(packed, torch.zeros(3, packed.k, dtype=torch.float16), dtype=torch.float16)

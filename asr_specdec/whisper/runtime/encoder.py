@@ -327,6 +327,8 @@ class Int8Products:
         if flat.dtype != dtype or not flat.is_contiguous():
             flat = flat.to(dtype).contiguous()
         output = torch.empty(flat.shape[0], packed.n, dtype=dtype)
+        if dtype not in (torch.bfloat16, torch.float32):
+            raise ValueError(f"the native int8 products take bfloat16 or float32, not {dtype}")
         product = self.library.linear_int8_bf16 if dtype == torch.bfloat16 else self.library.linear_int8_f32
         status = product(ctypes.byref(packed.struct), flat.shape[0], flat.data_ptr(), flat.shape[1],
                          output.data_ptr(), packed.n, int(gelu), self.governor.threads())
