@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .backend import backend as _chosen_backend
+from .backend import exact_int8_layers
 
 HERE = Path(__file__).parent
 SOURCES = tuple(HERE / name for name in ("decoder_kernels.c", "draft_kernels.c", "encoder_kernels.c"))
@@ -198,6 +199,9 @@ class Capabilities:
     # the int8 encoder's sums (its linear layers and its attention's) on AMX tiles (Sapphire Rapids and later: the
     # build has them and Linux lent them to this process; native/int8_tiles.h): the same integers as VNNI's, faster
     int8_tiles: bool
+    # the storage of an exact int8 decoder's linear layers: "int8-vnni" (int8 activations) where that measured
+    # faster, else "int8" (float32 activations); backend.py, EXACT_INT8_LAYERS
+    int8_layers: str
     threaded: bool  # the kernels use OpenMP's threads (else each runs on the calling thread, with the same results)
     reason: str | None  # why nothing runs natively
 
@@ -224,6 +228,7 @@ def capabilities() -> Capabilities:
                         int8_dot_product=loaded and _chosen_backend().int8_dot_product,
                         int8_between="float32",
                         int8_tiles=loaded and bool(kernels().int8_tiles()),
+                        int8_layers=exact_int8_layers() if loaded else "int8",
                         threaded=loaded and _state.get("openmp", True), reason=None if loaded else unavailable_reason())
 
 

@@ -60,6 +60,13 @@ AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VN
 # 100-token call are faster than float32's at every width (large-v3's call 34.95 s against 44.98 s).
 # NEON, not measured, keeps its choice.
 INT8_FROM_SMALL = {768: ("int8", "int8"), 1024: ("int8", "int8"), 1280: ("int8", "int8")}
+# the storage of an exact int8 decoder's linear layers, per build: on AVX-512 int8-vnni, int8 activations (each row
+# quantized alone, its outliers kept in float32, exact int32 sums by vpdpbusd, as CTranslate2's int8 multiplies), where
+# at large-v3's shapes a verification of 6 tokens measured 47-48 ms against 61-65 ms with float32 activations and a
+# step the same (31-38 ms, memory-bound); elsewhere int8 weights times float32 activations: under avxvnni-sim int8
+# activations' verification took 96-98 ms against 79-80 ms, under avx2-sim (no dot product) their step 60-66 ms
+# against 53 ms (docs/compute.md, "The int8 decoder's activations")
+EXACT_INT8_LAYERS = {"avx512": "int8-vnni"}
 AUTO_COMPUTE_BY_WIDTH = {"avx512": INT8_FROM_SMALL, "avx2": INT8_FROM_SMALL}
 _MACOS_X86 = {"AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512F": "avx512f", "AVX512BW": "avx512bw",
               "AVX512VL": "avx512vl", "AVX512VNNI": "avx512_vnni", "AVX512BF16": "avx512_bf16",
@@ -164,6 +171,11 @@ def backend() -> Backend:
     if os.environ.get("ASR_SPECDEC_NATIVE", "1").lower() in ("0", "off", "false", "no"):
         return Backend("none", (), "disabled by ASR_SPECDEC_NATIVE=0", True)
     return choose(cpu_features(), platform.machine(), os.environ.get("ASR_SPECDEC_ISA") or None)
+
+
+def exact_int8_layers() -> str:
+    """The storage format of an exact int8 decoder's linear layers with this process's build (EXACT_INT8_LAYERS)."""
+    return EXACT_INT8_LAYERS.get(backend().isa, "int8")
 
 
 def native_bfloat16() -> bool:

@@ -41,6 +41,42 @@ def test_a_pass_over_many_tokens_equals_one_token_steps_bit_for_bit(weights):
             assert torch.equal(runner.greedy_choices(together[0], None), logits.argmax(dim=1))
 
 
+def test_the_exact_int8_decoder_multiplies_the_activations_its_build_measured_faster(monkeypatch):
+    """An int8 decoder's layers are in capabilities().int8_layers: with int8-vnni (AVX-512) its hidden states are
+    a drafter's layers' bits (int8 activations), with int8 those of float32 activations, and the two differ; its
+    vocabulary stays exact either way (the choice is the full logits' argmax)."""
+    from dataclasses import replace
+
+    from asr_specdec.whisper.runtime import native_decoder
+
+    _, encoded = encoder_output(MODEL, 0)
+    ids = [101, 110, 4, 9, 30, 2]
+
+    def hidden(weights):
+        runner = WhisperDecoderRunner(MODEL, weights=weights)
+        with torch.inference_mode():
+            together = runner.feed_rows(runner.new_cache(encoded), [ids], [0])[0]
+            if runner.native.exact:
+                logits = runner.vocabulary_logits(together[None])[0]
+                assert torch.equal(runner.greedy_choices(together, None), logits.argmax(dim=1)), weights
+        return runner.native.layer_storage, together
+
+    layers, int8 = hidden("int8")
+    assert layers == capabilities().int8_layers
+    for storage in ("int8-vnni", "int8"):
+        monkeypatch.setattr(native_decoder, "capabilities", lambda storage=storage: replace(capabilities(),
+                                                                                            int8_layers=storage))
+        assert hidden("int8")[0] == storage
+        if storage == layers:
+            assert torch.equal(hidden("int8")[1], int8)
+    monkeypatch.setattr(native_decoder, "capabilities", lambda: replace(capabilities(), int8_layers="int8-vnni"))
+    activations8 = hidden("int8")[1]
+    assert torch.equal(activations8, hidden("int8-vnni")[1])  # a drafter's layers: the same packs, the same bits
+    monkeypatch.setattr(native_decoder, "capabilities", lambda: replace(capabilities(), int8_layers="int8"))
+    assert not torch.equal(activations8, hidden("int8")[1])
+    torch.testing.assert_close(activations8, hidden("int8")[1], atol=0.2, rtol=0.05)
+
+
 @pytest.mark.parametrize("weights", ["float32", "bfloat16"])
 def test_certified_argmax_settles_close_rivals_exactly(weights):
     # tokens 3 and 7 lead all others by far and each other by 1e-3, far below the int8 screen's resolution

@@ -151,7 +151,7 @@ def test_an_assistant_in_a_drafters_int8_formats_proposes_tokens_and_stays_exact
     speculative = pipeline_for(MAIN, compute, DRAFTERS["assistant-drafting"])
     assert speculative.drafter.runner.weights == formats["weights"]
     drafted = accepted = 0
-    for seed in range(3):
+    for seed in range(8):  # another random model's drafts pass about one time in 150: enough seeds for a few
         expected = decode(plain, [seed])[0]
         windows = [Window(features_for(MAIN, seed))]
         row = speculative.decode(windows)[0]

@@ -87,13 +87,20 @@ class NativeDecoder:
         self.library, self.storage = library, storage
         self.governor = governor()  # the threads of each kernel call
         self._store = PackStore(weights_key, storage)
+        # an exact int8 decoder's layers multiply int8 activations where that measured faster (capabilities()
+        # .int8_layers): every token's numbers still independent of the pass, and a verification of k tokens no
+        # longer bound by float32 multiply-adds; then stored as the drafters' int8-vnni packs (shared on disk and in
+        # memory). The vocabulary stays int8 weights times float32 activations, for the logits' resolution.
+        self.layer_storage = capabilities().int8_layers if storage == "int8" else storage
+        self._layer_store = PackStore(weights_key, self.layer_storage) if self.layer_storage != storage else self._store
         first = layers[0]
         self.width = decoder.embed_tokens.weight.shape[1]
         self.heads, self.head_dim = first.self_attn.num_heads, first.self_attn.head_dim
         self._keep: list = []
         structs = (Layer * len(layers))()
         for index, layer in enumerate(layers):
-            structs[index] = self._layer(index, layer, storage)
+            structs[index] = self._layer(index, layer, self.layer_storage)
+        self._layer_store.save()
         self._layers = structs
         self.embed = self._float(decoder.embed_tokens.weight)
         self.positions = self._float(decoder.embed_positions.weight)
@@ -165,7 +172,8 @@ class NativeDecoder:
         return tensor
 
     def _pack(self, linear: nn.Linear, storage: str, name: str) -> PackedLinear:
-        packed = shared_pack(linear.weight, "linear", storage, lambda: (linear.weight, linear.bias), self._store, name)
+        packed = shared_pack(linear.weight, "linear", storage, lambda: (linear.weight, linear.bias), self._layer_store,
+                             name)
         self._keep.append(packed)
         return packed
 
@@ -178,7 +186,7 @@ class NativeDecoder:
                      for tensor in (part.weight, part.bias)))
             return weight, bias
 
-        packed = shared_pack(attention.q_proj.weight, "qkv", storage, build, self._store, name)
+        packed = shared_pack(attention.q_proj.weight, "qkv", storage, build, self._layer_store, name)
         self._keep.append(packed)
         return packed
 
