@@ -5,7 +5,8 @@ row (token): a linear layer accumulates sum_k w[k] * x[k] with one fused multipl
 k order, whatever the number of rows, the tile a row lands in or the thread that computes it; attention,
 softmax and layer norm reduce in a fixed order per row. So a pass over 9 tokens returns for each token the
 bits a one-token pass returns: speculative verification sees exactly the numbers plain decoding sees, at
-any weight precision (float32, float16, bfloat16, int8 weights are all widened to float32 in registers).
+any weight precision (float32, float16, bfloat16, int8 weights are all widened to float32 in registers). Layers
+in FMT_I8_VNNI quantize each row of activations on its own and sum exactly in int32, so they are batch-invariant too.
 
 Weights are packed as [ceil(n / 64)][k][64] (64 output columns per tile, zero-padded), so one tile streams
 contiguously and a step reads each weight once for all its rows (memory speed for a few rows).

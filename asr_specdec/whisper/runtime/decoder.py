@@ -8,8 +8,9 @@ rejected draft costs nothing (the next pass simply writes over the rejected slot
 
 Two backends run the same arithmetic behind one protocol (decoder_backend.py), picked in one place
 (`choose_backend`). On a CPU with a kernel build the native kernels (native_decoder.py) run a whole pass in one
-call, with the weights in the runner's storage format (float32, bfloat16, float16 or int8, always computed in
-float32) and every token's numbers independent of the other tokens in the pass: a verification pass gives each
+call, with the weights in the runner's storage format (float32, bfloat16, float16 or int8, computed in float32,
+except where an int8 decoder's linear layers quantize each token's activations alone: capabilities().int8_layers)
+and every token's numbers independent of the other tokens in the pass: a verification pass gives each
 draft position exactly the logits of a one-token step. Elsewhere (no kernel build, a GPU) the PyTorch backend
 (torch_decoder.py) does the same layer by layer, in the model's own dtype. Each keeps the cache's keys in its
 own layout (kv_cache.py).
@@ -109,8 +110,10 @@ class WhisperDecoderRunner:
     With fewer layers than the model has, this is the early-exit (LayerSkip-style) drafter: the same
     weights, cut short, then the final layer norm and vocabulary projection. `weights` is the storage format
     of the linear layers on the native kernels (None: float32 on a CPU, the model's own dtype elsewhere);
-    activations, attention and sums are float32 whatever it is. `kv_dtype` is that of the self-attention keys
-    and values the native kernels keep (default: bfloat16 for bfloat16 weights, else float32), `cross_dtype`
+    activations, attention and sums are float32 whatever it is, but for int8 layers that multiply int8
+    activations (each token's row quantized on its own, exact int32 sums: capabilities().int8_layers, AVX-512).
+    `kv_dtype` is that of the self-attention keys and values the native kernels keep (default: bfloat16 for
+    bfloat16 weights, else float32), `cross_dtype`
     that of the cross-attention keys and values, computed once per window (default: kv_dtype; in bfloat16
     they are also projected in bfloat16). `native=False` forces the PyTorch path.
     """
