@@ -231,9 +231,21 @@ class PackStore:
             self.added = True
         return self.tensors[name]
 
+    def drop(self, prefix: str) -> None:
+        """Forget the stored tensors whose names start with `prefix` (packs this format no longer keeps here); the
+        next save writes the file without them."""
+        stale = {name for name in self.names | set(self.tensors) if name.startswith(prefix)}
+        if stale:
+            for name in self.names - stale:
+                self._get(name)  # read before the file is replaced
+            self.names -= stale
+            for name in stale:
+                self.tensors.pop(name, None)
+            self.added = True
+
     def save(self) -> None:
-        """Write the store if anything was added (atomically: a reader sees the old file or the new one); what
-        the file held and nobody asked for is kept."""
+        """Write the store if anything was added or dropped (atomically: a reader sees the old file or the new
+        one); what the file held, nobody asked for and nobody dropped is kept."""
         if self.path is None or not self.added:
             return
         import os

@@ -148,6 +148,44 @@ def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
         assert torch.equal(kept.dequantized(), built.dequantized())
 
 
+def test_a_store_forgets_the_packs_its_format_no_longer_keeps(tmp_path, monkeypatch):
+    """An int8 decoder whose layers are int8-vnni packs (capabilities().int8_layers) leaves its int8 store the
+    vocabulary only: a cache made before, with the layers there too, is written again without them."""
+    from safetensors import safe_open
+
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    weight, bias = torch.randn(70, 32), torch.randn(70)
+    old = PackStore("model-key", "int8")
+    for name in ("layers.0.fc1", "vocabulary"):
+        old.linear(name, lambda: pack_linear(weight, bias, "int8"))
+    old.save()
+    store = PackStore("model-key", "int8")
+    store.drop("layers.")
+    kept = store.linear("vocabulary", lambda: pytest.fail("rebuilt"))
+    assert torch.equal(kept.packed, pack_linear(weight, bias, "int8").packed)
+    store.save()
+    with safe_open(str(store.path), framework="pt") as saved:
+        assert {name.split(".packed")[0] for name in saved.keys() if name.endswith(".packed")} == {"vocabulary"}
+
+    from dataclasses import replace
+
+    from asr_specdec.whisper.runtime import native_decoder
+
+    monkeypatch.setattr(native_decoder, "capabilities", lambda: replace(capabilities(), int8_layers="int8-vnni"))
+    model = tiny_whisper(0, layers=1)
+    model.weights_key = "tiny-key"
+    stale = PackStore("tiny-key", "int8")
+    stale.linear("layers.0.fc1", lambda: pack_linear(weight, bias, "int8"))
+    stale.save()
+    runner = WhisperDecoderRunner(model, weights="int8")
+    assert runner.native.layer_storage == "int8-vnni"
+    with safe_open(str(stale.path), framework="pt") as saved:
+        names = set(saved.keys())
+    assert names and not any(name.startswith("layers.") for name in names)
+    with safe_open(str(PackStore("tiny-key", "int8-vnni").path), framework="pt") as saved:
+        assert "layers.0.fc1.packed" in saved.keys()
+
+
 def _mapped_file(tensor: torch.Tensor) -> str | None:
     """The file whose mapping holds `tensor`'s data, or None (the heap)."""
     address = tensor.data_ptr()

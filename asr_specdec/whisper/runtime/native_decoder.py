@@ -93,6 +93,8 @@ class NativeDecoder:
         # memory). The vocabulary stays int8 weights times float32 activations, for the logits' resolution.
         self.layer_storage = capabilities().int8_layers if storage == "int8" else storage
         self._layer_store = PackStore(weights_key, self.layer_storage) if self.layer_storage != storage else self._store
+        if self._layer_store is not self._store:
+            self._store.drop("layers.")  # a cache made when these layers were stored in `storage` (before 2026-12-06)
         first = layers[0]
         self.width = decoder.embed_tokens.weight.shape[1]
         self.heads, self.head_dim = first.self_attn.num_heads, first.self_attn.head_dim
