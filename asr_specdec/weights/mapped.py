@@ -74,9 +74,28 @@ def let_go(*tensors: torch.Tensor | None) -> int:
     return released
 
 
-def trim_heap() -> None:
+class _HeapInfo(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def heap_free_bytes() -> int | None:
+    """Bytes the C heap holds free (glibc's mallinfo2, about a millisecond); None where it cannot tell."""
+    try:
+        function = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    function.restype = _HeapInfo
+    return int(function().fordblks)
+
+
+def trim_heap(min_free: int = 0) -> None:
     """Return the C heap's free memory to the system (glibc's malloc_trim): packing frees many transient tensors
-    the allocator would otherwise keep, counted in the resident set. Without glibc, nothing."""
+    the allocator would otherwise keep, counted in the resident set. With `min_free`, only when the heap holds at
+    least that much free (what is given back is faulted in again by the next allocations that need it). Without
+    glibc, nothing."""
+    if min_free and (free := heap_free_bytes()) is not None and free < min_free:
+        return
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.malloc_trim(0)

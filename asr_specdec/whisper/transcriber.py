@@ -193,6 +193,7 @@ class SpeculativeWhisper:
             segments = strategies.chunked(call, samples, False)
         call.stats.total_seconds = time.perf_counter() - started
         call.report(1.0, "done")
+        self.pipeline.call_ended()
         return self._result(call, segments, samples)
 
     def _result(self, call: Call, segments: list[TextSegment], samples: np.ndarray) -> TranscriptionResult:
@@ -263,6 +264,7 @@ class SpeculativeWhisper:
                 pieces, last_speech = strategies.chunk_segments(run, number, window, timestamps, last_speech)
                 segments += pieces
             results.append(self._result(run, segments, audio))
+        self.pipeline.call_ended()
         return results
 
     def language_probabilities(self, features: torch.Tensor) -> list[tuple[str, float]]:

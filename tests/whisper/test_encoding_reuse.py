@@ -40,3 +40,21 @@ def test_a_window_retried_at_every_temperature_with_best_of_rows_is_encoded_once
     fresh = SpeculativeWhisper(str(tiny_en_dir), compute_type="float32")
     assert [(s.text, s.avg_logprob) for s in fresh.transcribe(clip, **retried).segments] == \
         [(s.text, s.avg_logprob) for s in result.segments]
+
+
+def test_a_finished_call_keeps_its_encoding_without_the_cross_states(tiny_en_dir, shared_audio):
+    """After a call the pipeline keeps the window's encoder output (a call on the same audio skips the encoder)
+    but not its cross-attention states, which that call projects again: the same tokens and scores."""
+    whisper = SpeculativeWhisper(str(tiny_en_dir), compute_type="float32")
+    if not whisper.runner.backend.batch_invariant:
+        pytest.skip("the PyTorch path keeps no encoding")
+    clip = str(shared_audio / "LJ002-0020.wav")
+    counting = CountingEncoder(whisper.pipeline.encoder)
+    whisper.pipeline.encoder = counting
+    first = whisper.transcribe(clip)
+    kept = whisper.pipeline._kept_encoding
+    assert kept is not None and kept[1] is not None and kept[2] is None
+    again = whisper.transcribe(clip)
+    assert counting.calls == 1
+    assert again.tokens == first.tokens and [s.avg_logprob for s in again.segments] == \
+        [s.avg_logprob for s in first.segments]

@@ -75,6 +75,9 @@ class Speculation:
 
 
 PLAIN = Speculation()  # no drafter: the main model's own greedy/sampled/beam decoding
+# heap memory free after a call above which it goes back to the system (call_ended): base leaves 47-59 MB, which its
+# next call would fault in again, small about 120 MB and large-v3 about 450 MB, which stayed resident between calls
+CALL_TRIM_BYTES = 96 << 20
 
 
 class WindowAnalysis(Protocol):
@@ -134,13 +137,25 @@ class WindowPipeline:
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         trim_heap()  # packing's transient tensors, freed, would stay resident in the allocator
         # (features, encoder output, cross states) of the last call's one window (language detection's, or a
-        # decode a fallback may retry), for the next call (see _encode)
+        # decode a fallback may retry), for the next call (see _encode); cross states None once a user's call ended
+        # (call_ended)
         self._kept_encoding: tuple | None = None
 
     def forget_encoding(self) -> None:
         """Drop the encoding kept from the last call, so that the next call runs its encoder: a timed comparison
         of two decodes of the same audio (plain and speculative) times each with its own encoding."""
         self._kept_encoding = None
+
+    def call_ended(self) -> None:
+        """A user's call has ended: what it left behind goes back. The kept encoding keeps its features and encoder
+        output (a later call on the same audio still skips the encoder) but not its cross-attention states, most
+        of it (246 MB in bfloat16 at large-v3), which such a call projects again; and the heap's free memory, the
+        call's buffers, goes back to the system where it is large (about 450 MB after a large-v3 call, which glibc
+        would otherwise keep; under 64 MB after base's, whose next call would only fault it in again:
+        docs/compute.md, Memory)."""
+        if self._kept_encoding is not None:
+            self._kept_encoding = (*self._kept_encoding[:2], None)
+        trim_heap(min_free=CALL_TRIM_BYTES)
 
     def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
         """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
@@ -331,8 +346,11 @@ class WindowPipeline:
         window whose features equal those of an encoding in `known` takes it: another row of the call (best_of
         samples of one window) or the encoding kept from the call before (language detection's, or the window a
         temperature fallback decodes again); a new encoding joins `known`."""
-        for entry in known:
+        for index, entry in enumerate(known):
             if entry[0] is features or (entry[0].shape == features.shape and torch.equal(entry[0], features)):
+                if entry[2] is None:  # kept past its call without them (call_ended)
+                    entry = known[index] = (*entry[:2], self.runner.cross_attention_states(
+                        entry[1], self.encoder.cross_projection))
                 return entry
         encoded = self.encoder(features)
         entry = (features, encoded, self.runner.cross_attention_states(encoded, self.encoder.cross_projection))
