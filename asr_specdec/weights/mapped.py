@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import mmap
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
@@ -79,23 +81,30 @@ class _HeapInfo(ctypes.Structure):  # glibc's struct mallinfo2
                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 
-def heap_free_bytes() -> int | None:
-    """Bytes the C heap holds free (glibc's mallinfo2, about a millisecond); None where it cannot tell."""
+@dataclass(frozen=True)
+class Heap:
+    """glibc's C heap, its functions looked up once: `info().fordblks` is the bytes it holds free (mallinfo2, about
+    a millisecond), `trim(0)` gives them back to the system (malloc_trim)."""
+
+    info: Callable
+    trim: Callable
+
+
+def libc_heap() -> Heap | None:
+    """This process's C heap (None without glibc, or one too old for mallinfo2): looked up when a model loads, so
+    that a call only calls it."""
     try:
-        function = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallinfo2
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        info, trim = libc.mallinfo2, libc.malloc_trim
     except (OSError, AttributeError):
         return None
-    function.restype = _HeapInfo
-    return int(function().fordblks)
+    info.restype = _HeapInfo
+    return Heap(info, trim)
 
 
-def trim_heap(min_free: int = 0) -> None:
+def trim_heap() -> None:
     """Return the C heap's free memory to the system (glibc's malloc_trim): packing frees many transient tensors
-    the allocator would otherwise keep, counted in the resident set. With `min_free`, only when the heap holds at
-    least that much free (what is given back is faulted in again by the next allocations that need it). Without
-    glibc, nothing."""
-    if min_free and (free := heap_free_bytes()) is not None and free < min_free:
-        return
+    the allocator would otherwise keep, counted in the resident set. Without glibc, nothing."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.malloc_trim(0)

@@ -27,7 +27,7 @@ from ...core.drafter import DraftContext, Drafter
 from ...core.engine import GenerationSettings, generate_batch, generate_beams
 from ...core.logits import LogitRules, Sampling
 from ...core.stats import DecodeStats
-from ...weights.mapped import trim_heap
+from ...weights.mapped import libc_heap, trim_heap
 from ..io import audio as audio_io
 from .compute import ComputeType
 from .decoder import DecoderTarget, KVCache, WhisperDecoderRunner
@@ -132,7 +132,8 @@ class WindowPipeline:
         self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder, getattr(model, "weights_key", None))
         # the cross-attention keys/values are computed once per window, with the encoder: in its precision (kept in
         # bfloat16 when that is bfloat16 or native int8)
-        reduced = self.compute.encoder == "bfloat16" or self.encoder.cross_projection is not None
+        self._cross_projection = self.encoder.cross_projection  # decided with the encoder, read by every encode
+        reduced = self.compute.encoder == "bfloat16" or self._cross_projection is not None
         cross_dtype = torch.bfloat16 if reduced else None
         self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
         trim_heap()  # packing's transient tensors, freed, would stay resident in the allocator
@@ -140,6 +141,7 @@ class WindowPipeline:
         # decode a fallback may retry), for the next call (see _encode); cross states None once a user's call ended
         # (call_ended)
         self._kept_encoding: tuple | None = None
+        self._heap = libc_heap()  # looked up here, not per call (call_ended)
 
     def forget_encoding(self) -> None:
         """Drop the encoding kept from the last call, so that the next call runs its encoder: a timed comparison
@@ -155,7 +157,8 @@ class WindowPipeline:
         docs/compute.md, Memory)."""
         if self._kept_encoding is not None:
             self._kept_encoding = (*self._kept_encoding[:2], None)
-        trim_heap(min_free=CALL_TRIM_BYTES)
+        if self._heap is not None and self._heap.info().fordblks >= CALL_TRIM_BYTES:
+            self._heap.trim(0)
 
     def features(self, samples: np.ndarray, whole: bool = False) -> torch.Tensor:
         """Log-mel features of one window padded to 30 s, or (`whole`) of all the audio at once, normalised
@@ -326,7 +329,7 @@ class WindowPipeline:
         retry), and with `keep` the last row's (language detection's; see _encode_row)."""
         if not self.runner.backend.batch_invariant:
             encoder_output = self.encoder(_rows(features))
-            cross_states = self.runner.cross_attention_states(encoder_output, self.encoder.cross_projection)
+            cross_states = self.runner.cross_attention_states(encoder_output, self._cross_projection)
             return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
                                                                                          cross_states=cross_states)
         kept, self._kept_encoding = self._kept_encoding, None
@@ -350,10 +353,10 @@ class WindowPipeline:
             if entry[0] is features or (entry[0].shape == features.shape and torch.equal(entry[0], features)):
                 if entry[2] is None:  # kept past its call without them (call_ended)
                     entry = known[index] = (*entry[:2], self.runner.cross_attention_states(
-                        entry[1], self.encoder.cross_projection))
+                        entry[1], self._cross_projection))
                 return entry
         encoded = self.encoder(features)
-        entry = (features, encoded, self.runner.cross_attention_states(encoded, self.encoder.cross_projection))
+        entry = (features, encoded, self.runner.cross_attention_states(encoded, self._cross_projection))
         known.append(entry)
         return entry
 
