@@ -75,7 +75,7 @@ class Speculation:
 
 
 PLAIN = Speculation()  # no drafter: the main model's own greedy/sampled/beam decoding
-# heap memory free after a call above which it goes back to the system (call_ended): base leaves 47-59 MB, which its
+# heap memory free after a call above which it goes back to the system (call_ended): base leaves 44-60 MB, which its
 # next call would fault in again, small about 120 MB and large-v3 about 450 MB, which stayed resident between calls
 CALL_TRIM_BYTES = 96 << 20
 
