@@ -90,13 +90,19 @@ class Heap:
     trim: Callable
 
 
+@lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+
+
 def libc_heap() -> Heap | None:
     """This process's C heap (None without glibc, or one too old for mallinfo2): looked up when a model loads, so
     that a call only calls it."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        info, trim = libc.mallinfo2, libc.malloc_trim
-    except (OSError, AttributeError):
+    info, trim = (getattr(_libc(), name, None) for name in ("mallinfo2", "malloc_trim"))
+    if info is None or trim is None:
         return None
     info.restype = _HeapInfo
     return Heap(info, trim)
@@ -105,8 +111,6 @@ def libc_heap() -> Heap | None:
 def trim_heap() -> None:
     """Return the C heap's free memory to the system (glibc's malloc_trim): packing frees many transient tensors
     the allocator would otherwise keep, counted in the resident set. Without glibc, nothing."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)

@@ -113,9 +113,9 @@ class WhisperDecoderRunner:
     activations, attention and sums are float32 whatever it is, but for int8 layers that multiply int8
     activations (each token's row quantized on its own, exact int32 sums: capabilities().int8_layers, AVX-512).
     `kv_dtype` is that of the self-attention keys and values the native kernels keep (default: bfloat16 for
-    bfloat16 weights, else float32), `cross_dtype`
-    that of the cross-attention keys and values, computed once per window (default: kv_dtype; in bfloat16
-    they are also projected in bfloat16). `native=False` forces the PyTorch path.
+    bfloat16 weights, else float32), `cross_dtype` that of the cross-attention keys and values, computed once per
+    window (default: kv_dtype; in bfloat16 they are also projected in bfloat16). `native=False` forces the PyTorch
+    path.
     """
 
     def __init__(self, model: nn.Module, num_layers: int | None = None, weights: str | None = None,
