@@ -278,9 +278,10 @@ static void pack_keys_int8(const float *qkv, int length, int padded, int width, 
             round_to_int8(key, head_dim, vf_set1(1.0f / step), q);
         }
         scales[j] = step;
-        for (int i = 0; i < head_dim; i++)
-            keys[((size_t)(j / TILE) * (head_dim / 4) + i / 4) * TILE * 4 + (j % TILE) * 4 + i % 4] =
-                (uint8_t)(q[i] + 128);
+        uint8_t biased[128];
+        for (int i = 0; i < head_dim; i++) biased[i] = (uint8_t)(q[i] + 128);
+        uint8_t *column = keys + (size_t)(j / TILE) * (head_dim / 4) * TILE * 4 + (j % TILE) * 4;
+        for (int g = 0; g < head_dim / 4; g++) memcpy(column + (size_t)g * TILE * 4, biased + 4 * g, 4);
     }
 }
 
@@ -330,13 +331,17 @@ static void pack_values_int8(const float *qkv, int length, int padded, int width
         scales[c] = scales[c] > 0.0f ? scales[c] / 127.0f : 1.0f;
         inverse[c] = 1.0f / scales[c];
     }
-    for (int j = 0; j < padded; j++) {
-        int8_t q[128] = {0};
-        for (int c = 0; j < length && c < head_dim; c += 16)
-            round_to_int8(qkv + (size_t)j * stride + 2 * width + head * head_dim + c, 16, vf_load(inverse + c), q + c);
-        for (int c = 0; c < columns; c++)
-            values[((size_t)(c / TILE) * (padded / 4) + j / 4) * TILE * 4 + (c % TILE) * 4 + j % 4] =
-                (uint8_t)(q[c] + 128);
+    for (int j0 = 0; j0 < padded; j0 += 4) { /* four keys at a time: a channel's four bytes are one int32 */
+        int8_t q[4][128] = {{0}};
+        for (int j = j0; j < j0 + 4 && j < length; j++)
+            for (int c = 0; c < head_dim; c += 16)
+                round_to_int8(qkv + (size_t)j * stride + 2 * width + head * head_dim + c, 16, vf_load(inverse + c),
+                              q[j - j0] + c);
+        for (int c = 0; c < columns; c++) {
+            const uint32_t four = (uint32_t)(uint8_t)(q[0][c] + 128) | (uint32_t)(uint8_t)(q[1][c] + 128) << 8 |
+                                  (uint32_t)(uint8_t)(q[2][c] + 128) << 16 | (uint32_t)(uint8_t)(q[3][c] + 128) << 24;
+            memcpy(values + ((size_t)(c / TILE) * (padded / 4) + j0 / 4) * TILE * 4 + (c % TILE) * 4, &four, 4);
+        }
     }
 }
 
