@@ -14,7 +14,7 @@ import ctypes.util
 import mmap
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import torch
 
@@ -34,16 +34,19 @@ def _madvise():
 
 
 def _file_mappings() -> list[tuple[int, int]]:
-    """(start, end) of this process's mappings of regular files, private (copy-on-write) or read-only."""
+    """(start, end) of this process's mappings of regular files, private (copy-on-write) or read-only; a file since
+    unlinked only where private (the packs a first load spools to an unlinked file: a page dropped is read back
+    from it, since the mapping keeps it open)."""
     spans = []
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
                 fields = line.split(maxsplit=5)
-                if len(fields) < 6 or not fields[5].startswith("/") or fields[5].rstrip().endswith("(deleted)"):
+                if len(fields) < 6 or not fields[5].startswith("/"):
                     continue
-                if fields[1][3] != "p" and "w" in fields[1]:  # shared and writable: changes may not be written back
-                    continue
+                private = fields[1][3] == "p"
+                if not private and ("w" in fields[1] or fields[5].rstrip().endswith("(deleted)")):
+                    continue  # shared and writable: changes may not be written back
                 start, end = (int(value, 16) for value in fields[0].split("-"))
                 spans.append((start, end))
     except OSError:
@@ -51,12 +54,9 @@ def _file_mappings() -> list[tuple[int, int]]:
     return spans
 
 
-def let_go(*tensors: torch.Tensor | None) -> int:
-    """Drop from the resident set the whole pages of each CPU tensor that lie in a file mapping; returns the bytes
-    let go. Tensors in ordinary memory are left as they are."""
-    madvise = _madvise()
-    if madvise is None:
-        return 0
+def _page_spans(tensors, bridge: bool = False) -> list[tuple[int, int]]:
+    """(begin, end) of the whole pages of each CPU tensor that lie in a file mapping, overlapping spans merged, and
+    with `bridge` also spans one page apart in one mapping (the page two neighbouring tensors share)."""
     ranges = []
     for tensor in tensors:
         if tensor is None or tensor.device.type != "cpu" or tensor.numel() == 0 or not tensor.is_contiguous():
@@ -67,13 +67,44 @@ def let_go(*tensors: torch.Tensor | None) -> int:
         if stop > begin:
             ranges.append((begin, stop))
     if not ranges:
+        return []
+    mappings, merged, merged_in = _file_mappings(), [], None
+    for begin, stop in sorted(ranges):
+        mapping = next(((start, end) for start, end in mappings if start <= begin and stop <= end), None)
+        if mapping is None:
+            continue
+        if merged and mapping == merged_in and begin <= merged[-1][1] + (mmap.PAGESIZE if bridge else 0):
+            merged[-1] = (merged[-1][0], max(stop, merged[-1][1]))
+        else:
+            merged.append((begin, stop))
+            merged_in = mapping
+    return merged
+
+
+def let_go(*tensors: torch.Tensor | None) -> int:
+    """Drop from the resident set the whole pages of each CPU tensor that lie in a file mapping; returns the bytes
+    let go. Tensors in ordinary memory are left as they are."""
+    madvise = _madvise()
+    if madvise is None:
         return 0
-    spans, released = _file_mappings(), 0
-    for begin, stop in ranges:
-        if any(start <= begin and stop <= end for start, end in spans) and madvise(begin, stop - begin,
-                                                                                    MADV_DONTNEED) == 0:
-            released += stop - begin
-    return released
+    return sum(stop - begin for begin, stop in _page_spans(tensors) if madvise(begin, stop - begin, MADV_DONTNEED) == 0)
+
+
+@dataclass(frozen=True)
+class FilePages:
+    """The pages of some tensors that lie in file mappings, found once: each of `drops` lets one span of them go
+    (let_go's work without its search, and without running Python: a call that ends with them does not grow its
+    traced path)."""
+
+    drops: tuple[Callable, ...]
+    bytes: int
+
+
+def file_pages(*tensors: torch.Tensor | None) -> FilePages:
+    madvise = _madvise()
+    spans = _page_spans(tensors, bridge=True) if madvise is not None else []
+    return FilePages(tuple(partial(madvise, begin, stop - begin, MADV_DONTNEED) for begin, stop in spans),
+                     sum(stop - begin for begin, stop in spans))
 
 
 class _HeapInfo(ctypes.Structure):  # glibc's struct mallinfo2

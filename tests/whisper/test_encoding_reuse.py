@@ -4,6 +4,7 @@ the text is the same bits as encoding anew; faster-whisper encodes a window once
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from asr_specdec.whisper import SpeculativeWhisper
@@ -58,3 +59,27 @@ def test_a_finished_call_keeps_its_encoding_without_the_cross_states(tiny_en_dir
     assert counting.calls == 1
     assert again.tokens == first.tokens and [s.avg_logprob for s in again.segments] == \
         [s.avg_logprob for s in first.segments]
+
+
+def test_a_finished_call_lets_the_encoders_mapped_packs_go_and_the_next_call_reads_them_back(tiny_en_dir,
+                                                                                              shared_audio):
+    """The int8 encoder's packs, read once a window, wait between calls in the page cache, not in the process: after a
+    call this process holds almost none of them, an encoder pass maps them again, and the next call's text is the
+    same. (Made in this process, the packs are mapped from the first load's spool; from the cache's store after.)"""
+    from asr_specdec.whisper.runtime.encoder import native_int8_products
+    from tests.resident import resident_kib_of
+
+    whisper = SpeculativeWhisper(str(tiny_en_dir), compute_type="int8")
+    products = whisper.pipeline.encoder.backend.products
+    if products is None or not native_int8_products():
+        pytest.skip("no native int8 encoder here: its weights are not packs mapped from disk")
+    packs = [packed.packed for layer in products.layers for packed in layer.values()]
+    pack_kib = sum(tensor.nbytes for tensor in packs) // 1024
+    clip = str(shared_audio / "LJ002-0020.wav")
+    first = whisper.transcribe(clip)
+    assert resident_kib_of(packs) < pack_kib // 10
+    whisper.pipeline.encoder(whisper.pipeline.features(np.zeros(16000, dtype=np.float32)))
+    assert resident_kib_of(packs) > pack_kib // 2  # the measure sees them when they are held
+    whisper.pipeline.forget_encoding()
+    again = whisper.transcribe(clip)
+    assert again.tokens == first.tokens and resident_kib_of(packs) < pack_kib // 10

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...weights.mapped import let_go
+from ...weights.mapped import FilePages, file_pages, let_go
 from .compute import DTYPES
 
 _ENCODER_COPIES: dict[int, tuple[weakref.ref, dict]] = {}
@@ -95,6 +95,7 @@ class EncoderRunner:
     def __init__(self, encoder: nn.Module, precision: str, weights_key: str | None = None):
         self.precision = precision
         self.backend = encoder_backend(encoder, precision, weights_key)
+        self._pages: tuple[int, FilePages] | None = None
 
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
         output = self.backend(features.to(self.backend.input_dtype))
@@ -106,10 +107,21 @@ class EncoderRunner:
         in this precision's products (int8), or None (the decoder runner's own products)."""
         return self.backend.cross_projection
 
+    def file_pages(self) -> FilePages:
+        """The pages of the weights a window reads that lie in file mappings (packs, and copies mapped from the
+        cache), found once per set of packs: a window reads each of them once, so between calls they can wait in the
+        page cache rather than in the process (WindowPipeline.call_ended)."""
+        products = self.backend.products
+        tensors = [*self.backend.encoder.parameters(), *(products.tensors() if products is not None else ())]
+        if self._pages is None or self._pages[0] != len(tensors):
+            self._pages = (len(tensors), file_pages(*tensors))
+        return self._pages[1]
+
 
 class EncoderBackend(Protocol):
     """What EncoderRunner runs: the model's own forward (ModelForward) or the fused one (FusedForward)."""
 
+    encoder: nn.Module  # the module whose weights it reads (besides the products' packs)
     input_dtype: torch.dtype  # of the features it takes
     products: Int8Products | None  # its native int8 products, if it has them
     cross_projection: Callable | None  # the decoder's cross-attention keys/values in its products, or None
@@ -316,6 +328,12 @@ class Int8Products:
 
     def __call__(self, index: int, part: str, inputs: torch.Tensor) -> torch.Tensor:
         return self.product(self.layers[index][part], inputs, gelu=part == "fc1")
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every pack's tensors: the layers' and the cross-attention projections' made so far."""
+        packs = [*(packed for layer in self.layers for packed in layer.values()), *self._cross.values()]
+        return [tensor for packed in packs for tensor in (packed.packed, packed.scale, packed.bias)
+                if tensor is not None]
 
     def product(self, packed, inputs: torch.Tensor, gelu: bool = False, dtype: torch.dtype | None = None
                 ) -> torch.Tensor:

@@ -142,6 +142,7 @@ class WindowPipeline:
         # (call_ended)
         self._kept_encoding: tuple | None = None
         self._heap = libc_heap()  # looked up here, not per call (call_ended)
+        self._encoder_read = False  # whether the encoder's weights were read since the last call ended
 
     def forget_encoding(self) -> None:
         """Drop the encoding kept from the last call, so that the next call runs its encoder: a timed comparison
@@ -151,12 +152,18 @@ class WindowPipeline:
     def call_ended(self) -> None:
         """A user's call has ended: what it left behind goes back. The kept encoding keeps its features and encoder
         output (a later call on the same audio still skips the encoder) but not its cross-attention states, most
-        of it (246 MB in bfloat16 at large-v3), which such a call projects again; and the heap's free memory, the
+        of it (246 MB in bfloat16 at large-v3), which such a call projects again; the encoder's weights mapped from
+        disk (its int8 packs: 601 MB at large-v3-turbo), which a window reads once, go back to the page cache, from
+        which the next window maps them again (about 1% of its time); and the heap's free memory, the
         call's buffers, goes back to the system where it is large (about 450 MB after a large-v3 call, which glibc
         would otherwise keep; under 64 MB after base's, whose next call would only fault it in again:
         docs/compute.md, Memory)."""
         if self._kept_encoding is not None:
             self._kept_encoding = (*self._kept_encoding[:2], None)
+        if self._encoder_read:  # (a call that reused its encoding maps nothing again)
+            for drop in self.encoder.file_pages().drops:
+                drop()
+            self._encoder_read = False
         if self._heap is not None and self._heap.info().fordblks >= CALL_TRIM_BYTES:
             self._heap.trim(0)
 
@@ -328,6 +335,7 @@ class WindowPipeline:
         anyway, all rows in one call. The encoding of a call of one window is kept for the next call (a fallback
         retry), and with `keep` the last row's (language detection's; see _encode_row)."""
         if not self.runner.backend.batch_invariant:
+            self._encoder_read = True
             encoder_output = self.encoder(_rows(features))
             cross_states = self.runner.cross_attention_states(encoder_output, self._cross_projection)
             return _rows(features), encoder_output, cross_states, self.runner.new_cache(encoder_output,
@@ -352,9 +360,11 @@ class WindowPipeline:
         for index, entry in enumerate(known):
             if entry[0] is features or (entry[0].shape == features.shape and torch.equal(entry[0], features)):
                 if entry[2] is None:  # kept past its call without them (call_ended)
+                    self._encoder_read |= self._cross_projection is not None  # the encoder's pack of it
                     entry = known[index] = (*entry[:2], self.runner.cross_attention_states(
                         entry[1], self._cross_projection))
                 return entry
+        self._encoder_read = True
         encoded = self.encoder(features)
         entry = (features, encoded, self.runner.cross_attention_states(encoded, self._cross_projection))
         known.append(entry)
