@@ -56,7 +56,7 @@ BENCHMARKS = {
     "recipe": ["eval.bench.recipe", "--main", "base", "--repeats", "2"],
     "dropin": ["eval.bench.dropin", "--main", "base", "--repeats", "2"],
     "speakers": ["eval.bench.speakers", "--main", "base", "--repeats", "5"],
-    "sizes": ["eval.bench.sizes", "--repeats", "1", "--compute-types", "float32,int8",
+    "sizes": ["eval.bench.sizes", "--repeats", "2", "--compute-types", "float32,int8",
               "--default-mode-types", "auto", "--skip", "memory"],
 }
 PAGES = ("docs/benchmarks.md", "README.md")  # the pages `write` rewrites, relative to the project root
