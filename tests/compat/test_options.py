@@ -196,7 +196,7 @@ def test_language_detection_and_the_first_window_share_one_encoding(model, jfk):
         calls.append(1)
         return encoder(features)
 
-    counting.cross_projection = encoder.cross_projection
+    counting.cross_projection, counting.file_pages = encoder.cross_projection, encoder.file_pages
     pipeline.encoder = counting
     try:
         first = fields(model.transcribe(jfk, beam_size=1)[0])
