@@ -46,7 +46,7 @@ def _file_mappings() -> list[tuple[int, int]]:
                     continue
                 private = fields[1][3] == "p"
                 if not private and ("w" in fields[1] or fields[5].rstrip().endswith("(deleted)")):
-                    continue  # shared and writable: changes may not be written back
+                    continue  # shared and writable (changes may not be written back), or shared and unlinked
                 start, end = (int(value, 16) for value in fields[0].split("-"))
                 spans.append((start, end))
     except OSError:
