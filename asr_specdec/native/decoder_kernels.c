@@ -169,13 +169,18 @@ static inline __attribute__((always_inline)) void score_chunks(int chunk, const 
         for (int c = 0; c < CH; c++) vf_store(scores + (size_t)q * key_stride + (chunk + c) * 16, acc[q][c]);
 }
 
+/* how many key chunks (head vectors) Q queries take together: as many as the SIMD layer says, within SUM_REGISTERS */
+#define CHUNKS_FOR(Q) (SUM_REGISTERS / (Q) < SCORE_CHUNKS ? SUM_REGISTERS / (Q) : SCORE_CHUNKS)
+#define VECTORS_FOR(Q) (SUM_REGISTERS / (Q) < WEIGH_VECTORS ? SUM_REGISTERS / (Q) : WEIGH_VECTORS)
+
 static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query, int head_dim,
                                                               const void *keys_t, int kv_format,
                                                               const float *key_scales, float *scores,
                                                               int key_stride, int Q) {
+    const int CH = CHUNKS_FOR(Q);
     int chunk = 0;
-    for (; chunk + SCORE_CHUNKS <= chunks; chunk += SCORE_CHUNKS)
-        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, SCORE_CHUNKS);
+    for (; chunk + CH <= chunks; chunk += CH)
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, CH);
     for (; chunk < chunks; chunk++)
         score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, 1);
 }
@@ -184,8 +189,9 @@ static inline __attribute__((always_inline)) void score_block(int chunks, const 
 static inline __attribute__((always_inline)) void weigh_block(int longest, const int *lengths, const float *scores,
                                                               int key_stride, const void *values, int kv_format,
                                                               float *const *out, int Q, int HV) {
-    for (int v0 = 0; v0 < HV; v0 += WEIGH_VECTORS) { /* as many head vectors at once as the registers hold */
-        const int VN = HV - v0 < WEIGH_VECTORS ? HV - v0 : WEIGH_VECTORS;
+    const int VECTORS = VECTORS_FOR(Q);
+    for (int v0 = 0; v0 < HV; v0 += VECTORS) { /* as many head vectors at once as the registers hold */
+        const int VN = HV - v0 < VECTORS ? HV - v0 : VECTORS;
         vf acc[QUERY_BLOCK][WEIGH_VECTORS];
         for (int q = 0; q < Q; q++)
             for (int v = 0; v < VN; v++) acc[q][v] = vf_zero();
@@ -245,8 +251,17 @@ static void attend_block(int queries, const float *const *query, const int *leng
         SCORE_CASE(1)
         SCORE_CASE(2)
         SCORE_CASE(3)
+#if QUERY_BLOCK > 4
+        SCORE_CASE(4)
+        SCORE_CASE(5)
+        SCORE_CASE(6)
+        SCORE_CASE(7)
+        default:
+        SCORE_CASE(8)
+#else
         default:
         SCORE_CASE(4)
+#endif
     }
     for (int q = 0; q < queries; q++) {
         float *row = scores + (size_t)q * key_stride;
@@ -273,8 +288,17 @@ static void attend_block(int queries, const float *const *query, const int *leng
         WEIGH_CASE(1)
         WEIGH_CASE(2)
         WEIGH_CASE(3)
+#if QUERY_BLOCK > 4
+        WEIGH_CASE(4)
+        WEIGH_CASE(5)
+        WEIGH_CASE(6)
+        WEIGH_CASE(7)
+        default:
+        WEIGH_CASE(8)
+#else
         default:
         WEIGH_CASE(4)
+#endif
     }
 }
 
@@ -313,8 +337,10 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
             values = (const char *)c->self_v[layer] + ((size_t)g->row * heads + head) * c->slots * head_dim * kvs;
             key_stride = c->slots;
         }
-        for (int t0 = g->begin; t0 < g->end; t0 += QUERY_BLOCK) {
-            int queries = g->end - t0 < QUERY_BLOCK ? g->end - t0 : QUERY_BLOCK;
+        /* blocks of about equal size (9 queries: 5 and 4, not 8 and 1): the bits are the same either way */
+        int blocks = (g->end - g->begin + QUERY_BLOCK - 1) / QUERY_BLOCK;
+        for (int t0 = g->begin, queries; t0 < g->end; t0 += queries, blocks--) {
+            queries = (g->end - t0 + blocks - 1) / blocks;
             const float *query[QUERY_BLOCK];
             float *outs[QUERY_BLOCK];
             int lengths[QUERY_BLOCK];

@@ -9,6 +9,8 @@
 #define TILE_PASS 4     /* column vectors of a 64-wide tile accumulated together: 32 registers hold 6 rows x 4 */
 #define SCORE_CHUNKS 4  /* key chunks scored together per query block */
 #define WEIGH_VECTORS 8 /* head vectors weighed together per query block */
+#define QUERY_BLOCK 8   /* a verification's queries of one head together: its keys and values widened once */
+#define SUM_REGISTERS 24 /* of 32: the rest hold the keys or values and a broadcast query element */
 #define INT8_DOT_BIAS 128 /* vpdpbusd multiplies the stored w + 128: sums carry 128 * sum(x) */
 
 typedef __m512 vf;

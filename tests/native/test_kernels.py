@@ -136,6 +136,41 @@ def test_int8_products_of_int8_activations_stay_close_to_float32():
     assert torch.equal(alone[0], out[4])  # a row's numbers do not depend on the other rows
 
 
+def quantized_product(weight: torch.Tensor, bias: torch.Tensor, row: torch.Tensor, steps_from_all: bool = True
+                      ) -> torch.Tensor:
+    """What kernels.h quantize_row and the int8 product compute for one row, in float64: the first 8 entries above
+    6 rms multiplied in float, the rest quantized with one step, the largest |x| among them / 127 (among the entries
+    below 6 rms only, when not `steps_from_all`: the larger ones then clip)."""
+    values = row.double()
+    limit = 6.0 * values.square().mean().sqrt()
+    outliers = (values.abs() > limit).nonzero().flatten()[:8]
+    rest = values.clone()
+    rest[outliers] = 0
+    step = (rest.abs() if steps_from_all else rest.abs().masked_fill(rest.abs() > limit, 0)).max() / 127
+    dequantized = pack_linear(weight, bias, "int8-vnni").dequantized().double()
+    quantized = torch.round(rest / step).clamp(-127, 127) * step
+    quantized[outliers] = values[outliers]
+    return dequantized @ quantized + bias.double()
+
+
+@pytest.mark.skipif(not capabilities().int8_products, reason="no native kernels here")
+@pytest.mark.parametrize("outliers", [0, 3, 12])
+def test_int8_activations_keep_their_first_outliers_in_float_and_quantize_the_rest(outliers):
+    # outliers in several 16-wide blocks, and more than the 8 kept: the others set the quantization step
+    generator = torch.Generator().manual_seed(outliers)
+    weight, bias = torch.randn(80, 1024, generator=generator), torch.randn(80, generator=generator)
+    row = torch.randn(1024, generator=generator)
+    row[torch.randperm(1024, generator=generator)[:outliers]] = 100.0 * (1 + torch.rand(outliers, generator=generator))
+    out = torch.empty(1, 80)
+    packed = pack_linear(weight, bias, "int8-vnni")
+    kernels().linear_forward(ctypes.byref(packed.struct), 1, row.contiguous().data_ptr(), 1024, out.data_ptr(), 80, 1)
+    expected = quantized_product(weight, bias, row)
+    assert torch.allclose(out[0].double(), expected, rtol=1e-4, atol=1e-4 * expected.abs().max())
+    if outliers > 8:  # the four outliers past the eighth, clipped to the small entries' step, would be far off
+        assert not torch.allclose(out[0].double(), quantized_product(weight, bias, row, steps_from_all=False),
+                                  rtol=1e-2)
+
+
 def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
     weight, bias = torch.randn(70, 32), torch.randn(70)
