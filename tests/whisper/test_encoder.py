@@ -35,6 +35,31 @@ def test_reduced_encoders_stay_close_to_float32(precision, tolerance):
 
 
 @needs_int8
+def test_the_int8_layers_write_over_one_buffer_a_part_within_a_window_and_let_them_go_after_it():
+    # every layer's output of a part is the same buffer, rewritten (faulted in once a window, not once a layer);
+    # a window's result is still its own, whichever window ran before, and nothing is held after it
+    runner = EncoderRunner(MODEL.model.encoder, "int8")
+    products, written = runner.backend.products, []
+    product = products.product
+
+    def recording(packed, inputs, gelu=False, dtype=None, out=None):
+        written.append(None if out is None else out.data_ptr())
+        return product(packed, inputs, gelu, dtype, out)
+
+    products.product = recording
+    first, second = features_for(MODEL, 0), features_for(MODEL, 1)
+    with torch.inference_mode():
+        alone = EncoderRunner(MODEL.model.encoder, "int8")(second)
+        runner(first)
+        after_another = runner(second)
+    assert torch.equal(after_another, alone)
+    layers = len(MODEL.model.encoder.layers)
+    window = written[: 4 * layers]
+    assert None not in window and len(set(window)) == 4  # qkv, out, fc1, fc2: one buffer each, every layer
+    assert products._outputs == {}
+
+
+@needs_int8
 @pytest.mark.parametrize("gelu", [False, True])
 def test_int8_products_take_and_give_bfloat16_or_float32_from_the_same_integers(gelu):
     from asr_specdec.native import kernels

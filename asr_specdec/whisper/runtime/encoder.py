@@ -182,7 +182,11 @@ class FusedForward:
         self.cross_projection = products.cross if products is not None else None
 
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
-        return fused_forward(self.encoder, self.project, features, self.attend)
+        try:
+            return fused_forward(self.encoder, self.project, features, self.attend)
+        finally:
+            if self.products is not None:
+                self.products.forget_outputs()
 
 
 def fused_qkv(attention) -> tuple[torch.Tensor, torch.Tensor]:
@@ -218,10 +222,10 @@ def fused_forward(encoder: nn.Module, project, features: torch.Tensor, attend=No
     hidden = F.gelu(encoder.conv1(features))
     hidden = F.gelu(encoder.conv2(hidden)).permute(0, 2, 1).contiguous()  # else every later op copies it
     hidden = hidden + encoder.embed_positions.weight[: hidden.shape[1]]
-    for index, layer in enumerate(encoder.layers):
+    for index, layer in enumerate(encoder.layers):  # (hidden is this pass's own tensor: added to in place)
         attended = attend(layer.self_attn, project(index, "qkv", layer.self_attn_layer_norm(hidden)))
-        hidden = hidden + project(index, "out", attended)
-        hidden = hidden + project(index, "fc2", project(index, "fc1", layer.final_layer_norm(hidden)))
+        hidden += project(index, "out", attended)
+        hidden += project(index, "fc2", project(index, "fc1", layer.final_layer_norm(hidden)))
     return encoder.layer_norm(hidden)
 
 
@@ -325,9 +329,22 @@ class Int8Products:
             let_go(*_linear_tensors(layer))  # read to pack: mapped pages go back to the file
         self._store.save()
         self._cross: dict[tuple, object] = {}
+        # each part's output, written again by the next layer's: a window's tens of MB a product are faulted in
+        # once, not once a layer (freed, glibc gave them back to the system, a worker thread's arena most of all)
+        self._outputs: dict[str, torch.Tensor] = {}
 
     def __call__(self, index: int, part: str, inputs: torch.Tensor) -> torch.Tensor:
-        return self.product(self.layers[index][part], inputs, gelu=part == "fc1")
+        """Layer `index`'s `part` of `inputs`, in a buffer the same part of the next layer writes over (until
+        forget_outputs)."""
+        packed, rows = self.layers[index][part], inputs.numel() // inputs.shape[-1]
+        output = self._outputs.get(part)
+        if output is None or output.shape != (rows, packed.n) or output.dtype != self.dtype:
+            output = self._outputs[part] = torch.empty(rows, packed.n, dtype=self.dtype)
+        return self.product(packed, inputs, gelu=part == "fc1", out=output)
+
+    def forget_outputs(self) -> None:
+        """Let the layers' output buffers go (a window's encoder pass is over)."""
+        self._outputs.clear()
 
     def tensors(self) -> list[torch.Tensor]:
         """Every pack's tensors: the layers' and the cross-attention projections' made so far."""
@@ -335,16 +352,16 @@ class Int8Products:
         return [tensor for packed in packs for tensor in (packed.packed, packed.scale, packed.bias)
                 if tensor is not None]
 
-    def product(self, packed, inputs: torch.Tensor, gelu: bool = False, dtype: torch.dtype | None = None
-                ) -> torch.Tensor:
+    def product(self, packed, inputs: torch.Tensor, gelu: bool = False, dtype: torch.dtype | None = None,
+                out: torch.Tensor | None = None) -> torch.Tensor:
         """`inputs` through `packed`, in `dtype` (bfloat16 or float32; default the products' own) in and out: the
         same integers either way, and a bfloat16 output is the float32 one rounded to nearest even (to zero below
-        1.2e-38)."""
+        1.2e-38). `out`: a contiguous [rows, n] tensor of that dtype to write into."""
         dtype = dtype or self.dtype
         flat = inputs.reshape(-1, inputs.shape[-1])
         if flat.dtype != dtype or not flat.is_contiguous():
             flat = flat.to(dtype).contiguous()
-        output = torch.empty(flat.shape[0], packed.n, dtype=dtype)
+        output = out if out is not None else torch.empty(flat.shape[0], packed.n, dtype=dtype)
         if dtype not in (torch.bfloat16, torch.float32):
             raise ValueError(f"the native int8 products take bfloat16 or float32, not {dtype}")
         product = self.library.linear_int8_bf16 if dtype == torch.bfloat16 else self.library.linear_int8_f32
