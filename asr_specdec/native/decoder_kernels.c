@@ -665,7 +665,8 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
                 one.packed = (const char *)exact->packed + (size_t)tile * exact->k * TILE * format_bytes(exact->format);
                 one.n = n - tile * TILE < TILE ? n - tile * TILE : TILE;
                 one.n_tiles = 1;
-                one.scale = one.bias = NULL;
+                one.scale = exact->scale ? exact->scale + tile * TILE : NULL; /* an int8 pack's column scales */
+                one.bias = exact->bias ? exact->bias + tile * TILE : NULL;
                 tile_rows(&one, 0, row, ldx, 1, exact_scores, TILE, EPI_STORE, 0.0f);
                 while (hits) {
                     int lane = __builtin_ctzll(hits), v = tile * TILE + lane;

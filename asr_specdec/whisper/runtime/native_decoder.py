@@ -123,8 +123,10 @@ class NativeDecoder:
         else:
             self._vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store,
                                       "vocabulary")
-        if self.exact and storage != "int8":  # an int8 copy screens the vocabulary, the exact pack settles the rest
-            screen = capabilities().fastest_int8
+        screen = capabilities().fastest_int8
+        if self.exact and (storage != "int8" or screen == "int8-vnni"):
+            # an int8 copy screens the vocabulary, the exact pack settles the rest (an int8 one too: int8 activations
+            # stream its bytes faster than float32 ones, and a verification's rows cost int8 products)
             self._approx_store = PackStore(weights_key, screen)  # kept: its tensors may map its file
             self.approx = shared_pack(vocabulary, "linear", screen, lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")
