@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..weights.mapped import trim_heap
+from ..weights.mapped import let_go, trim_heap
 from . import Linear
 
 TILE = 64
@@ -72,17 +72,26 @@ class PackedLinear:
     struct: Linear
     group: int = 0  # int4-vnni: inputs per scale
 
-    def dequantized(self) -> torch.Tensor:
-        """The weight [n, k] as the kernels see it, in float32."""
+    def dequantized(self, first_tile: int = 0, tiles: int | None = None) -> torch.Tensor:
+        """The weight [n, k] as the kernels see it, in float32; or the rows of `tiles` tiles from `first_tile` (64
+        rows a tile, the last one short), so that a bound over a large matrix needs a float32 copy of a part only."""
+        last = self.packed.shape[0] if tiles is None else min(first_tile + tiles, self.packed.shape[0])
+        packed, start = self.packed[first_tile:last], first_tile * TILE
+        rows = min(last * TILE, self.n) - start
         if self.format == "int4-vnni":
-            nibbles = torch.stack([self.packed & 0x0F, self.packed >> 4], dim=3).to(torch.int16) - 8
-            values = nibbles.permute(0, 2, 1, 3, 4).reshape(-1, self.k)[: self.n].float()  # [tiles, 64, k/8, 2, 4]
-            return values * self.scale.repeat_interleave(self.group, dim=0).t()
+            nibbles = torch.stack([packed & 0x0F, packed >> 4], dim=3).to(torch.int16) - 8
+            values = nibbles.permute(0, 2, 1, 3, 4).reshape(-1, self.k)[:rows].float()  # [tiles, 64, k/8, 2, 4]
+            return values * self.scale[:, start: start + rows].repeat_interleave(self.group, dim=0).t()
         if self.format == "int8-vnni":
-            tiles = (self.packed.float() - 128).permute(0, 2, 1, 3).reshape(-1, self.k)[: self.n]
+            values = (packed.float() - 128).permute(0, 2, 1, 3).reshape(-1, self.k)[:rows]
         else:
-            tiles = self.packed.float().reshape(-1, self.k, TILE).permute(0, 2, 1).reshape(-1, self.k)[: self.n]
-        return tiles * self.scale[:, None] if self.scale is not None else tiles
+            values = packed.float().reshape(-1, self.k, TILE).permute(0, 2, 1).reshape(-1, self.k)[:rows]
+        return values * self.scale[start: start + rows, None] if self.scale is not None else values
+
+    def row_norms(self, tiles_at_once: int = 64) -> torch.Tensor:
+        """||W_v|| of every row v of `dequantized()`, computed a part at a time."""
+        return torch.cat([self.dequantized(first, tiles_at_once).norm(dim=1)
+                          for first in range(0, self.packed.shape[0], tiles_at_once)])
 
 
 def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -> PackedLinear:
@@ -253,6 +262,7 @@ class PackStore:
 
         from ..weights.streamed_safetensors import Planned, write_streamed
 
+        read_back = [name for name in self.names if name not in self.tensors]  # only to be written again
         for name in self.names:
             self._get(name)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -270,6 +280,9 @@ class PackStore:
         if hasattr(mmap, "MADV_DONTNEED"):  # writing the store read every page: let the kernel take them back
             for mapped in self._spool_maps:  # (a private mapping never written: a page read again is the file's)
                 mapped.madvise(mmap.MADV_DONTNEED)
+        # and those of the tensors read from the old file only to be copied (a first load's second save of one
+        # store held a large-v3 decoder's 734 MB of layer packs so, resident for nothing)
+        let_go(*(self.tensors[name] for name in read_back))
         if self._spool is not None:  # what was spooled is in the store now; a later pack opens a new spool
             self._close_spool()
             self._spool = None
@@ -280,9 +293,10 @@ def argmax_error(exact: PackedLinear, approx: PackedLinear) -> torch.Tensor:
     (float32 sums of k products) and W~_v what `approx` computes: the rows' difference (Cauchy-Schwarz) plus
     the float32 rounding of both sums (at most k+2 roundings each, relative 2^-24). Computed in float32 and
     rounded up generously (float32 norms of k terms are within k * 2^-24 of the truth)."""
-    exact_rows, approx_rows = exact.dequantized(), approx.dequantized()
-    difference = (exact_rows - approx_rows).norm(dim=1)
+    tiles_at_once = 64  # a part at a time: the whole vocabulary in float32, twice, was ~530 MB at large-v3
+    difference = torch.cat([(exact.dequantized(first, tiles_at_once) - approx.dequantized(first, tiles_at_once))
+                            .norm(dim=1) for first in range(0, exact.packed.shape[0], tiles_at_once)])
     rounding = (exact.k + 2) * 2.0 ** -24 / (1 - (exact.k + 2) * 2.0 ** -24)
-    norms = exact_rows.norm(dim=1) + approx_rows.norm(dim=1)
+    norms = exact.row_norms(tiles_at_once) + approx.row_norms(tiles_at_once)
     slack = 1 + 4 * exact.k * 2.0 ** -24 + 1e-4
     return ((difference + rounding * norms) * slack).contiguous()

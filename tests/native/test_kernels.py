@@ -171,6 +171,20 @@ def test_int8_activations_keep_their_first_outliers_in_float_and_quantize_the_re
                                   rtol=1e-2)
 
 
+@pytest.mark.parametrize("storage", ["float32", "bfloat16", "int8", "int8-vnni", "int4-vnni"])
+def test_a_pack_dequantized_a_few_tiles_at_a_time_is_the_whole_matrix(storage):
+    # the argmax bound and the screen's row norms read a large vocabulary a part at a time (a float32 copy of all
+    # of it, twice, was ~530 MB of a large-v3 first load): the parts must be the whole's rows, the short last tile too
+    generator = torch.Generator().manual_seed(5)
+    packed = pack_linear(torch.randn(1000, 256, generator=generator), None, storage)
+    whole = packed.dequantized()
+    assert whole.shape == (1000, 256)
+    parts = [packed.dequantized(first, 3) for first in range(0, packed.packed.shape[0], 3)]
+    assert [part.shape[0] for part in parts][-1] == 1000 - 15 * 64  # 16 tiles: the last part is one short tile
+    assert torch.equal(torch.cat(parts), whole)
+    assert torch.allclose(packed.row_norms(5), whole.norm(dim=1))
+
+
 def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
     weight, bias = torch.randn(70, 32), torch.randn(70)
@@ -264,6 +278,27 @@ def test_packs_made_now_live_in_a_mapped_spool_not_the_heap(tmp_path, monkeypatc
     assert torch.equal(kept.packed, expected.packed)
     no_disk = PackStore(None, "int8").linear("layer", lambda: pack_linear(weight, bias, "int8"))
     assert not (_mapped_file(no_disk.packed) or "").startswith("/")  # no file holds it: the heap
+
+
+def test_a_store_saved_again_lets_go_of_what_it_read_back_only_to_copy(tmp_path, monkeypatch):
+    """A second store on the same file (an int8 decoder's vocabulary screen beside its layers' packs, a drafter's
+    packs beside the main model's) adds a tensor and saves: it reads the file's other tensors to write them again,
+    and those pages go back (a large-v3 first load held its 734 MB of layer packs so), the numbers unchanged."""
+    from ..resident import resident_kib_of
+
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    weight = torch.randn(2048, 1024)
+    first = PackStore("model-key", "int8-vnni")
+    layer = first.linear("layer", lambda: pack_linear(weight, None, "int8-vnni"))
+    first.save()
+    second = PackStore("model-key", "int8-vnni")
+    second.tensor("norms", lambda: torch.arange(40000, dtype=torch.float32))
+    second.save()
+    copied = second.tensors["layer.packed"]  # from the file, read only to be written again
+    assert copied.nbytes == 2 << 20
+    assert resident_kib_of([copied]) < 256  # of 2 MB read
+    assert torch.equal(copied, layer.packed)  # read again: the file's bytes
+    assert resident_kib_of([copied]) >= 1024
 
 
 def test_a_spool_is_closed_when_its_store_is_saved_or_dropped(tmp_path, monkeypatch):

@@ -127,12 +127,14 @@ class NativeDecoder:
         if self.exact and (storage != "int8" or screen == "int8-vnni"):
             # an int8 copy screens the vocabulary, the exact pack settles the rest (an int8 one too: int8 activations
             # stream its bytes faster than float32 ones, and a verification's rows cost int8 products)
-            self._approx_store = PackStore(weights_key, screen)  # kept: its tensors may map its file
+            # kept: its tensors may map its file (the layers' own store where they are int8-vnni: one file, written
+            # by one store, whose tensors stay those it mapped or spooled)
+            self._approx_store = self._layer_store if screen == self.layer_storage else PackStore(weights_key, screen)
             self.approx = shared_pack(vocabulary, "linear", screen, lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")
             if screen == "int8-vnni":  # its rows' norms bound what quantizing the activations changes
                 self.approx_norms = self._approx_store.tensor(
-                    "vocabulary.norms", lambda: (self.approx.dequantized().norm(dim=1) * (1 + 1e-5)).contiguous())
+                    "vocabulary.norms", lambda: (self.approx.row_norms() * (1 + 1e-5)).contiguous())
             self._approx_store.save()
             self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self._vocab, self.approx))
         self._store.save()
