@@ -26,6 +26,8 @@ SPOOL_MIN_BYTES = 1 << 16  # smaller tensors stay in the heap: a page-aligned ma
 TRIM_BYTES = 64 << 20
 FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4, "int4-vnni": 5}
 STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8, 4: torch.uint8, 5: torch.uint8}
+PART_TILES = 64  # tiles dequantized at once for a bound over a whole matrix (all of large-v3's vocabulary in
+# float32, twice, was ~530 MB of its first load)
 INT4_GROUP = 128  # inputs per int4 scale (the whole row when it does not divide the input width)
 
 
@@ -88,10 +90,10 @@ class PackedLinear:
             values = packed.float().reshape(-1, self.k, TILE).permute(0, 2, 1).reshape(-1, self.k)[:rows]
         return values * self.scale[start: start + rows, None] if self.scale is not None else values
 
-    def row_norms(self, tiles_at_once: int = 64) -> torch.Tensor:
-        """||W_v|| of every row v of `dequantized()`, computed a part at a time."""
-        return torch.cat([self.dequantized(first, tiles_at_once).norm(dim=1)
-                          for first in range(0, self.packed.shape[0], tiles_at_once)])
+    def row_norms(self) -> torch.Tensor:
+        """||W_v|| of every row v of `dequantized()`, computed PART_TILES tiles at a time."""
+        return torch.cat([self.dequantized(first, PART_TILES).norm(dim=1)
+                          for first in range(0, self.packed.shape[0], PART_TILES)])
 
 
 def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -> PackedLinear:
@@ -293,10 +295,12 @@ def argmax_error(exact: PackedLinear, approx: PackedLinear) -> torch.Tensor:
     (float32 sums of k products) and W~_v what `approx` computes: the rows' difference (Cauchy-Schwarz) plus
     the float32 rounding of both sums (at most k+2 roundings each, relative 2^-24). Computed in float32 and
     rounded up generously (float32 norms of k terms are within k * 2^-24 of the truth)."""
-    tiles_at_once = 64  # a part at a time: the whole vocabulary in float32, twice, was ~530 MB at large-v3
-    difference = torch.cat([(exact.dequantized(first, tiles_at_once) - approx.dequantized(first, tiles_at_once))
-                            .norm(dim=1) for first in range(0, exact.packed.shape[0], tiles_at_once)])
+    differences, norms = [], []
+    for first in range(0, exact.packed.shape[0], PART_TILES):  # each part dequantized once, both matrices' rows
+        exact_rows, approx_rows = exact.dequantized(first, PART_TILES), approx.dequantized(first, PART_TILES)
+        differences.append((exact_rows - approx_rows).norm(dim=1))
+        norms.append(exact_rows.norm(dim=1) + approx_rows.norm(dim=1))
+    difference, norms = torch.cat(differences), torch.cat(norms)
     rounding = (exact.k + 2) * 2.0 ** -24 / (1 - (exact.k + 2) * 2.0 ** -24)
-    norms = exact.row_norms(tiles_at_once) + approx.row_norms(tiles_at_once)
     slack = 1 + 4 * exact.k * 2.0 ** -24 + 1e-4
     return ((difference + rounding * norms) * slack).contiguous()

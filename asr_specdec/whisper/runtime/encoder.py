@@ -338,7 +338,7 @@ class Int8Products:
         forget_outputs)."""
         packed, rows = self.layers[index][part], inputs.numel() // inputs.shape[-1]
         output = self._outputs.get(part)
-        if output is None or output.shape != (rows, packed.n) or output.dtype != self.dtype:
+        if output is None or output.shape != (rows, packed.n):
             output = self._outputs[part] = torch.empty(rows, packed.n, dtype=self.dtype)
         return self.product(packed, inputs, gelu=part == "fc1", out=output)
 

@@ -126,9 +126,9 @@ class NativeDecoder:
         screen = capabilities().fastest_int8
         if self.exact and (storage != "int8" or screen == "int8-vnni"):
             # an int8 copy screens the vocabulary, the exact pack settles the rest (an int8 one too: int8 activations
-            # stream its bytes faster than float32 ones, and a verification's rows cost int8 products)
-            # kept: its tensors may map its file (the layers' own store where they are int8-vnni: one file, written
-            # by one store, whose tensors stay those it mapped or spooled)
+            # stream its bytes faster than float32 ones, and a verification's rows cost int8 products). Its store is
+            # kept (its tensors may map its file), and is the layers' own where they are int8-vnni: one file, one
+            # writer, whose tensors stay those it mapped or spooled
             self._approx_store = self._layer_store if screen == self.layer_storage else PackStore(weights_key, screen)
             self.approx = shared_pack(vocabulary, "linear", screen, lambda: (vocabulary, None), self._approx_store,
                                       "vocabulary")
