@@ -151,10 +151,34 @@ def test_an_assistant_in_a_drafters_int8_formats_proposes_tokens_and_stays_exact
     speculative = pipeline_for(MAIN, compute, DRAFTERS["assistant-drafting"])
     assert speculative.drafter.runner.weights == formats["weights"]
     drafted = accepted = 0
-    for seed in range(8):  # another random model's drafts pass about one time in 150: enough seeds for a few
+    for seed in range(32):  # another random model's drafts pass about one time in 150: seeds until a few did
         expected = decode(plain, [seed])[0]
         windows = [Window(features_for(MAIN, seed))]
         row = speculative.decode(windows)[0]
         assert row.tokens == expected, (compute, seed)
         drafted, accepted = drafted + row.stats.drafted_tokens, accepted + row.stats.accepted_tokens
+        if seed >= 7 and drafted > accepted > 0:
+            break
     assert drafted > accepted > 0
+
+
+@pytest.mark.skipif(not NATIVE, reason="int8 decoders run on the native kernels")
+def test_an_int8_decoder_caches_int8_cross_states_quantized_from_the_bfloat16_ones_the_window_hands_on():
+    """An int8 decoder's cache holds the cross-attention states in int8 (a scale a vector, each value within half a
+    step of the state), made from the bfloat16 states the window keeps for drafters and the next call, not from a
+    float32 copy twice their size."""
+    pipeline = WindowPipeline(MAIN, None, compute=parse_compute_type("int8"))
+    with torch.inference_mode():
+        encoded = pipeline.encoder(features_for(MAIN, 0))
+        keys, values = pipeline.runner.cross_attention_states(encoded, pipeline.encoder.cross_projection)
+        cache = pipeline.runner.new_cache(encoded, cross_states=(keys, values))
+    assert {state.dtype for state in keys + values} == {torch.bfloat16}
+    assert {state.dtype for state in cache.cross_keys + cache.cross_values} == {torch.int8}
+    assert len(cache.cross_key_scales) == len(cache.cross_value_scales) == len(keys)
+    for quantized, scale, state in zip(cache.cross_values, cache.cross_value_scales, values):
+        error = (quantized.float() * scale[..., None] - state.float()).abs()
+        assert (error <= scale[..., None] / 2 + 1e-6).all()
+        assert scale.max() > 0
+    # the float32 decoder's cache keeps the states as they come
+    float32 = WindowPipeline(MAIN, None, compute=parse_compute_type("int8:float32")).runner
+    assert float32.new_cache(encoded, cross_states=(keys, values)).cross_key_scales is None

@@ -78,7 +78,8 @@ def drafting_formats(model: nn.Module) -> dict:
 
 
 def choose_backend(model: nn.Module, layers: list, weights: str | None, kv_dtype: torch.dtype | None,
-                   cross_dtype: torch.dtype | None, native: bool | None) -> DecoderBackend:
+                   cross_dtype: torch.dtype | None, cross_projected: torch.dtype | None,
+                   native: bool | None) -> DecoderBackend:
     """The one place that picks the decoder's backend: the native kernels where they run `model` (unless
     `native` is False), else the PyTorch path in the model's own dtype (announced when it was not asked for)."""
     decoder, proj_out = decoder_parts(model)
@@ -91,7 +92,7 @@ def choose_backend(model: nn.Module, layers: list, weights: str | None, kv_dtype
 
         storage = weights or "float32"
         runner = NativeDecoder(kernels(), decoder, proj_out, layers, storage, getattr(model, "weights_key", None))
-        return NativeBackend(runner, decoder.embed_positions.weight.shape[0], kv_dtype, cross_dtype)
+        return NativeBackend(runner, decoder.embed_positions.weight.shape[0], kv_dtype, cross_dtype, cross_projected)
     device = decoder.embed_tokens.weight.device
     if native is None and device.type == "cpu":
         from ...native import announce_fallback
@@ -114,13 +115,15 @@ class WhisperDecoderRunner:
     activations (each token's row quantized on its own, exact int32 sums: capabilities().int8_layers, AVX-512).
     `kv_dtype` is that of the self-attention keys and values the native kernels keep (default: bfloat16 for
     bfloat16 weights, else float32), `cross_dtype` that of the cross-attention keys and values, computed once per
-    window (default: kv_dtype; in bfloat16 they are also projected in bfloat16). `native=False` forces the PyTorch
-    path.
+    window (default: kv_dtype; in bfloat16 they are also projected in bfloat16), and `cross_projected` the dtype
+    they are projected and handed around in before the cache takes them (default: cross_dtype, float32 for int8;
+    the main model's int8 cache quantizes the bfloat16 states the drafters and the next call share). `native=False`
+    forces the PyTorch path.
     """
 
     def __init__(self, model: nn.Module, num_layers: int | None = None, weights: str | None = None,
                  kv_dtype: torch.dtype | None = None, cross_dtype: torch.dtype | None = None,
-                 native: bool | None = None):
+                 native: bool | None = None, cross_projected: torch.dtype | None = None):
         self.decoder, self.proj_out = decoder_parts(model)
         total = len(self.decoder.layers)
         self.num_layers = total if num_layers is None else num_layers
@@ -135,7 +138,8 @@ class WhisperDecoderRunner:
         weight = self.decoder.embed_tokens.weight
         self.device = weight.device
         self.vocab_size = weight.shape[0]
-        self.backend: DecoderBackend = choose_backend(model, self.layers, weights, kv_dtype, cross_dtype, native)
+        self.backend: DecoderBackend = choose_backend(model, self.layers, weights, kv_dtype, cross_dtype,
+                                                       cross_projected, native)
         self.weights, self.dtype = self.backend.weights, self.backend.dtype
         self.kv_dtype, self.cross_dtype = self.backend.kv_dtype, self.backend.cross_dtype
         # greedy choices without the full float32 projection (core/argmax.py); False: always the full logits

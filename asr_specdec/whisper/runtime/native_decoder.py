@@ -361,14 +361,14 @@ class NativeBackend:
     dtype = torch.float32  # of inputs and outputs; the storage format is internal
 
     def __init__(self, decoder: NativeDecoder, max_positions: int, kv_dtype: torch.dtype | None,
-                 cross_dtype: torch.dtype | None):
+                 cross_dtype: torch.dtype | None, cross_projected: torch.dtype | None = None):
         self.decoder, self.max_positions = decoder, max_positions
         self.native_decoder = decoder
         self.weights = decoder.storage
         self.kv_dtype = kv_dtype or (torch.bfloat16 if self.weights == "bfloat16" else torch.float32)
         self.cross_dtype = cross_dtype or self.kv_dtype
-        # int8 cross states are projected in float32 and quantized by new_cache
-        self.cross_compute = torch.float32 if self.cross_dtype == torch.int8 else self.cross_dtype
+        # int8 cross states are projected (in float32 unless asked otherwise) and quantized by new_cache
+        self.cross_compute = cross_projected or (torch.float32 if self.cross_dtype == torch.int8 else self.cross_dtype)
 
     def hidden_states(self, cache, token_ids: torch.Tensor, starts: list[int]) -> torch.Tensor:
         batch, length = token_ids.shape

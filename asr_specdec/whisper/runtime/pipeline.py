@@ -131,11 +131,14 @@ class WindowPipeline:
         self.compute = compute or ComputeType()
         self.encoder = EncoderRunner(model.model.encoder, self.compute.encoder, getattr(model, "weights_key", None))
         # the cross-attention keys/values are computed once per window, with the encoder: in its precision (kept in
-        # bfloat16 when that is bfloat16 or native int8)
+        # bfloat16 when that is bfloat16 or native int8); an int8 decoder's cache holds them in int8, a scale a
+        # vector (a step reads half the bytes: 123 of ~1,050 MB at large-v3)
         self._cross_projection = self.encoder.cross_projection  # decided with the encoder, read by every encode
         reduced = self.compute.encoder == "bfloat16" or self._cross_projection is not None
-        cross_dtype = torch.bfloat16 if reduced else None
-        self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype)
+        projected = torch.bfloat16 if reduced else None
+        cross_dtype = torch.int8 if self.compute.decoder == "int8" else projected
+        self.runner = WhisperDecoderRunner(model, weights=self.compute.decoder, cross_dtype=cross_dtype,
+                                           cross_projected=projected)
         trim_heap()  # packing's transient tensors, freed, would stay resident in the allocator
         # (features, encoder output, cross states) of the last call's one window (language detection's, or a
         # decode a fallback may retry), for the next call (see _encode); cross states None once a user's call ended
