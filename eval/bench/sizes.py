@@ -14,7 +14,10 @@ temperature 0 only, with the end of text suppressed so that exactly `--tokens` t
 `suppress_tokens=[-1, end]`, `max_new_tokens`, scaled until it makes that many: see requested_for; ours through its
 drop-in `WhisperModel`, the same arguments; the table shows the counts made). The systems take turns, best of
 `--repeats`. "ms a token" is the difference between a call of 2 x tokens and one of tokens, per token: the decoder's
-own cost, whatever the encoder and features cost. The encoder is one 30-s window, features given. Memory: each
+own cost, whatever the encoder and features cost; each call counted less the time it spent in its own encoder
+(faster-whisper's `encode`, ours' pipeline encoder, clocked around the call: EncoderClock), so that the encoder's
+run-to-run noise (a tenth of a second on a 4-s turbo window, a millisecond a token over 100) stays out of it.
+The encoder is one 30-s window, features given. Memory: each
 system alone in a fresh process (eval/bench/size_probe.py): the peak while loading, the resident set after one whole
 call; ours' first load with an empty model cache (it converts the folder then).
 
@@ -147,12 +150,44 @@ class Timing:
     whole: float = float("inf")  # a call of `tokens` tokens
     double: float = float("inf")  # a call of 2 x `tokens` tokens
     made: list = field(default_factory=list)  # the token counts the two calls made
+    whole_decoding: float = float("inf")  # the call of `tokens` tokens less its time in the encoder
+    double_decoding: float = float("inf")  # the same of the call of 2 x `tokens`
 
     def per_token(self, tokens: int) -> float:
-        """Seconds a decoder token costs: the longer call's extra time over its extra tokens (`tokens` when the
-        calls made what they were asked for)."""
+        """Seconds a decoder token costs: the longer call's extra time (each call less its own encoder time) over its
+        extra tokens (`tokens` when the calls made what they were asked for)."""
         extra = self.made[1] - self.made[0] if len(self.made) == 2 and self.made[1] > self.made[0] else tokens
-        return (self.double - self.whole) / extra
+        return (self.double_decoding - self.whole_decoding) / extra
+
+
+class EncoderClock:
+    """The seconds a system's calls spend in its encoder (faster-whisper's `encode`, ours' pipeline encoder), its
+    entry point wrapped in place; `seconds` is reset by the caller before a call and read after it."""
+
+    def __init__(self, model):
+        self.seconds = 0.0
+        if hasattr(model, "speculative"):
+            pipeline = model.speculative.pipeline
+            pipeline.encoder = _Clocked(pipeline.encoder, self)
+        else:
+            model.encode = _Clocked(model.encode, self)
+
+
+class _Clocked:
+    """`function` with its time added to `clock.seconds`; its attributes read through."""
+
+    def __init__(self, function, clock: EncoderClock):
+        self._function, self._clock = function, clock
+
+    def __call__(self, *arguments, **keywords):
+        started = time.perf_counter()
+        try:
+            return self._function(*arguments, **keywords)
+        finally:
+            self._clock.seconds += time.perf_counter() - started
+
+    def __getattr__(self, name: str):
+        return getattr(self._function, name)
 
 
 def _encoder(model, samples: np.ndarray):
@@ -177,6 +212,7 @@ def time_systems(systems: dict, samples: np.ndarray, tokens: int, repeats: int) 
     """Each system's encoder and whole calls, the systems taking turns, best of `repeats`."""
     timings = {name: Timing() for name in systems}
     encoders = {name: _encoder(model, samples) for name, model in systems.items()}
+    clocks = {name: EncoderClock(model) for name, model in systems.items()}
     requests = {}
     windows = {name: FreshWindows() for name in systems}
     for name, model in systems.items():  # also the warm-up: packs, kernels, first-call allocations
@@ -187,11 +223,15 @@ def time_systems(systems: dict, samples: np.ndarray, tokens: int, repeats: int) 
         for name, model in systems.items():
             timing, (single, double) = timings[name], requests[name]
             timing.encoder = min(timing.encoder, best_of(encoders[name], 1)[0])
-            seconds, made = best_of(partial(forced_call, model, windows[name](), single), 1)
-            timing.whole = min(timing.whole, seconds)
-            seconds, made_double = best_of(partial(forced_call, model, windows[name](), double), 1)
-            timing.double = min(timing.double, seconds)
-            timing.made = [made, made_double]
+            made = []
+            for request, whole, decoding in ((single, "whole", "whole_decoding"),
+                                             (double, "double", "double_decoding")):
+                clocks[name].seconds = 0.0
+                seconds, count = best_of(partial(forced_call, model, windows[name](), request), 1)
+                setattr(timing, whole, min(getattr(timing, whole), seconds))
+                setattr(timing, decoding, min(getattr(timing, decoding), seconds - clocks[name].seconds))
+                made.append(count)
+            timing.made = made
     return timings
 
 
@@ -393,6 +433,7 @@ def main(argv=None) -> int:
         timed[shape] = timings
         entry = results["shapes"][shape] = {"folder": str(folder), "timings": {
             name: {"encoder_s": t.encoder, "whole_s": t.whole, "double_s": t.double,
+                   "whole_less_encoder_s": t.whole_decoding, "double_less_encoder_s": t.double_decoding,
                    "ms_per_token": t.per_token(args.tokens) * 1e3, "tokens_made": t.made}
             for name, t in timings.items()}}
         print("\n".join(speed_rows(shape, timings, args.tokens)) + "\n", flush=True)

@@ -3,6 +3,8 @@ acceptance, and its command line's errors."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,46 @@ def test_a_variant_decodes_on_its_own_pipeline_not_on_the_model_it_shares_weight
         model.speculative.decode_windows = spy
     sizes.forced_call(other, sizes.noise(seconds=3.0), 5)
     assert decoded == {"variant": 1}
+
+
+def test_ms_a_token_is_the_difference_of_the_calls_less_their_own_encoder_time():
+    timing = sizes.Timing(encoder=3.0, whole=5.0, double=9.0, made=[100, 200], whole_decoding=1.0,
+                          double_decoding=2.0)
+    assert timing.per_token(100) == pytest.approx(0.01)  # not (9 - 5) / 100: the second call's encoder ran slower
+
+
+def test_the_encoder_clock_counts_ours_encoder_inside_a_call_and_leaves_the_pipeline_working():
+    from asr_specdec.compat import WhisperModel
+
+    model = WhisperModel("tiny.en", compute_type="int8", mode="off", cpu_threads=2)
+    clock = sizes.EncoderClock(model)
+    started = time.perf_counter()
+    assert sizes.forced_call(model, sizes.noise(seconds=3.0), 5) >= 1  # the call ends reading the encoder's pages
+    assert 0 < clock.seconds < time.perf_counter() - started
+    clock.seconds = 0.0
+    sizes.forced_call(model, sizes.noise(seconds=3.0, seed=7), 5)
+    assert clock.seconds > 0  # every call's encoder, not only the first's
+
+
+class _Encodes:
+    """faster-whisper's shape: `transcribe` runs `self.encode` once a window."""
+
+    def __init__(self):
+        self.encoded = 0
+
+    def encode(self, features):
+        self.encoded += 1
+        return features
+
+    def transcribe(self, samples, max_new_tokens, **options):
+        from types import SimpleNamespace
+
+        self.encode(samples)
+        return [SimpleNamespace(tokens=[7] * max_new_tokens)], None
+
+
+def test_the_encoder_clock_wraps_faster_whispers_encode_in_place():
+    model = _Encodes()
+    clock = sizes.EncoderClock(model)
+    sizes.forced_call(model, None, 5)
+    assert model.encoded == 1 and clock.seconds > 0

@@ -166,7 +166,8 @@ def sizes_output(default_name: str = "ours auto (int8), default mode") -> str:
     from eval.bench import sizes
 
     def timing(encoder, whole, double):
-        return sizes.Timing(encoder=encoder, whole=whole, double=double, made=[100, 200])
+        return sizes.Timing(encoder=encoder, whole=whole, double=double, made=[100, 200],
+                            whole_decoding=whole - encoder, double_decoding=double - encoder)
     small = {"faster-whisper int8": timing(1.0, 4.0, 7.0), "ours float32 (float32), plain": timing(1.2, 3.5, 6.0),
              "ours int8 (int8), plain": timing(0.8, 2.5, 4.0), default_name: timing(0.8, 2.0, 3.0)}
     costs = {"main_step": 0.1, "draft_step": 0.01, "verification": 0.12}
