@@ -94,15 +94,16 @@ def test_the_drop_in_defaults_vad_live_and_a_server_request_create_every_tensor_
     encoded = io.BytesIO()
     soundfile.write(encoded, speech, 16000, format="WAV", subtype="PCM_16")
     with explicit_devices() as calls:
-        segments, _ = drop_in.transcribe(speech)
-        segments = list(segments)
+        segments, info = drop_in.transcribe(speech)
+        segments = list(segments)  # a random model may write nothing here (it did in one CI run): the decode ran
         spoken = whisper.transcribe(speech, vad_filter=True)
         updates = list(play(StreamingTranscriber(whisper), speech, chunk_seconds=2.0))
         with serving(whisper) as served:  # the request is decoded on the server's own threads
             response = httpx.post(served.url + "/v1/audio/transcriptions", data={"model": "whisper-1"},
                                   files={"file": ("clip.wav", encoded.getvalue(), "audio/wav")}, timeout=120)
     assert calls == []
-    assert segments and spoken.stats.main_passes > 0 and updates and response.status_code == 200
+    assert info.language_probability > 0 and isinstance(segments, list)
+    assert spoken.stats.main_passes > 0 and updates and response.status_code == 200
 
 
 @pytest.mark.parametrize("mode", ["early-exit", "prompt-lookup"])
