@@ -159,3 +159,17 @@ def test_the_encoder_clock_wraps_faster_whispers_encode_in_place():
     clock = sizes.EncoderClock(model)
     sizes.forced_call(model, None, 5)
     assert model.encoded == 1 and clock.seconds > 0
+
+
+def test_pass_costs_are_timed_in_turn_so_a_drift_in_speed_reaches_every_pass_alike():
+    order = []
+
+    def timed_pass(name):
+        def one_pass():
+            order.append(name)
+        return one_pass
+
+    best = sizes.interleaved_best({name: timed_pass(name) for name in ("main_step", "draft_step", "verification")}, 3)
+    assert order == ["main_step", "draft_step", "verification"] * 3
+    assert set(best) == {"main_step", "draft_step", "verification"}
+    assert all(0 <= seconds < 1 for seconds in best.values())

@@ -174,3 +174,22 @@ def test_beams_of_one_audio_read_one_copy_of_its_cross_states_with_the_same_bits
         stepped = [runner.feed_rows(cache, [[7], [9]], [4, 3]) for cache in (shared, own)]
         assert all(torch.equal(a, b) for a, b in zip(*stepped))
 
+
+
+def test_a_caches_first_layers_cut_every_per_layer_list_and_carry_every_other_field():
+    from dataclasses import fields
+
+    from asr_specdec.whisper.runtime.kv_cache import KVCache
+
+    layers = 4
+    values = {field.name: [torch.full((1,), float(index * 10 + layer)) for layer in range(layers)]
+              for index, field in enumerate(fields(KVCache)) if field.name != "max_positions"}
+    values.update(max_positions=448, shares_cross=True, cross_rows=torch.tensor([0], dtype=torch.int32))
+    whole = KVCache(**values)
+    first = whole.first_layers(2)
+    for field in fields(KVCache):
+        kept, own = getattr(first, field.name), getattr(whole, field.name)
+        if isinstance(own, list):
+            assert len(kept) == 2 and all(a is b for a, b in zip(kept, own[:2])), field.name
+        else:
+            assert kept is own, field.name

@@ -38,14 +38,7 @@ class EarlyExitDrafter(ModelDrafter):
     def start(self, context) -> None:
         super().start(context)
         main_cache: KVCache = context.main_cache
-        layers = self.runner.num_layers
-        scales = main_cache.cross_key_scales, main_cache.cross_value_scales  # int8 cross states' (else None)
-        shared = KVCache(main_cache.self_keys[:layers], main_cache.self_values[:layers],
-                         main_cache.cross_keys[:layers], main_cache.cross_values[:layers], main_cache.max_positions,
-                         *(None if side is None else side[:layers] for side in scales),
-                         shares_cross=main_cache.shares_cross, cross_rows=main_cache.cross_rows,
-                         self_pairs=None if main_cache.self_pairs is None else main_cache.self_pairs[:layers])
-        self.target = DecoderTarget(self.runner, shared)
+        self.target = DecoderTarget(self.runner, main_cache.first_layers(self.runner.num_layers))
 
     def _common_prefix(self, sequence: list[int], cached: list[int]) -> int:
         # after the first verification the shared cache holds every token but the last (the main pass wrote

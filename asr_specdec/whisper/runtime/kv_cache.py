@@ -12,7 +12,7 @@ A key tensor's rank says which layout it is in (5: blocks, 4: rows); every reade
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -108,6 +108,12 @@ class KVCache:
     def __post_init__(self):
         self.attention_views: dict = {}  # (layer, slots) -> keys and values over the first slots (views)
         self.graphs: dict = {}  # a pass's bucket -> its captured graph (step_graphs.py), over these tensors
+
+    def first_layers(self, count: int) -> KVCache:
+        """A cache over the first `count` layers of this one, sharing its tensors (an early-exit drafter reads and
+        writes the main model's lower layers): every per-layer list is cut, every other field carried as it is."""
+        return KVCache(**{field.name: value[:count] if isinstance(value := getattr(self, field.name), list) else value
+                          for field in fields(self)})
 
     @property
     def batch_size(self) -> int:
