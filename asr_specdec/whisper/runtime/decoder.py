@@ -39,6 +39,7 @@ from .kv_cache import (
     row_keys,
     self_pairs,
 )
+from .lean_model import linear_as_inputs
 from .torch_decoder import TorchBackend
 
 WEIGHT_FORMATS = ("float32", "bfloat16", "float16", "int8", "int8-vnni")
@@ -162,7 +163,7 @@ class WhisperDecoderRunner:
         batch, length, _ = encoder_output.shape
         linears = [linear for layer in self.layers for linear in (layer.encoder_attn.k_proj, layer.encoder_attn.v_proj)]
         projected = (project(linears, encoder_output) if project is not None
-                     else [_linear(linear, encoder_output) for linear in linears])
+                     else [linear_as_inputs(linear, encoder_output) for linear in linears])
         layout = blocked_keys if self.backend.blocked else row_keys
         keys, values = [], []
         for key, value in zip(projected[0::2], projected[1::2]):
@@ -278,13 +279,6 @@ class WhisperDecoderRunner:
     def feed_forward(self, layer, hidden: torch.Tensor) -> torch.Tensor:
         return self.layer_path.feed_forward(layer, hidden)
 
-
-def _linear(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
-    """layer(inputs) in the inputs' dtype (the layer's weights cast to it when they differ)."""
-    if layer.weight.dtype == inputs.dtype:
-        return layer(inputs)
-    bias = layer.bias.to(inputs.dtype) if layer.bias is not None else None
-    return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
 
 
 def _int8_vectors(native, states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:

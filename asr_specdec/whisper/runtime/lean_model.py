@@ -52,12 +52,13 @@ class Attention(nn.Module):
         """Self-attention over the whole sequence, as transformers' SDPA path computes it."""
         batch, length, _ = hidden.shape
         shape = (batch, length, -1, self.head_dim)
-        query = (self.q_proj(hidden) * self.scaling).view(shape).transpose(1, 2).contiguous()
-        key = self.k_proj(hidden).view(shape).transpose(1, 2).contiguous()
-        value = self.v_proj(hidden).view(shape).transpose(1, 2).contiguous()
+        query = (linear_as_inputs(self.q_proj, hidden) * self.scaling).view(shape).transpose(1, 2).contiguous()
+        key = linear_as_inputs(self.k_proj, hidden).view(shape).transpose(1, 2).contiguous()
+        value = linear_as_inputs(self.v_proj, hidden).view(shape).transpose(1, 2).contiguous()
         attended = F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, scale=1.0,
                                                   is_causal=False)
-        return self.out_proj(attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous())
+        attended = attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous()
+        return linear_as_inputs(self.out_proj, attended)
 
 
 class EncoderLayer(nn.Module):
@@ -71,7 +72,8 @@ class EncoderLayer(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         hidden = hidden + self.self_attn(self.self_attn_layer_norm(hidden))
-        hidden = hidden + self.fc2(self.activation_fn(self.fc1(self.final_layer_norm(hidden))))
+        inner = self.activation_fn(linear_as_inputs(self.fc1, self.final_layer_norm(hidden)))
+        hidden = hidden + linear_as_inputs(self.fc2, inner)
         if hidden.dtype == torch.float16:  # as transformers: keep float16 activations finite
             limit = torch.finfo(hidden.dtype).max - 1000
             hidden = torch.clamp(hidden, min=-limit, max=limit)
@@ -144,6 +146,34 @@ class LeanWhisper(nn.Module):
     dtype = property(lambda self: self.proj_out.weight.dtype)
 
 
+# Stored in 16 bits: a CTranslate2 checkpoint's float16 linear weights, converted (weights/ct2.py), stay float16 in
+# a float32 model on the CPU, mapped from the file: half its memory and disk. Every float16 is a float32, so widened
+# they are the float32 weights exactly, and every consumer either widens them where it reads them (the packers,
+# the decoder's own products, a converted copy of the encoder) or holds the float32 copy widen_linears makes.
+STORED_16_BIT = (torch.float16, torch.bfloat16)
+
+
+def narrower_linears(module: nn.Module, dtype: torch.dtype) -> list[nn.Linear]:
+    """The linear layers in `module` whose weight is stored in another dtype than `dtype`."""
+    return [linear for linear in module.modules() if isinstance(linear, nn.Linear) and linear.weight.dtype != dtype]
+
+
+def widen_linears(module: nn.Module, dtype: torch.dtype) -> None:
+    """Give every linear layer in `module` its weight in `dtype`, converted once and held (for code that runs the
+    layers' own forward: PyTorch's decoder path), in place."""
+    for linear in narrower_linears(module, dtype):
+        linear.weight = nn.Parameter(linear.weight.detach().to(dtype), requires_grad=linear.weight.requires_grad)
+
+
+def linear_as_inputs(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
+    """layer(inputs) in the inputs' dtype (the layer's weights cast to it when they differ: another compute type's,
+    or stored in 16 bits: see STORED_16_BIT)."""
+    if layer.weight.dtype == inputs.dtype:
+        return layer(inputs)
+    bias = layer.bias.to(inputs.dtype) if layer.bias is not None else None
+    return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
+
+
 def lean_loadable(directory: Path) -> bool:
     """Whether `directory` holds an encoder-decoder Whisper this module can load (safetensors weights)."""
     config = directory / "config.json"
@@ -173,8 +203,10 @@ def load_lean_whisper(directory: str | Path, device: str = "cpu", dtype: torch.d
     missing = [name for name in parameters if weights.get(name) is None]
     if missing:
         raise ModelError(f"{directory}: model.safetensors lacks {missing[0]} (and {len(missing) - 1} more)")
-    model.load_state_dict({name: tensor.to(dtype) for name, tensor in weights.items() if name in parameters},
-                          assign=True, strict=False)
+    # 16-bit weights stay as stored (mapped from the file) in a float32 model on the CPU: see widen_linears
+    stay = dtype == torch.float32 and torch.device(device).type == "cpu"
+    model.load_state_dict({name: tensor if stay and tensor.dtype in STORED_16_BIT else tensor.to(dtype)
+                           for name, tensor in weights.items() if name in parameters}, assign=True, strict=False)
     model.proj_out.weight = model.model.decoder.embed_tokens.weight
     # names these exact weights, so that converted copies of them (packed decoder weights) can be kept on disk
     status = (directory / "model.safetensors").stat()
