@@ -39,7 +39,6 @@ from .kv_cache import (
     row_keys,
     self_pairs,
 )
-from .lean_model import linear_as_inputs
 from .torch_decoder import TorchBackend
 
 WEIGHT_FORMATS = ("float32", "bfloat16", "float16", "int8", "int8-vnni")
@@ -279,6 +278,15 @@ class WhisperDecoderRunner:
     def feed_forward(self, layer, hidden: torch.Tensor) -> torch.Tensor:
         return self.layer_path.feed_forward(layer, hidden)
 
+
+
+def linear_as_inputs(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
+    """layer(inputs) in the inputs' dtype (the layer's weights cast to it when they differ: another compute type's,
+    or stored in 16 bits: lean_model.py STORED_16_BIT)."""
+    if layer.weight.dtype == inputs.dtype:
+        return layer(inputs)
+    bias = layer.bias.to(inputs.dtype) if layer.bias is not None else None
+    return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
 
 
 def _int8_vectors(native, states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:

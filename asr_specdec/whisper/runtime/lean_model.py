@@ -52,13 +52,12 @@ class Attention(nn.Module):
         """Self-attention over the whole sequence, as transformers' SDPA path computes it."""
         batch, length, _ = hidden.shape
         shape = (batch, length, -1, self.head_dim)
-        query = (linear_as_inputs(self.q_proj, hidden) * self.scaling).view(shape).transpose(1, 2).contiguous()
-        key = linear_as_inputs(self.k_proj, hidden).view(shape).transpose(1, 2).contiguous()
-        value = linear_as_inputs(self.v_proj, hidden).view(shape).transpose(1, 2).contiguous()
+        query = (self.q_proj(hidden) * self.scaling).view(shape).transpose(1, 2).contiguous()
+        key = self.k_proj(hidden).view(shape).transpose(1, 2).contiguous()
+        value = self.v_proj(hidden).view(shape).transpose(1, 2).contiguous()
         attended = F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, scale=1.0,
                                                   is_causal=False)
-        attended = attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous()
-        return linear_as_inputs(self.out_proj, attended)
+        return self.out_proj(attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous())
 
 
 class EncoderLayer(nn.Module):
@@ -72,8 +71,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         hidden = hidden + self.self_attn(self.self_attn_layer_norm(hidden))
-        inner = self.activation_fn(linear_as_inputs(self.fc1, self.final_layer_norm(hidden)))
-        hidden = hidden + linear_as_inputs(self.fc2, inner)
+        hidden = hidden + self.fc2(self.activation_fn(self.fc1(self.final_layer_norm(hidden))))
         if hidden.dtype == torch.float16:  # as transformers: keep float16 activations finite
             limit = torch.finfo(hidden.dtype).max - 1000
             hidden = torch.clamp(hidden, min=-limit, max=limit)
@@ -149,7 +147,9 @@ class LeanWhisper(nn.Module):
 # Stored in 16 bits: a CTranslate2 checkpoint's float16 linear weights, converted (weights/ct2.py), stay float16 in
 # a float32 model on the CPU, mapped from the file: half its memory and disk. Every float16 is a float32, so widened
 # they are the float32 weights exactly, and every consumer either widens them where it reads them (the packers,
-# the decoder's own products, a converted copy of the encoder) or holds the float32 copy widen_linears makes.
+# the decoder's own products: decoder.py linear_as_inputs, a converted copy of the encoder) or holds the float32 copy
+# widen_linears makes (the PyTorch decoder, an assistant's own encoder). This module's own forward reads them as
+# they are.
 STORED_16_BIT = (torch.float16, torch.bfloat16)
 
 
@@ -164,14 +164,6 @@ def widen_linears(module: nn.Module, dtype: torch.dtype) -> None:
     for linear in narrower_linears(module, dtype):
         linear.weight = nn.Parameter(linear.weight.detach().to(dtype), requires_grad=linear.weight.requires_grad)
 
-
-def linear_as_inputs(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
-    """layer(inputs) in the inputs' dtype (the layer's weights cast to it when they differ: another compute type's,
-    or stored in 16 bits: see STORED_16_BIT)."""
-    if layer.weight.dtype == inputs.dtype:
-        return layer(inputs)
-    bias = layer.bias.to(inputs.dtype) if layer.bias is not None else None
-    return torch.nn.functional.linear(inputs, layer.weight.to(inputs.dtype), bias)
 
 
 def lean_loadable(directory: Path) -> bool:
