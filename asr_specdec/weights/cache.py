@@ -40,7 +40,8 @@ def is_complete(directory: Path, sha256: str) -> bool:
 
 
 def cached_build(target: Path, sha256: str, build: Callable[[Path, Path], None]) -> Path:
-    """`target`, a cache entry for the content with `sha256`, made on first use: `build(scratch, model)` writes
+    """`target`, a cache entry for the content with `sha256` (the marker's text: the SHA-256, and the layout the
+    entry is written in where it has several), made on first use: `build(scratch, model)` writes
     the directory `model`, with the folder `scratch` for anything else it needs (removed afterwards). The entry
     is marked complete and moved into place in one rename, so a crash or a concurrent process never leaves a
     half-made entry that looks complete."""

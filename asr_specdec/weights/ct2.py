@@ -3,9 +3,13 @@
 A checkpoint directory holds model.bin (binary version 6), config.json (suppress ids, alignment heads) and
 tokenizer.json. The conversion infers the architecture from the tensor shapes and writes a directory that
 `from_pretrained` loads: model, processor (feature extractor + tokenizer with Whisper's 1501 timestamp tokens)
-and a complete generation config. It streams: model.bin is memory-mapped, and each weight is upcast to float32,
-written and let go before the next is read, so a conversion holds about one tensor at a time, whatever the
-model's size.
+and a complete generation config. It streams: model.bin is memory-mapped, and each weight is converted, written
+and let go before the next is read, so a conversion holds about one tensor at a time, whatever the model's size.
+
+The layers' linear weights, nearly all of a model, keep the checkpoint's float16 when it stores them so (every
+float16 is a float32, so nothing is lost): the copy takes the checkpoint's own disk space, not twice it. Whoever
+computes with them widens them (lean_model.py, "Stored in 16 bits"). Everything else (embeddings, positions,
+convolutions, norms, biases), and int8 checkpoints' dequantized weights, are float32.
 """
 
 from __future__ import annotations
@@ -158,6 +162,19 @@ class _Weights:
         self.checkpoint.release(stored)
         return torch.from_numpy(np.ascontiguousarray(values))
 
+    def stored_float16(self, name: str) -> bool:
+        """Whether `name` is stored as plain float16 (not quantized), so that a float16 copy is exact."""
+        return self.array(name).dtype == np.float16 and not self.has(name + "_scale")
+
+    def float16(self, name: str):
+        """`name`'s float16 values as a new torch tensor (stored_float16 must hold); its pages are let go."""
+        import torch
+
+        stored = self.array(name)
+        values = torch.from_numpy(stored.astype(np.float16))  # a copy: the mapping is read-only
+        self.checkpoint.release(stored)
+        return values
+
     def layer_count(self, side: str) -> int:
         pattern = re.compile(rf"{side}/layer_(\d+)/")
         indices = {int(match.group(1)) for name in self.checkpoint.variables if (match := pattern.match(name))}
@@ -169,20 +186,23 @@ class _Weights:
 
 
 def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int) -> dict:
-    """transformers' parameter names -> Planned float32 tensors, made from the checkpoint only when written."""
+    """transformers' parameter names -> Planned tensors, made from the checkpoint only when written: float32, but
+    the layers' linear weights in float16 where the checkpoint stores them so (see the module's docstring)."""
     import torch
 
     from .streamed_safetensors import Planned
 
     state = {}
 
-    def tensor(hf: str, ct2: str, part: int = 0, parts: int = 1):
+    def tensor(hf: str, ct2: str, part: int = 0, parts: int = 1, keep_float16: bool = False):
         shape = tuple(torch.empty(weights.array(ct2).shape, device="meta").chunk(parts)[part].shape)
-        state[hf] = Planned(torch.float32, shape,
-                            lambda: weights(ct2).chunk(parts)[part].contiguous() if parts > 1 else weights(ct2))
+        half = keep_float16 and weights.stored_float16(ct2)
+        read = weights.float16 if half else weights
+        state[hf] = Planned(torch.float16 if half else torch.float32, shape,
+                            lambda: read(ct2).chunk(parts)[part].contiguous() if parts > 1 else read(ct2))
 
-    def linear(hf: str, ct2: str, bias: bool = True):
-        tensor(f"{hf}.weight", f"{ct2}/weight")
+    def linear(hf: str, ct2: str, bias: bool = True, in_layer: bool = True):
+        tensor(f"{hf}.weight", f"{ct2}/weight", keep_float16=in_layer)
         if bias:
             tensor(f"{hf}.bias", f"{ct2}/bias")
 
@@ -190,7 +210,7 @@ def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int) 
         # a fused projection; the key projection has no bias in transformers, and CTranslate2 stores zeros
         # there (a key bias adds the same score to every key, which softmax ignores anyway)
         for part, hf in enumerate(hf_names):
-            tensor(f"{hf}.weight", f"{ct2}/weight", part, len(hf_names))
+            tensor(f"{hf}.weight", f"{ct2}/weight", part, len(hf_names), keep_float16=True)
             if not hf.endswith("k_proj"):
                 tensor(f"{hf}.bias", f"{ct2}/bias", part, len(hf_names))
 
@@ -199,7 +219,7 @@ def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int) 
         tensor(f"{hf}.bias", f"{ct2}/beta")
 
     for conv in ("conv1", "conv2"):
-        linear(f"model.encoder.{conv}", f"encoder/{conv}")
+        linear(f"model.encoder.{conv}", f"encoder/{conv}", in_layer=False)
     tensor("model.decoder.embed_tokens.weight", "decoder/embeddings/weight")
     for side, count in (("encoder", encoder_layers), ("decoder", decoder_layers)):
         tensor(f"model.{side}.embed_positions.weight", f"{side}/position_encodings/encodings")
@@ -375,7 +395,8 @@ def quiet_progress_bars():
 
 
 def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
-    """Write a float32 transformers Whisper directory (model, processor, generation config) into out_dir."""
+    """Write a transformers Whisper directory (model, processor, generation config) into out_dir: a float32 model
+    whose layers' linear weights may be stored in float16 (see the module's docstring)."""
     from transformers import WhisperFeatureExtractor, WhisperProcessor
 
     from .streamed_safetensors import write_streamed

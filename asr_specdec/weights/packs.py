@@ -44,11 +44,21 @@ def pack_names() -> list[str]:
     return list(PACKS)
 
 
+# the conversion's layout, written in a cache entry's marker beside model.bin's SHA-256: an entry of an older layout
+# (all float32, twice the disk space) is converted again and replaced
+CONVERSION_LAYOUT = "float16-linears"
+
+
+def conversion_marker(sha256: str) -> str:
+    return f"{sha256} {CONVERSION_LAYOUT}"
+
+
 def cached_conversion(ct2_dir: Path, entry: str, sha256: str) -> Path:
     """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use."""
     from .ct2 import convert_ct2_whisper
 
-    return cached_build(cache_root() / entry, sha256, lambda scratch, model: convert_ct2_whisper(ct2_dir, model))
+    return cached_build(cache_root() / entry, conversion_marker(sha256),
+                        lambda scratch, model: convert_ct2_whisper(ct2_dir, model))
 
 
 def _locate(pack: Pack) -> dict[str, Path]:
@@ -95,7 +105,7 @@ def ensure_pack(name: str) -> Path:
     """The converted transformers directory of offline pack `name`, verified and converted on first use."""
     pack = _pack(name)
     entry = f"packs/{pack.name}-{pack.sha256[:12]}"
-    if is_complete(cache_root() / entry, pack.sha256):
+    if is_complete(cache_root() / entry, conversion_marker(pack.sha256)):
         return cache_root() / entry
     with tempfile.TemporaryDirectory(prefix="asr_specdec-pack-") as scratch:
         return cached_conversion(assemble_pack(name, scratch), entry, pack.sha256)

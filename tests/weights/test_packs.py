@@ -94,7 +94,7 @@ def test_cached_pack_is_reused_without_conversion(tiny_en_dir, monkeypatch):
     assert packs.ensure_pack("tiny.en") == tiny_en_dir
     sha = packs.PACKS["tiny.en"].sha256
     assert tiny_en_dir.name == f"tiny.en-{sha[:12]}"
-    assert (tiny_en_dir / cache.MARKER).read_text().strip() == sha
+    assert (tiny_en_dir / cache.MARKER).read_text().strip() == packs.conversion_marker(sha) == f"{sha} float16-linears"
 
 
 def _transcribe(model_dir, audio, **language):

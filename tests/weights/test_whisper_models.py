@@ -31,11 +31,26 @@ def test_ct2_directory_is_converted_once_and_cached(tiny_ct2_dir, monkeypatch):
     sha = sha256_file(tiny_ct2_dir / "model.bin")
     assert (loaded.source, loaded.sha256, loaded.name) == ("ct2", sha, str(tiny_ct2_dir))
     assert loaded.path.parent == cache_root() / "ct2" and loaded.path.name.endswith(sha[:12])
-    assert (loaded.path / MARKER).read_text().strip() == sha
+    assert (loaded.path / MARKER).read_text().strip() == f"{sha} float16-linears"
     assert not loaded.model.training and loaded.processor is not None
 
     monkeypatch.setattr("asr_specdec.weights.ct2.convert_ct2_whisper", lambda *_: pytest.fail("converted twice"))
     assert models.resolve_model_dir(str(tiny_ct2_dir)) == loaded.path
+
+
+def test_an_entry_of_the_older_all_float32_layout_is_converted_again_in_its_place(tiny_ct2_dir):
+    from safetensors import safe_open
+
+    from asr_specdec.weights.cache import MARKER, sha256_file
+
+    entry = models.resolve_model_dir(str(tiny_ct2_dir))
+    sha = sha256_file(tiny_ct2_dir / "model.bin")
+    (entry / MARKER).write_text(sha + "\n")  # as every entry was marked before float16 linears
+    (entry / "model.safetensors").write_bytes(b"")
+    assert models.resolve_model_dir(str(tiny_ct2_dir)) == entry
+    assert (entry / MARKER).read_text().strip() == f"{sha} float16-linears"
+    with safe_open(str(entry / "model.safetensors"), "pt") as handle:  # (the checkpoint is float16)
+        assert handle.get_tensor("model.decoder.layers.0.fc1.weight").dtype == torch.float16
 
 
 def test_transformers_directory_is_loaded_as_is(tiny_ct2_dir):

@@ -42,7 +42,7 @@ def quantize_decoder(model: nn.Module) -> nn.Module:
     if decoder.embed_tokens.weight.dtype == torch.float32:
         shell_decoder = copy.copy(decoder)
         shell_decoder.__dict__["_modules"] = dict(decoder._modules)  # its own table of children
-        shell_decoder.__dict__["_modules"]["layers"] = copy.deepcopy(decoder.layers)
+        shell_decoder.__dict__["_modules"]["layers"] = copy.deepcopy(decoder.layers).float()  # (16-bit linears)
     else:
         shell_decoder = copy.deepcopy(decoder).float()
     shell = _DecoderOnly(shell_decoder, copy.deepcopy(proj_out).float()).eval()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .decoder import WhisperDecoderRunner, transposed_keys
+from .decoder import WhisperDecoderRunner, linear_as_inputs, transposed_keys
 
 
 def default_alignment_heads(model) -> list[tuple[int, int]]:
@@ -29,7 +29,8 @@ def decode_with_cross_attention(runner: WhisperDecoderRunner, cross_keys: list[t
                                 heads: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """(vocabulary logits [n, vocab], cross-attention scores [len(heads), n, frames] before the softmax) for
     `tokens` at positions 0..n-1 of one row, whose cross-attention keys/values per layer are in the decoder
-    cache's layout. The arithmetic is the engine decoder's PyTorch path (decoder.py)."""
+    cache's layout. The arithmetic is the engine decoder's PyTorch path (decoder.py), each weight in the inputs'
+    dtype (widened where it is stored in 16 bits: lean_model.py)."""
     length = len(tokens)
     ids = torch.tensor([tokens], device=runner.device)
     hidden = runner.decoder.embed_tokens(ids) + runner.decoder.embed_positions.weight[:length]
@@ -42,25 +43,26 @@ def decode_with_cross_attention(runner: WhisperDecoderRunner, cross_keys: list[t
         residual = hidden
         normed = layer.self_attn_layer_norm(hidden)
         attention = layer.self_attn
-        query = _split_heads(runner, attention.q_proj(normed) * runner.scaling)
-        keys, values = _split_heads(runner, attention.k_proj(normed)), _split_heads(runner, attention.v_proj(normed))
+        query = _split_heads(runner, linear_as_inputs(attention.q_proj, normed) * runner.scaling)
+        keys = _split_heads(runner, linear_as_inputs(attention.k_proj, normed))
+        values = _split_heads(runner, linear_as_inputs(attention.v_proj, normed))
         attended = F.scaled_dot_product_attention(query, keys, values, attn_mask=causal, scale=1.0)
-        hidden = residual + attention.out_proj(attended.transpose(1, 2).reshape(1, length, -1))
+        hidden = residual + linear_as_inputs(attention.out_proj, attended.transpose(1, 2).reshape(1, length, -1))
 
         residual = hidden
         normed = layer.encoder_attn_layer_norm(hidden)
         cross = layer.encoder_attn
-        query = _split_heads(runner, cross.q_proj(normed) * runner.scaling)
+        query = _split_heads(runner, linear_as_inputs(cross.q_proj, normed) * runner.scaling)
         frames = cross_values[index].shape[2]
         scores = query @ transposed_keys(cross_keys[index], frames).to(query.dtype)
         for head in wanted.get(index, []):
             captured[(index, head)] = scores[0, head]
         attended = scores.softmax(dim=-1) @ cross_values[index].to(query.dtype)
-        hidden = residual + cross.out_proj(attended.transpose(1, 2).reshape(1, length, -1))
+        hidden = residual + linear_as_inputs(cross.out_proj, attended.transpose(1, 2).reshape(1, length, -1))
 
         residual = hidden
         normed = layer.final_layer_norm(hidden)
-        hidden = residual + layer.fc2(layer.activation_fn(layer.fc1(normed)))
+        hidden = residual + linear_as_inputs(layer.fc2, layer.activation_fn(linear_as_inputs(layer.fc1, normed)))
     logits = runner.vocabulary_logits(runner.decoder.layer_norm(hidden))[0]
     return logits, torch.stack([captured[pair] for pair in heads if pair in captured])
 

@@ -162,7 +162,7 @@ class WhisperDecoderRunner:
         batch, length, _ = encoder_output.shape
         linears = [linear for layer in self.layers for linear in (layer.encoder_attn.k_proj, layer.encoder_attn.v_proj)]
         projected = (project(linears, encoder_output) if project is not None
-                     else [_linear(linear, encoder_output) for linear in linears])
+                     else [linear_as_inputs(linear, encoder_output) for linear in linears])
         layout = blocked_keys if self.backend.blocked else row_keys
         keys, values = [], []
         for key, value in zip(projected[0::2], projected[1::2]):
@@ -279,8 +279,10 @@ class WhisperDecoderRunner:
         return self.layer_path.feed_forward(layer, hidden)
 
 
-def _linear(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
-    """layer(inputs) in the inputs' dtype (the layer's weights cast to it when they differ)."""
+
+def linear_as_inputs(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
+    """layer(inputs) in the inputs' dtype (the layer's weights cast to it when they differ: another compute type's,
+    or stored in 16 bits: lean_model.py STORED_16_BIT)."""
     if layer.weight.dtype == inputs.dtype:
         return layer(inputs)
     bias = layer.bias.to(inputs.dtype) if layer.bias is not None else None

@@ -29,6 +29,7 @@ from torch import nn
 
 from ...weights.mapped import FilePages, file_pages, let_go
 from .compute import DTYPES
+from .lean_model import narrower_linears
 
 _ENCODER_COPIES: dict[int, tuple[weakref.ref, dict]] = {}
 
@@ -56,9 +57,8 @@ def _encoder_copy(encoder: nn.Module, precision: str, weights_key: str | None = 
 def _dynamic_int8(encoder: nn.Module) -> nn.Module:
     """torch's dynamic int8 quantization of `encoder`'s linear layers, in a copy that shares the float32 weights
     it keeps (norms, convolutions, positions) with the model instead of holding a float copy of the encoder."""
-    parameters = list(encoder.parameters())
-    shared = {id(parameter): parameter for parameter in parameters} if all(
-        parameter.dtype == torch.float32 for parameter in parameters) else {}
+    # float32 parameters are shared (`.float()` leaves them as they are), others copied and widened
+    shared = {id(parameter): parameter for parameter in encoder.parameters() if parameter.dtype == torch.float32}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch announces the move of this API to torchao
         quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(encoder, shared).float().eval(),
@@ -154,7 +154,8 @@ def encoder_backend(encoder: nn.Module, precision: str, weights_key: str | None)
     if precision == "int8":  # no native int8 products: torch's dynamic int8 of a float32 copy
         return ModelForward(_encoder_copy(encoder, precision, weights_key), torch.float32)
     dtype = DTYPES[precision]
-    return ModelForward(encoder if dtype == own else _encoder_copy(encoder, precision, weights_key), dtype)
+    as_stored = dtype == own and not narrower_linears(encoder, dtype)  # (else a copy: lean_model, Stored in 16 bits)
+    return ModelForward(encoder if as_stored else _encoder_copy(encoder, precision, weights_key), dtype)
 
 
 class ModelForward:

@@ -144,6 +144,28 @@ class LeanWhisper(nn.Module):
     dtype = property(lambda self: self.proj_out.weight.dtype)
 
 
+# Stored in 16 bits: a CTranslate2 checkpoint's float16 linear weights, converted (weights/ct2.py), stay float16 in
+# a float32 model on the CPU, mapped from the file: half its memory and disk. Every float16 is a float32, so widened
+# they are the float32 weights exactly, and every consumer either widens them where it reads them (the packers,
+# the decoder's own products: decoder.py linear_as_inputs, a converted copy of the encoder) or holds the float32 copy
+# widen_linears makes (the PyTorch decoder, an assistant's own encoder). This module's own forward reads them as
+# they are.
+STORED_16_BIT = (torch.float16, torch.bfloat16)
+
+
+def narrower_linears(module: nn.Module, dtype: torch.dtype) -> list[nn.Linear]:
+    """The linear layers in `module` whose weight is stored in another dtype than `dtype`."""
+    return [linear for linear in module.modules() if isinstance(linear, nn.Linear) and linear.weight.dtype != dtype]
+
+
+def widen_linears(module: nn.Module, dtype: torch.dtype) -> None:
+    """Give every linear layer in `module` its weight in `dtype`, converted once and held (for code that runs the
+    layers' own forward: PyTorch's decoder path), in place."""
+    for linear in narrower_linears(module, dtype):
+        linear.weight = nn.Parameter(linear.weight.detach().to(dtype), requires_grad=linear.weight.requires_grad)
+
+
+
 def lean_loadable(directory: Path) -> bool:
     """Whether `directory` holds an encoder-decoder Whisper this module can load (safetensors weights)."""
     config = directory / "config.json"
@@ -173,8 +195,10 @@ def load_lean_whisper(directory: str | Path, device: str = "cpu", dtype: torch.d
     missing = [name for name in parameters if weights.get(name) is None]
     if missing:
         raise ModelError(f"{directory}: model.safetensors lacks {missing[0]} (and {len(missing) - 1} more)")
-    model.load_state_dict({name: tensor.to(dtype) for name, tensor in weights.items() if name in parameters},
-                          assign=True, strict=False)
+    # 16-bit weights stay as stored (mapped from the file) in a float32 model on the CPU: see widen_linears
+    stay = dtype == torch.float32 and torch.device(device).type == "cpu"
+    model.load_state_dict({name: tensor if stay and tensor.dtype in STORED_16_BIT else tensor.to(dtype)
+                           for name, tensor in weights.items() if name in parameters}, assign=True, strict=False)
     model.proj_out.weight = model.model.decoder.embed_tokens.weight
     # names these exact weights, so that converted copies of them (packed decoder weights) can be kept on disk
     status = (directory / "model.safetensors").stat()

@@ -20,6 +20,7 @@ from ...core.argmax import CertifiedArgmax
 from ...core.projection import project_rows, row_blocked
 from .decoder_backend import full_argmax
 from .kv_cache import KVCache, is_blocked, key_columns, write_keys
+from .lean_model import widen_linears
 from .step_graphs import Passes, choose_passes
 
 ATTENDED_MULTIPLE = 64  # a step attends over the cache's first slots rounded up to this: few distinct shapes
@@ -93,6 +94,7 @@ class TorchBackend:
         self.scaling = first_attention.scaling
         self.max_positions = decoder.embed_positions.weight.shape[0]
         weight = decoder.embed_tokens.weight
+        widen_linears(nn.ModuleList(layers), weight.dtype)  # this path runs the layers' own forward
         self.device = weight.device
         self.weights = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(
             weight.dtype)
