@@ -112,6 +112,9 @@ def test_the_float32_encoder_runs_a_float32_copy_that_equals_the_float32_convers
     assert runners[1].backend.encoder is full.model.encoder
     with torch.inference_mode():
         assert torch.equal(runners[0](features), runners[1](features))
+        # the model's own forward too, widening as it reads (what a user calling the module gets)
+        assert torch.equal(half.model.encoder(features).last_hidden_state,
+                           full.model.encoder(features).last_hidden_state)
 
 
 @pytest.mark.parametrize("native", [False, True] if NATIVE else [False])

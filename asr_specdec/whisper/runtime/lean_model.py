@@ -38,6 +38,12 @@ class Settings:
         return None
 
 
+def _project(linear: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    """linear(hidden), its weight read in the activations' dtype (widened where it is stored in 16 bits, see
+    STORED_16_BIT; the same tensor, no copy, where it is not)."""
+    return F.linear(hidden, linear.weight.to(hidden.dtype), linear.bias)
+
+
 class Attention(nn.Module):
     def __init__(self, width: int, heads: int):
         super().__init__()
@@ -52,12 +58,12 @@ class Attention(nn.Module):
         """Self-attention over the whole sequence, as transformers' SDPA path computes it."""
         batch, length, _ = hidden.shape
         shape = (batch, length, -1, self.head_dim)
-        query = (self.q_proj(hidden) * self.scaling).view(shape).transpose(1, 2).contiguous()
-        key = self.k_proj(hidden).view(shape).transpose(1, 2).contiguous()
-        value = self.v_proj(hidden).view(shape).transpose(1, 2).contiguous()
+        query = (_project(self.q_proj, hidden) * self.scaling).view(shape).transpose(1, 2).contiguous()
+        key = _project(self.k_proj, hidden).view(shape).transpose(1, 2).contiguous()
+        value = _project(self.v_proj, hidden).view(shape).transpose(1, 2).contiguous()
         attended = F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, scale=1.0,
                                                   is_causal=False)
-        return self.out_proj(attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous())
+        return _project(self.out_proj, attended.transpose(1, 2).contiguous().reshape(batch, length, -1).contiguous())
 
 
 class EncoderLayer(nn.Module):
@@ -71,7 +77,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         hidden = hidden + self.self_attn(self.self_attn_layer_norm(hidden))
-        hidden = hidden + self.fc2(self.activation_fn(self.fc1(self.final_layer_norm(hidden))))
+        hidden = hidden + _project(self.fc2, self.activation_fn(_project(self.fc1, self.final_layer_norm(hidden))))
         if hidden.dtype == torch.float16:  # as transformers: keep float16 activations finite
             limit = torch.finfo(hidden.dtype).max - 1000
             hidden = torch.clamp(hidden, min=-limit, max=limit)
@@ -148,8 +154,8 @@ class LeanWhisper(nn.Module):
 # a float32 model on the CPU, mapped from the file: half its memory and disk. Every float16 is a float32, so widened
 # they are the float32 weights exactly, and every consumer either widens them where it reads them (the packers,
 # the decoder's own products: decoder.py linear_as_inputs, a converted copy of the encoder) or holds the float32 copy
-# widen_linears makes (the PyTorch decoder, an assistant's own encoder). This module's own forward reads them as
-# they are.
+# widen_linears makes (the PyTorch decoder, an assistant's own encoder). This module's own forward widens them as it
+# reads them (_project).
 STORED_16_BIT = (torch.float16, torch.bfloat16)
 
 
