@@ -76,6 +76,21 @@ def test_the_lean_loader_keeps_them_float16_on_the_cpu_and_converts_them_elsewhe
     assert {parameter.dtype for parameter in bfloat16.parameters()} == {torch.bfloat16}
 
 
+def test_a_float16_transformers_directory_keeps_only_its_layers_linear_weights_16_bit(converted, tmp_path):
+    import shutil
+
+    from safetensors.torch import save_file
+
+    for name in ("config.json", "generation_config.json"):
+        shutil.copyfile(converted / "full-0" / name, tmp_path / name)
+    save_file({name: tensor.half() for name, tensor in stored(converted / "full-0").items()},
+              str(tmp_path / "model.safetensors"), {"format": "pt"})
+    model = load_lean_whisper(tmp_path)
+    for name, parameter in model.named_parameters():
+        assert parameter.dtype == (torch.float16 if LAYER_LINEAR.match(name) else torch.float32), name
+    assert model.dtype == torch.float32
+
+
 def decode(pipeline, seed: int):
     return pipeline.decode([Window(features_for(pipeline.model, seed), timestamps=False)])[0]
 

@@ -13,7 +13,6 @@ from torch import nn
 from ...core.model_drafter import ModelDrafter
 from ...errors import ModelError, OptionError
 from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner, decoder_parts, drafting_formats
-from ..runtime.lean_model import widen_linears
 
 
 def has_own_encoder(model: nn.Module) -> bool:
@@ -81,8 +80,6 @@ class AssistantDrafter(ModelDrafter):
             raise ModelError("the decoder-only assistant's cross-attention width does not match the main "
                              "model's encoder: it was not distilled from this main model")
         self.runner = WhisperDecoderRunner(assistant_model, weights=weights, kv_dtype=kv_dtype, cross_dtype=cross_dtype)
-        if self.encoder is not None:  # it runs its own forward (lean_model.py, Stored in 16 bits)
-            widen_linears(self.encoder, self.runner.dtype)
 
     def start(self, context) -> None:
         super().start(context)

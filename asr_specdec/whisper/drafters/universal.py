@@ -22,7 +22,6 @@ from ...core.model_drafter import ModelDrafter
 from ...core.retokenize import continuation_tokens
 from ...errors import ModelError
 from ..runtime.decoder import DecoderTarget, WhisperDecoderRunner
-from ..runtime.lean_model import widen_linears
 from ..runtime.timestamps import TimestampRules
 from ..runtime.tokens import WhisperTokens
 from .assistant import same_encoder
@@ -64,8 +63,6 @@ class UniversalDrafter(ModelDrafter):
         self.shares_encoder = main_model is not None and same_encoder(main_model, assistant_model)
         self.encoder = None if self.shares_encoder else assistant_model.model.encoder
         self.runner = WhisperDecoderRunner(assistant_model)
-        if self.encoder is not None:  # it runs its own forward (lean_model.py, Stored in 16 bits)
-            widen_linears(self.encoder, self.runner.dtype)
         self.assistant_tokenizer = assistant_tokenizer
         self.main_tokenizer = main_tokenizer
         self.tokens = WhisperTokens.from_model(assistant_model)

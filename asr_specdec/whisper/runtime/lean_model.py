@@ -154,8 +154,8 @@ class LeanWhisper(nn.Module):
 # a float32 model on the CPU, mapped from the file: half its memory and disk. Every float16 is a float32, so widened
 # they are the float32 weights exactly, and every consumer either widens them where it reads them (the packers,
 # the decoder's own products: decoder.py linear_as_inputs, a converted copy of the encoder) or holds the float32 copy
-# widen_linears makes (the PyTorch decoder, an assistant's own encoder). This module's own forward widens them as it
-# reads them (_project).
+# widen_linears makes (the PyTorch decoder). This module's own forward (an assistant's own encoder, a user calling
+# the module) widens them as it reads them (_project).
 STORED_16_BIT = (torch.float16, torch.bfloat16)
 
 
@@ -169,7 +169,6 @@ def widen_linears(module: nn.Module, dtype: torch.dtype) -> None:
     layers' own forward: PyTorch's decoder path), in place."""
     for linear in narrower_linears(module, dtype):
         linear.weight = nn.Parameter(linear.weight.detach().to(dtype), requires_grad=linear.weight.requires_grad)
-
 
 
 def lean_loadable(directory: Path) -> bool:
@@ -201,9 +200,11 @@ def load_lean_whisper(directory: str | Path, device: str = "cpu", dtype: torch.d
     missing = [name for name in parameters if weights.get(name) is None]
     if missing:
         raise ModelError(f"{directory}: model.safetensors lacks {missing[0]} (and {len(missing) - 1} more)")
-    # 16-bit weights stay as stored (mapped from the file) in a float32 model on the CPU: see widen_linears
-    stay = dtype == torch.float32 and torch.device(device).type == "cpu"
-    model.load_state_dict({name: tensor if stay and tensor.dtype in STORED_16_BIT else tensor.to(dtype)
+    # the layers' 16-bit linear weights stay as stored (mapped from the file) in a float32 model on the CPU; every
+    # other weight (embeddings, norms, biases: what says the model's dtype) is converted (see STORED_16_BIT)
+    stay = {f"{name}.weight" for name, module in model.named_modules() if isinstance(module, nn.Linear)
+            and ".layers." in name} if dtype == torch.float32 and torch.device(device).type == "cpu" else set()
+    model.load_state_dict({name: tensor if name in stay and tensor.dtype in STORED_16_BIT else tensor.to(dtype)
                            for name, tensor in weights.items() if name in parameters}, assign=True, strict=False)
     model.proj_out.weight = model.model.decoder.embed_tokens.weight
     # names these exact weights, so that converted copies of them (packed decoder weights) can be kept on disk
