@@ -141,17 +141,19 @@ static void layer_norm_rows(int rows, int d, const float *x, const float *w, con
 }
 
 /* Scores of Q queries (one row, one head) against the CH key chunks from `chunk` (16 keys each); keys_t holds
-   blocks of 16 keys transposed, [chunk][head_dim][16]. Each score is one chain of fused multiply-adds over
-   head_dim, whichever chunks and queries share the loop (several chains hide the FMA latency). int8 keys
-   (drafters only) are scaled per key afterwards, by key_scales. */
+   blocks of 16 keys transposed, [chunk][head_dim][16] (float32 or bfloat16). Each score is one chain of fused
+   multiply-adds over head_dim, whichever chunks and queries share the loop (several chains hide the FMA latency). */
 static inline __attribute__((always_inline)) void score_chunks(int chunk, const float *const *query, int head_dim,
-                                                               const void *keys_t, int kv_format,
-                                                               const float *key_scales, float *scores,
+                                                               const void *keys_t, int kv_format, float *scores,
                                                                int key_stride, int Q, int CH) {
     vf acc[QUERY_BLOCK][SCORE_CHUNKS];
     for (int q = 0; q < Q; q++)
         for (int c = 0; c < CH; c++) acc[q][c] = vf_zero();
+    const size_t bytes = format_bytes(kv_format), step_bytes = (size_t)CH * 16 * bytes;
+    const char *next_block = (const char *)keys_t + (size_t)(chunk + CH) * head_dim * 16 * bytes;
     for (int i = 0; i < head_dim; i++) {
+        for (size_t line = 0; line < step_bytes; line += 64) /* the next block's keys, a slice per i */
+            __builtin_prefetch(next_block + i * step_bytes + line, 0, 3);
         vf key[SCORE_CHUNKS];
         for (int c = 0; c < CH; c++)
             key[c] = load16(keys_t, ((size_t)(chunk + c) * head_dim + i) * 16, kv_format);
@@ -160,29 +162,80 @@ static inline __attribute__((always_inline)) void score_chunks(int chunk, const 
             for (int c = 0; c < CH; c++) acc[q][c] = vf_fma(value, key[c], acc[q][c]);
         }
     }
-    if (kv_format == FMT_I8)
-        for (int c = 0; c < CH; c++) {
-            vf scale = vf_load(key_scales + (chunk + c) * 16);
-            for (int q = 0; q < Q; q++) acc[q][c] = vf_mul(acc[q][c], scale);
-        }
     for (int q = 0; q < Q; q++)
         for (int c = 0; c < CH; c++) vf_store(scores + (size_t)q * key_stride + (chunk + c) * 16, acc[q][c]);
+}
+
+/* A query for int8 keys (FMT_I8): its head_dim values as int8 q / step (one step for the vector, its max |q| / 127),
+   four to an int32 in dim order, and the INT8_DOT_BIAS * sum(q) that the keys' stored + 128 adds to each sum. */
+typedef struct {
+    int32_t four[MAX_HEAD_VECTORS * 4];
+    float step;
+    int32_t offset;
+} QueryInt8;
+
+static void quantize_query(const float *query, int head_dim, QueryInt8 *out) {
+    int8_t values[MAX_HEAD_VECTORS * 16];
+    out->step = quantize_vector(query, FMT_F32, head_dim, values);
+    int32_t total = 0;
+    for (int i = 0; i < head_dim; i++) total += values[i];
+    memcpy(out->four, values, (size_t)head_dim);
+    out->offset = INT8_DOT_BIAS * total;
+}
+
+/* The same scores against int8 keys: blocks of 16 keys as [chunk][head_dim / 4][16][4] bytes of k + 128 (see
+   quantize_int8_vectors), each key with its own scale. A score is the exact int32 sum of the quantized query's
+   products with the key (four a lane per vi_dot_weights, as the int8 linear layers), then scaled by the query's
+   step and the key's scale: a quarter of the instructions of float32 products. */
+static inline __attribute__((always_inline)) void score_chunks_int8(int chunk, const QueryInt8 *query, int head_dim,
+                                                                    const uint8_t *keys, const float *key_scales,
+                                                                    float *scores, int key_stride, int Q, int CH) {
+    vi acc[QUERY_BLOCK][SCORE_CHUNKS];
+    for (int q = 0; q < Q; q++)
+        for (int c = 0; c < CH; c++) acc[q][c] = vi_zero();
+    const size_t block_bytes = (size_t)head_dim * 16;
+    const uint8_t *next_block = keys + (size_t)(chunk + CH) * block_bytes;
+    for (int g = 0; g < head_dim / 4; g++) {
+        for (int c = 0; c < CH; c++) __builtin_prefetch(next_block + c * block_bytes + (size_t)g * 64, 0, 3);
+        vb key[SCORE_CHUNKS];
+        for (int c = 0; c < CH; c++) key[c] = vb_load(keys + (chunk + c) * block_bytes + (size_t)g * 64);
+        for (int q = 0; q < Q; q++) {
+            vb four = vb_set1_i32(query[q].four[g]);
+            for (int c = 0; c < CH; c++) acc[q][c] = vi_dot_weights(acc[q][c], key[c], four);
+        }
+    }
+    for (int c = 0; c < CH; c++) {
+        vf scale = vf_load(key_scales + (chunk + c) * 16);
+        for (int q = 0; q < Q; q++) {
+            vf sum = vf_from_vi(vi_sub(acc[q][c], vi_set1(query[q].offset)));
+            vf_store(scores + (size_t)q * key_stride + (chunk + c) * 16, vf_mul(vf_mul(sum, vf_set1(query[q].step)), scale));
+        }
+    }
 }
 
 /* how many key chunks (head vectors) Q queries take together: as many as the SIMD layer says, within SUM_REGISTERS */
 #define CHUNKS_FOR(Q) (SUM_REGISTERS / (Q) < SCORE_CHUNKS ? SUM_REGISTERS / (Q) : SCORE_CHUNKS)
 #define VECTORS_FOR(Q) (SUM_REGISTERS / (Q) < WEIGH_VECTORS ? SUM_REGISTERS / (Q) : WEIGH_VECTORS)
 
-static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query, int head_dim,
+/* kv_format is a constant at every call: one of the two scorers is compiled in */
+static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query,
+                                                              const QueryInt8 *quantized, int head_dim,
                                                               const void *keys_t, int kv_format,
                                                               const float *key_scales, float *scores,
                                                               int key_stride, int Q) {
     const int CH = CHUNKS_FOR(Q);
     int chunk = 0;
+    if (kv_format == FMT_I8) {
+        for (; chunk + CH <= chunks; chunk += CH)
+            score_chunks_int8(chunk, quantized, head_dim, keys_t, key_scales, scores, key_stride, Q, CH);
+        for (; chunk < chunks; chunk++)
+            score_chunks_int8(chunk, quantized, head_dim, keys_t, key_scales, scores, key_stride, Q, 1);
+        return;
+    }
     for (; chunk + CH <= chunks; chunk += CH)
-        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, CH);
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, CH);
     for (; chunk < chunks; chunk++)
-        score_chunks(chunk, query, head_dim, keys_t, kv_format, key_scales, scores, key_stride, Q, 1);
+        score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 1);
 }
 
 /* out[q] = sum_j p[q][j] * values[j] over j < lengths[q], one chain of fused multiply-adds per element in j order */
@@ -195,7 +248,17 @@ static inline __attribute__((always_inline)) void weigh_block(int longest, const
         vf acc[QUERY_BLOCK][WEIGH_VECTORS];
         for (int q = 0; q < Q; q++)
             for (int v = 0; v < VN; v++) acc[q][v] = vf_zero();
-        for (int j = 0; j < longest; j++) {
+        int shortest = longest;
+        for (int q = 0; q < Q; q++) shortest = lengths[q] < shortest ? lengths[q] : shortest;
+        for (int j = 0; j < shortest; j++) { /* every query weighs these (all of cross-attention's keys) */
+            vf value[WEIGH_VECTORS];
+            for (int v = 0; v < VN; v++) value[v] = load16(values, (size_t)j * HV * 16 + (v0 + v) * 16, kv_format);
+            for (int q = 0; q < Q; q++) {
+                vf p = vf_set1(scores[(size_t)q * key_stride + j]);
+                for (int v = 0; v < VN; v++) acc[q][v] = vf_fma(p, value[v], acc[q][v]);
+            }
+        }
+        for (int j = shortest; j < longest; j++) {
             vf value[WEIGH_VECTORS];
             for (int v = 0; v < VN; v++) value[v] = load16(values, (size_t)j * HV * 16 + (v0 + v) * 16, kv_format);
             for (int q = 0; q < Q; q++) {
@@ -209,20 +272,76 @@ static inline __attribute__((always_inline)) void weigh_block(int longest, const
     }
 }
 
+/* A row of softmax weights (already times the values' scales, zero from `length` up to the next 16) as int16 for
+   weigh_block_int8, zero up to `padded`; returns their step. The step keeps every weight within 15 bits and the
+   sum of all weights times the largest int8 value (127) within an int32, so the products' sums are exact. */
+static float pair_weights(const float *weights, int length, int padded, int16_t *out) {
+    const int own = (length + 15) / 16 * 16;
+    vf largest = vf_zero(), total = vf_zero();
+    for (int j = 0; j < own; j += 16) {
+        vf w = vf_load(weights + j);
+        largest = vf_max(largest, w);
+        total = vf_add(total, w);
+    }
+    const float top = vf_reduce_max(largest), sum = vf_reduce_add(total);
+    float step = top / 32767.0f > sum / 16.0e6f ? top / 32767.0f : sum / 16.0e6f;
+    step = step > 0.0f ? step : 1.0f;
+    const vf inverse = vf_set1(1.0f / step);
+    for (int j = 0; j < own; j += 16)
+        vi_store_i16(out + j, vi_max(vi_min(vi_round(vf_mul(vf_load(weights + j), inverse)), vi_set1(32767)),
+                                     vi_zero())); /* (a NaN weight rounds to INT_MIN: 0 on every build) */
+    for (int j = own; j < padded; j++) out[j] = 0;
+    return step;
+}
+
+static const int8_t zero_values[MAX_HEAD_VECTORS * 16];
+
+/* out[q] = sum_j w[q][j] * values[j] for int8 values (one row of head_dim per key), the weights as pair_weights
+   made them: two keys at a time, their values widened to int16 pairs, summed exactly in int32 (vi_dot_pairs), then
+   times the weights' step. Half the instructions of float32 products, which are what a verification's queries
+   cost beyond one query's reading of the values. */
+static inline __attribute__((always_inline)) void weigh_block_int8(int longest, const int16_t *weights,
+                                                                   const float *steps, int key_stride,
+                                                                   const int8_t *values, float *const *out, int Q,
+                                                                   int HV) {
+    const int VECTORS = VECTORS_FOR(Q), head_dim = HV * 16;
+    for (int v0 = 0; v0 < HV; v0 += VECTORS) {
+        const int VN = HV - v0 < VECTORS ? HV - v0 : VECTORS;
+        vi acc[QUERY_BLOCK][WEIGH_VECTORS];
+        for (int q = 0; q < Q; q++)
+            for (int v = 0; v < VN; v++) acc[q][v] = vi_zero();
+        for (int j = 0; j < longest; j += 2) {
+            const int8_t *first = values + (size_t)j * head_dim;
+            const int8_t *second = j + 1 < longest ? first + head_dim : zero_values; /* its weight is 0 */
+            vb value[WEIGH_VECTORS];
+            for (int v = 0; v < VN; v++) value[v] = vb_pairs_i8(first + (v0 + v) * 16, second + (v0 + v) * 16);
+            for (int q = 0; q < Q; q++) {
+                int32_t two;
+                memcpy(&two, weights + (size_t)q * key_stride + j, 4);
+                vb both = vb_set1_i32(two);
+                for (int v = 0; v < VN; v++) acc[q][v] = vi_dot_pairs(acc[q][v], value[v], both);
+            }
+        }
+        for (int q = 0; q < Q; q++)
+            for (int v = 0; v < VN; v++)
+                vf_store(out[q] + (v0 + v) * 16, vf_mul(vf_from_vi(acc[q][v]), vf_set1(steps[q])));
+    }
+}
+
 #define SCORE_CASE(Q)                                                                                        \
     case Q:                                                                                                  \
         if (kv_format == FMT_F32)                                                                            \
-            score_block(chunks, query, head_dim, keys_t, FMT_F32, NULL, scores, key_stride, Q);               \
+            score_block(chunks, query, NULL, head_dim, keys_t, FMT_F32, NULL, scores, key_stride, Q);         \
         else if (kv_format == FMT_BF16)                                                                      \
-            score_block(chunks, query, head_dim, keys_t, FMT_BF16, NULL, scores, key_stride, Q);              \
+            score_block(chunks, query, NULL, head_dim, keys_t, FMT_BF16, NULL, scores, key_stride, Q);        \
         else                                                                                                 \
-            score_block(chunks, query, head_dim, keys_t, FMT_I8, key_scales, scores, key_stride, Q);          \
+            score_block(chunks, query, quantized, head_dim, keys_t, FMT_I8, key_scales, scores, key_stride, Q); \
         break;
 
 #define WEIGH_FORMATS(Q, HV)                                                                                   \
     if (kv_format == FMT_F32) weigh_block(longest, lengths, scores, key_stride, values, FMT_F32, out, Q, HV);     \
     else if (kv_format == FMT_BF16) weigh_block(longest, lengths, scores, key_stride, values, FMT_BF16, out, Q, HV); \
-    else weigh_block(longest, lengths, scores, key_stride, values, FMT_I8, out, Q, HV);
+    else weigh_block_int8(longest, pairs, steps, key_stride, values, out, Q, HV);
 
 #define WEIGH_CASE(Q)                                                                                        \
     case Q:                                                                                                  \
@@ -243,10 +362,15 @@ static inline __attribute__((always_inline)) void weigh_block(int longest, const
    (NULL otherwise): the values' scales multiply the softmax weights. */
 static void attend_block(int queries, const float *const *query, const int *lengths, int head_dim,
                          const void *keys_t, int key_stride, const void *values, int kv_format,
-                         const float *key_scales, const float *value_scales, float *scores, float *const *out) {
+                         const float *key_scales, const float *value_scales, float *scores, int16_t *pairs,
+                         float *const *out) {
     int longest = 0;
     for (int q = 0; q < queries; q++) longest = lengths[q] > longest ? lengths[q] : longest;
     int chunks = (longest + 15) / 16;
+    QueryInt8 quantized[QUERY_BLOCK];
+    float steps[QUERY_BLOCK];
+    if (kv_format == FMT_I8)
+        for (int q = 0; q < queries; q++) quantize_query(query[q], head_dim, quantized + q);
     switch (queries) {
         SCORE_CASE(1)
         SCORE_CASE(2)
@@ -283,6 +407,7 @@ static void attend_block(int queries, const float *const *query, const int *leng
                 weight = vf_mul(weight, vf_load_tail(value_scales + chunk * 16, length - chunk * 16));
             vf_store(row + chunk * 16, weight);
         }
+        if (kv_format == FMT_I8) steps[q] = pair_weights(row, length, (longest + 1) / 2 * 2, pairs + (size_t)q * key_stride);
     }
     switch (queries) {
         WEIGH_CASE(1)
@@ -304,6 +429,9 @@ static void attend_block(int queries, const float *const *query, const int *leng
 
 static size_t kv_size(int format) { return format_bytes(format); }
 
+/* a thread's attention scratch: QUERY_BLOCK rows of scores, then as many of their int16 weights (int8 values) */
+#define ATTENTION_FLOATS(score_stride) ((size_t)QUERY_BLOCK * (score_stride) * 3 / 2)
+
 /* one token group = consecutive tokens of one batch row (self-attention) or of rows that read the same cross states
    (cross-attention, `row` then being the cross states' row) */
 typedef struct {
@@ -320,7 +448,8 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
     for (int item; (item = claim(&items)) >= 0;) {
         const Group *g = &groups[item / heads];
         int head = item % heads;
-        float *scores = scores_all + (size_t)omp_get_thread_num() * QUERY_BLOCK * score_stride;
+        float *scores = scores_all + (size_t)omp_get_thread_num() * ATTENTION_FLOATS(score_stride);
+        int16_t *pairs = (int16_t *)(scores + (size_t)QUERY_BLOCK * score_stride);
         const char *keys, *values;
         const float *key_scales = NULL, *value_scales = NULL;
         int key_stride;
@@ -350,7 +479,7 @@ static void attention(const Model *m, const Cache *c, int layer, int cross, int 
                 lengths[q] = cross ? c->enc_len : limits[t0 + q] + 1;
             }
             attend_block(queries, query, lengths, head_dim, keys, key_stride, values, format, key_scales, value_scales,
-                         scores, outs);
+                         scores, pairs, outs);
         }
     }
 }
@@ -379,7 +508,7 @@ static int group_tokens(int tokens, const int32_t *rows, const int32_t *row_map,
 size_t scratch_floats(const Model *m, const Cache *c, int tokens, int threads) {
     int wide = 3 * m->d > m->ffn ? 3 * m->d : m->ffn;
     int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
-    return (size_t)tokens * (3 * (size_t)m->d + wide) + (size_t)threads * QUERY_BLOCK * score_stride +
+    return (size_t)tokens * (3 * (size_t)m->d + wide) + (size_t)threads * ATTENTION_FLOATS(score_stride) +
            6 * (size_t)tokens; /* the token groups of self- and of cross-attention */
 }
 
@@ -395,7 +524,7 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
     float *big = attended + (size_t)tokens * d;
     float *scores = big + (size_t)tokens * wide;
     int score_stride = c->slots > c->enc_pad ? c->slots : c->enc_pad;
-    Group *groups = (Group *)(scores + (size_t)threads * QUERY_BLOCK * score_stride);
+    Group *groups = (Group *)(scores + (size_t)threads * ATTENTION_FLOATS(score_stride));
     Group *cross_groups = groups + tokens;
     int groups_n = group_tokens(tokens, rows, NULL, groups);
     /* cross-attention groups run over rows that read the same cross states: a query's numbers do not depend on
@@ -414,18 +543,18 @@ int decoder_pass(const Model *m, const Cache *c, int tokens, const int32_t *ids,
             const Layer *layer = &m->layers[l];
             layer_norm_rows(tokens, d, h, layer->ln1_w, layer->ln1_b, m->eps, normed);
             linear_rows(&layer->qkv, tokens, normed, d, big, 3 * d, EPI_STORE, 0.0f);
-            ClaimLoop stored = claim_loop(tokens);
-            for (int t; (t = claim(&stored)) >= 0;) {
-                float *q = big + (size_t)t * 3 * d, *k = q + d, *v = q + 2 * d;
-                for (int i = 0; i < d; i++) q[i] *= m->scaling;
-                for (int head = 0; head < heads; head++) {
+            /* per head, so that no cache line of the keys' blocks is written by two threads */
+            ClaimLoop stored = claim_loop(heads);
+            for (int head; (head = claim(&stored)) >= 0;) {
+                for (int t = 0; t < tokens; t++) {
+                    float *q = big + (size_t)t * 3 * d + head * head_dim, *k = q + d, *v = q + 2 * d;
                     size_t base = (size_t)rows[t] * heads + head;
+                    for (int i = 0; i < head_dim; i++) q[i] *= m->scaling;
                     for (int i = 0; i < head_dim; i++) {
                         store1(c->self_k[l],
                                base * head_dim * c->slots + ((size_t)(slots[t] / 16) * head_dim + i) * 16 + slots[t] % 16,
-                               c->kv_format, k[head * head_dim + i]);
-                        store1(c->self_v[l], (base * c->slots + slots[t]) * head_dim + i, c->kv_format,
-                               v[head * head_dim + i]);
+                               c->kv_format, k[i]);
+                        store1(c->self_v[l], (base * c->slots + slots[t]) * head_dim + i, c->kv_format, v[i]);
                     }
                 }
             }

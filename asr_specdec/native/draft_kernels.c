@@ -214,11 +214,12 @@ void draft_choice(const Linear *screen, const int8_t *rows8, const float *scale8
     claims_free(&claims);
 }
 
-/* ---------------------------------------------------------------- the drafter's int8 cross-attention states */
+/* ---------------------------------------------------------------- int8 cross-attention states */
 
-/* src [blocks][dim][lanes] (float32 or bfloat16) to int8 dst of the same layout and float32 scales [blocks][lanes]:
-   each vector of `dim` values (one lane of one block) scaled by its max |value| / 127. lanes: 16 (keys, stored 16
-   transposed per block) or 1 (values, one vector per block). */
+/* src [blocks][dim][lanes] (float32 or bfloat16) to int8 dst and float32 scales [blocks][lanes]: each vector of
+   `dim` values (one lane of one block) scaled by its max |value| / 127. lanes 1 (values, one vector per block): dst
+   in src's layout. lanes 16 (keys, 16 transposed per block; dim a multiple of 4): dst as [blocks][dim / 4][16][4]
+   bytes of q + 128, the four dims of a key together as the int8 products read them (score_chunks_int8). */
 void quantize_int8_vectors(const void *src, int format, long blocks, int dim, int lanes, int8_t *dst, float *scales,
                            int threads) {
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -231,22 +232,17 @@ void quantize_int8_vectors(const void *src, int format, long blocks, int dim, in
             scale = vf_blend(vf_gt(scale, vf_zero()), vf_set1(1.0f), scale);
             vf_store(scales + (size_t)block * 16, scale);
             vf inverse = vf_div(vf_set1(1.0f), scale);
-            for (int i = 0; i < dim; i++) {
-                vi q = vi_round(vf_mul(load16(src, base + (size_t)i * 16, format), inverse));
-                q = vi_max(vi_min(q, vi_set1(127)), vi_set1(-127));
-                vi_store_i8(dst + base + (size_t)i * 16, q);
+            for (int g = 0; g < dim / 4; g++) { /* 4 dims of the 16 keys: 16 lanes of 4 bytes q + 128, dim order */
+                vi four = vi_zero();
+                for (int r = 0; r < 4; r++) {
+                    vi q = vi_round(vf_mul(load16(src, base + (size_t)(4 * g + r) * 16, format), inverse));
+                    q = vi_max(vi_min(q, vi_set1(127)), vi_set1(-127));
+                    four = vi_or(four, vi_sll(vi_add(q, vi_set1(128)), 8 * r));
+                }
+                vi_store(dst + base + (size_t)g * 64, four);
             }
         } else { /* dim a multiple of 16 */
-            vf largest = vf_zero();
-            for (int i = 0; i < dim; i += 16) largest = vf_max(largest, vf_abs(load16(src, base + i, format)));
-            const float top = vf_reduce_max(largest), scale = top > 0.0f ? top / 127.0f : 1.0f;
-            scales[block] = scale;
-            const vf inverse = vf_set1(1.0f / scale);
-            for (int i = 0; i < dim; i += 16) {
-                vi q = vi_round(vf_mul(load16(src, base + i, format), inverse));
-                q = vi_max(vi_min(q, vi_set1(127)), vi_set1(-127));
-                vi_store_i8(dst + base + i, q);
-            }
+            scales[block] = quantize_vector((const char *)src + base * format_bytes(format), format, dim, dst + base);
         }
     }
 }

@@ -293,6 +293,21 @@ static inline void quantize_row(int k, const float *row, int8_t *values, RowQuan
     out->offset = INT8_DOT_BIAS * sum;
 }
 
+/* `dim` values (a multiple of 16, stored in `format`) as int8 with one step for them all, their max |value| / 127
+   (1 where every value is 0): each value / step rounded to the nearest integer (even on ties), within -127..127.
+   Returns the step. (A cross-attention value vector, quantize_int8_vectors; a query, the decoder's int8 scores.) */
+static inline float quantize_vector(const void *src, int format, int dim, int8_t *out) {
+    vf largest = vf_zero();
+    for (int i = 0; i < dim; i += 16) largest = vf_max(largest, vf_abs(load16(src, (size_t)i, format)));
+    const float top = vf_reduce_max(largest), step = top > 0.0f ? top / 127.0f : 1.0f;
+    const vf inverse = vf_set1(1.0f / step);
+    for (int i = 0; i < dim; i += 16) {
+        vi q = vi_round(vf_mul(load16(src, (size_t)i, format), inverse));
+        vi_store_i8(out + i, vi_max(vi_min(q, vi_set1(127)), vi_set1(-127)));
+    }
+    return step;
+}
+
 /* The exact int32 sums of the pass's columns (from c0) of an FMT_I8_VNNI tile with R quantized rows: per column
    sum(q * (w + 128)) with VNNI (sum(q * w) without it, INT8_DOT_BIAS 0). */
 static inline __attribute__((always_inline)) void vnni_sums(const Linear *lin, int tile, int c0, QuantizedRows x,

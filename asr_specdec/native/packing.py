@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import re
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from ..weights.mapped import let_go, trim_heap
 from . import Linear
 
 TILE = 64
+# a pack file under a key of the one-part form used before 2026-12-06 (24 hex digits, no version)
+OLD_KEY_FORM = re.compile(r"[0-9a-f]{24}-")
 SPOOL_MIN_BYTES = 1 << 16  # smaller tensors stay in the heap: a page-aligned mapping each would cost more
 TRIM_BYTES = 64 << 20
 FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4, "int4-vnni": 5}
@@ -254,6 +257,21 @@ class PackStore:
                 self.tensors.pop(name, None)
             self.added = True
 
+    def _remove_earlier_versions(self) -> None:
+        """Remove the stored packs of earlier versions of these weights: a key "WHICH-VERSION" (lean_model.py) names
+        the weights (folder and dtype) and their version (the file's size and time), and once the file changed
+        (converted again, or replaced) nothing would ever read the old version's packs again. Packs under a key of
+        the older one-part form, which nothing can trace to its weights, go with them."""
+        which, _, version = self.path.name.partition("-")
+        version = version.partition("-")[0]
+        if not version:
+            return  # a key without a version (tests' own): nothing to compare with
+        for stored in self.path.parent.glob("*.safetensors"):
+            name = stored.name
+            earlier = name.startswith(f"{which}-") and not name.startswith(f"{which}-{version}-")
+            if earlier or OLD_KEY_FORM.match(name):
+                stored.unlink(missing_ok=True)  # a process still reading it keeps its mapping
+
     def save(self) -> None:
         """Write the store if anything was added or dropped (atomically: a reader sees the old file or the new
         one); what the file held, nobody asked for and nobody dropped is kept."""
@@ -275,6 +293,7 @@ class PackStore:
             write_streamed(Path(staged), {name: Planned(tensor.dtype, tuple(tensor.shape), lambda tensor=tensor: tensor)
                                           for name, tensor in self.tensors.items()}, {"format": "pt"})
             os.replace(staged, self.path)
+            self._remove_earlier_versions()
         except OSError:
             Path(staged).unlink(missing_ok=True)  # a read-only cache only costs the next start-up its time
         self.names |= set(self.tensors)

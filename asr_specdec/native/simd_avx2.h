@@ -183,6 +183,16 @@ SIMD_INLINE vi vi_srl(vi a, int count) {
     EACH2(vi, _mm256_srl_epi32(a.v[i], _mm_cvtsi32_si128(count)));
     return result;
 }
+SIMD_INLINE vi vi_sll(vi a, int count) {
+    vi result;
+    EACH2(vi, _mm256_sll_epi32(a.v[i], _mm_cvtsi32_si128(count)));
+    return result;
+}
+SIMD_INLINE vi vi_or(vi a, vi b) { vi result; EACH2(vi, _mm256_or_si256(a.v[i], b.v[i])); return result; }
+SIMD_INLINE void vi_store(void *p, vi v) {
+    _mm256_storeu_si256((__m256i *)p, v.v[0]);
+    _mm256_storeu_si256((__m256i *)p + 1, v.v[1]);
+}
 SIMD_INLINE int32_t vi_reduce_add(vi v) {
     __m256i eight = _mm256_add_epi32(v.v[0], v.v[1]);
     __m128i four = _mm_add_epi32(_mm256_extracti128_si256(eight, 1), _mm256_castsi256_si128(eight));
@@ -192,6 +202,9 @@ SIMD_INLINE int32_t vi_reduce_add(vi v) {
 }
 SIMD_INLINE vf vf_from_vi(vi v) { vf result; EACH2(vf, _mm256_cvtepi32_ps(v.v[i])); return result; }
 SIMD_INLINE vi vi_round(vf v) { vi result; EACH2(vi, _mm256_cvtps_epi32(v.v[i])); return result; }
+SIMD_INLINE void vi_store_i16(int16_t *p, vi v) { /* values in -32768..32767 */
+    _mm256_storeu_si256((__m256i *)p, _mm256_permute4x64_epi64(_mm256_packs_epi32(v.v[0], v.v[1]), 0xD8));
+}
 SIMD_INLINE void vi_store_i8(int8_t *p, vi v) { /* values in -128..127 */
     __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(v.v[0], v.v[1]), 0xD8);
     _mm_storeu_si128((__m128i *)p, _mm_packs_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1)));
@@ -256,6 +269,20 @@ SIMD_INLINE vi vi_dot_nibbles(vi acc, vb u, vb x) {
 }
 #endif
 /* acc + a_odd * b_odd, then + a_even * b_even (vdpbf16ps's order; the products of bfloat16 values are exact) */
+/* acc + per lane sum of 2 products of int16 pairs (vpmaddwd then an add: the same integers as vpdpwssd) */
+SIMD_INLINE vi vi_dot_pairs(vi acc, vb a, vb b) {
+    vi result;
+    EACH2(vi, _mm256_add_epi32(acc.v[i], _mm256_madd_epi16(a.v[i], b.v[i])));
+    return result;
+}
+/* 16 lanes of the int16 pair (first[l], second[l]) from 16 int8 values each */
+SIMD_INLINE vb vb_pairs_i8(const int8_t *first, const int8_t *second) {
+    __m128i a = _mm_loadu_si128((const __m128i *)first), b = _mm_loadu_si128((const __m128i *)second);
+    vb result;
+    result.v[0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+    result.v[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
+    return result;
+}
 SIMD_INLINE vf vf_dot_bf16(vf acc, vb a, vb b) {
     const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
     vf result;

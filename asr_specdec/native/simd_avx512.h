@@ -82,9 +82,13 @@ SIMD_INLINE vi vi_min(vi a, vi b) { return _mm512_min_epi32(a, b); }
 SIMD_INLINE vi vi_max(vi a, vi b) { return _mm512_max_epi32(a, b); }
 SIMD_INLINE vi vi_and(vi a, vi b) { return _mm512_and_si512(a, b); }
 SIMD_INLINE vi vi_srl(vi a, int count) { return _mm512_srli_epi32(a, count); }
+SIMD_INLINE vi vi_sll(vi a, int count) { return _mm512_slli_epi32(a, count); }
+SIMD_INLINE vi vi_or(vi a, vi b) { return _mm512_or_si512(a, b); }
+SIMD_INLINE void vi_store(void *p, vi v) { _mm512_storeu_si512(p, v); }
 SIMD_INLINE int32_t vi_reduce_add(vi v) { return _mm512_reduce_add_epi32(v); }
 SIMD_INLINE vf vf_from_vi(vi v) { return _mm512_cvtepi32_ps(v); }
 SIMD_INLINE vi vi_round(vf v) { return _mm512_cvtps_epi32(v); } /* to nearest even */
+SIMD_INLINE void vi_store_i16(int16_t *p, vi v) { _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(v)); }
 SIMD_INLINE void vi_store_i8(int8_t *p, vi v) { _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(v)); }
 
 /* 64 bytes: 16 lanes of 4 */
@@ -100,6 +104,16 @@ SIMD_INLINE vb vb_high_nibbles(vb v) { return _mm512_and_si512(_mm512_srli_epi16
 SIMD_INLINE vi vi_dot_weights(vi acc, vb biased, vb x) {
     __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(biased), "v"(x));
     return acc;
+}
+/* acc + per lane sum of 2 products of int16 pairs (vpdpwssd, as the instruction for the reason above) */
+SIMD_INLINE vi vi_dot_pairs(vi acc, vb a, vb b) {
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+}
+/* 16 lanes of the int16 pair (first[l], second[l]) from 16 int8 values each */
+SIMD_INLINE vb vb_pairs_i8(const int8_t *first, const int8_t *second) {
+    __m128i a = _mm_loadu_si128((const __m128i *)first), b = _mm_loadu_si128((const __m128i *)second);
+    return _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(a, b), _mm_unpacklo_epi8(a, b)));
 }
 /* acc + per lane sum of 4 products u * x, u in 0..15 */
 SIMD_INLINE vi vi_dot_nibbles(vi acc, vb u, vb x) { return vi_dot_weights(acc, u, x); }

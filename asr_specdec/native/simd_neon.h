@@ -162,9 +162,22 @@ SIMD_INLINE vi vi_srl(vi a, int count) {
     EACH4(vreinterpretq_s32_u32(vshlq_u32(vreinterpretq_u32_s32(a.v[i]), vdupq_n_s32(-count))));
     return result;
 }
+SIMD_INLINE vi vi_sll(vi a, int count) {
+    vi result;
+    EACH4(vreinterpretq_s32_u32(vshlq_u32(vreinterpretq_u32_s32(a.v[i]), vdupq_n_s32(count))));
+    return result;
+}
+SIMD_INLINE vi vi_or(vi a, vi b) { vi result; EACH4(vorrq_s32(a.v[i], b.v[i])); return result; }
+SIMD_INLINE void vi_store(void *p, vi v) {
+    for (int i = 0; i < 4; i++) vst1q_s32((int32_t *)p + 4 * i, v.v[i]);
+}
 SIMD_INLINE int32_t vi_reduce_add(vi v) { return vaddvq_s32(vaddq_s32(vaddq_s32(v.v[0], v.v[1]), vaddq_s32(v.v[2], v.v[3]))); }
 SIMD_INLINE vf vf_from_vi(vi v) { vf result; EACH4(vcvtq_f32_s32(v.v[i])); return result; }
 SIMD_INLINE vi vi_round(vf v) { vi result; EACH4(vcvtnq_s32_f32(v.v[i])); return result; }
+SIMD_INLINE void vi_store_i16(int16_t *p, vi v) { /* values in -32768..32767 */
+    vst1q_s16(p, vcombine_s16(vmovn_s32(v.v[0]), vmovn_s32(v.v[1])));
+    vst1q_s16(p + 8, vcombine_s16(vmovn_s32(v.v[2]), vmovn_s32(v.v[3])));
+}
 SIMD_INLINE void vi_store_i8(int8_t *p, vi v) { /* values in -128..127 */
     int16x8_t low = vcombine_s16(vmovn_s32(v.v[0]), vmovn_s32(v.v[1]));
     int16x8_t high = vcombine_s16(vmovn_s32(v.v[2]), vmovn_s32(v.v[3]));
@@ -196,6 +209,25 @@ SIMD_INLINE vi vi_dot_nibbles(vi acc, vb u, vb x) {
     return result;
 }
 /* acc + a_odd * b_odd, then + a_even * b_even (vdpbf16ps's order; the products of bfloat16 values are exact) */
+/* acc + per lane sum of 2 products of int16 pairs */
+SIMD_INLINE vi vi_dot_pairs(vi acc, vb a, vb b) {
+    vi result;
+    EACH4(vaddq_s32(acc.v[i], vpaddq_s32(vmull_s16(vget_low_s16(vreinterpretq_s16_u8(a.v[i])),
+                                                   vget_low_s16(vreinterpretq_s16_u8(b.v[i]))),
+                                         vmull_high_s16(vreinterpretq_s16_u8(a.v[i]), vreinterpretq_s16_u8(b.v[i])))));
+    return result;
+}
+/* 16 lanes of the int16 pair (first[l], second[l]) from 16 int8 values each */
+SIMD_INLINE vb vb_pairs_i8(const int8_t *first, const int8_t *second) {
+    int8x16_t a = vld1q_s8(first), b = vld1q_s8(second);
+    int8x16_t low = vzip1q_s8(a, b), high = vzip2q_s8(a, b);
+    vb result;
+    result.v[0] = vreinterpretq_u8_s16(vmovl_s8(vget_low_s8(low)));
+    result.v[1] = vreinterpretq_u8_s16(vmovl_high_s8(low));
+    result.v[2] = vreinterpretq_u8_s16(vmovl_s8(vget_low_s8(high)));
+    result.v[3] = vreinterpretq_u8_s16(vmovl_high_s8(high));
+    return result;
+}
 SIMD_INLINE vf vf_dot_bf16(vf acc, vb a, vb b) {
     const uint32x4_t high = vdupq_n_u32(0xffff0000u);
     vf result;

@@ -362,6 +362,14 @@ def interleaved_best(passes: dict, rounds: int) -> dict[str, float]:
     return best
 
 
+def fixed_part(whole: float, costs: dict, tokens: int) -> float:
+    """What a plain call of `tokens` tokens spends on anything but its decoder steps (features, encoder, cross
+    states, the prompt): the call less its tokens at the main step's cost measured in turn with the other passes.
+    Not less `tokens` x "ms a token": that difference of two whole calls swung 29-43 ms at large-v3 between two
+    configurations that were the same, and put the fixed part below the encoder's own time."""
+    return whole - tokens * costs["main_step"]
+
+
 def pair_section(timings: dict[str, Timing], args) -> dict:
     main_folder, assistant_folder = ensure_size_model("large-v3"), ensure_size_model("distil-large-v3")
     reference = timings["faster-whisper int8"].whole
@@ -370,7 +378,7 @@ def pair_section(timings: dict[str, Timing], args) -> dict:
         plain = next(timing for name, timing in timings.items() if name.startswith(f"ours {compute} (")
                      and name.endswith("plain"))
         costs = pass_costs(main_folder, assistant_folder, compute, args.draft_tokens, args.repeats, args.threads)
-        fixed = plain.whole - args.tokens * plain.per_token(args.tokens)
+        fixed = fixed_part(plain.whole, costs, args.tokens)
 
         def speedup(acceptance, costs=costs, fixed=fixed):
             return projected_speedup(acceptance, costs, args.draft_tokens, args.tokens, fixed, reference)
@@ -394,7 +402,8 @@ def pair_rows(pair: dict, draft_tokens: int, tokens: int) -> list[str]:
         rows.append(f"| ours {compute} | {main * 1e3:.1f} ms | {costs['draft_step'] * 1e3:.1f} ms "
                     f"({costs['draft_step'] / main:.2f}) | {costs['verification'] * 1e3:.1f} ms "
                     f"({costs['verification'] / main:.2f}) | {speedups} | {needed} |")
-    rows.append(f"(projected whole {tokens}-token call over faster-whisper int8's, {draft_tokens} drafts a round)")
+    rows.append(f"(projected whole {tokens}-token call over faster-whisper int8's, {draft_tokens} drafts a round: the "
+                f"plain call less its {tokens} tokens at the main step, plus their rounds)")
     return rows
 
 

@@ -173,3 +173,13 @@ def test_pass_costs_are_timed_in_turn_so_a_drift_in_speed_reaches_every_pass_ali
     assert order == ["main_step", "draft_step", "verification"] * 3
     assert set(best) == {"main_step", "draft_step", "verification"}
     assert all(0 <= seconds < 1 for seconds in best.values())
+
+
+def test_the_pairs_fixed_part_is_the_call_less_its_tokens_at_the_measured_main_step():
+    from eval.bench.sizes import fixed_part, projected_speedup
+
+    costs = {"main_step": 0.028, "draft_step": 0.0035, "verification": 0.037}
+    assert fixed_part(7.34, costs, 100) == pytest.approx(4.54)
+    # plain decoding projects to the plain call itself: no drafts, every round one verified token at a step's cost
+    plain = {"main_step": 0.028, "draft_step": 0.0, "verification": 0.028}
+    assert projected_speedup(0.0, plain, 0, 100, fixed_part(7.34, plain, 100), 7.34) == pytest.approx(1.0)

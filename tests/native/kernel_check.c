@@ -120,9 +120,10 @@ static const float *norm_weights(int d, float size) {
     return randoms(d, size);
 }
 
-/* decoder_pass over 9 tokens of one row = 9 one-token passes, bit for bit */
-static void check_decoder(int format, int kv_format) {
-    const int d = 64, heads = 2, head_dim = 32, ffn = 128, layers = 2, vocab = 100, slots = 16, enc_len = 20,
+/* decoder_pass over 9 tokens of one row = 9 one-token passes, bit for bit; cross_format FMT_I8: the cross-attention
+   states quantized as the runner quantizes them (quantize_int8_vectors), an odd number of them */
+static void check_decoder(int format, int kv_format, int cross_format) {
+    const int d = 64, heads = 2, head_dim = 32, ffn = 128, layers = 2, vocab = 100, slots = 16, enc_len = 21,
               enc_pad = 32, tokens = 9;
     Layer layer_structs[2];
     for (int l = 0; l < layers; l++) {
@@ -147,6 +148,7 @@ static void check_decoder(int format, int kv_format) {
     model.ln_w = norm_weights(d, 1.0f);
     model.ln_b = norm_weights(d, 0.1f);
     void *self_k[2], *self_v[2], *cross_k[2], *cross_v[2];
+    const float *key_scales[2], *value_scales[2];
     const size_t kv = format_bytes(kv_format), self_cells = (size_t)heads * slots * head_dim;
     for (int l = 0; l < layers; l++) {
         float *keys = randoms((size_t)heads * enc_pad * head_dim, 1.0f);
@@ -155,10 +157,18 @@ static void check_decoder(int format, int kv_format) {
                 if ((int)((cell / (16 * head_dim)) * 16 + cell % 16) >= enc_len) keys[h * (size_t)enc_pad * head_dim + cell] = 0.0f;
         cross_k[l] = keys;
         cross_v[l] = randoms((size_t)heads * enc_len * head_dim, 1.0f);
+        if (cross_format == FMT_I8) {
+            int8_t *k8 = malloc((size_t)heads * enc_pad * head_dim), *v8 = malloc((size_t)heads * enc_len * head_dim);
+            float *ks = malloc((size_t)heads * enc_pad * sizeof(float)), *vs = malloc((size_t)heads * enc_len * sizeof(float));
+            quantize_int8_vectors(cross_k[l], FMT_F32, (long)heads * enc_pad / 16, head_dim, 16, k8, ks, 1);
+            quantize_int8_vectors(cross_v[l], FMT_F32, (long)heads * enc_len, head_dim, 1, v8, vs, 1);
+            cross_k[l] = k8, cross_v[l] = v8, key_scales[l] = ks, value_scales[l] = vs;
+        }
         self_k[l] = calloc(self_cells, kv);
         self_v[l] = calloc(self_cells, kv);
     }
-    Cache cache = {kv_format, FMT_F32, slots, enc_len, enc_pad, self_k, self_v, cross_k, cross_v, NULL, NULL};
+    Cache cache = {kv_format, cross_format, slots, enc_len, enc_pad, self_k, self_v, cross_k, cross_v,
+                   cross_format == FMT_I8 ? key_scales : NULL, cross_format == FMT_I8 ? value_scales : NULL, NULL};
     int32_t ids[9] = {5, 17, 99, 3, 42, 42, 8, 0, 61}, rows[9] = {0}, positions[9], limits[9];
     for (int t = 0; t < tokens; t++) positions[t] = limits[t] = t;
     float *scratch = malloc(scratch_floats(&model, &cache, tokens, 2) * sizeof(float));
@@ -305,8 +315,9 @@ static void check_encoder_attention_f32(int int8, float size, double bound) {
 int main(void) {
     const int formats[] = {FMT_F32, FMT_BF16, FMT_I8, FMT_I8_VNNI};
     for (int f = 0; f < 4; f++) check_linear(formats[f]);
-    for (int f = 0; f < 4; f++) check_decoder(formats[f], FMT_F32);
-    check_decoder(FMT_F32, FMT_BF16);
+    for (int f = 0; f < 4; f++) check_decoder(formats[f], FMT_F32, FMT_F32);
+    check_decoder(FMT_F32, FMT_BF16, FMT_F32);
+    check_decoder(FMT_I8_VNNI, FMT_F32, FMT_I8);
     check_certified_argmax(FMT_I8);
     check_certified_argmax(FMT_I8_VNNI);
     check_encoder_attention();

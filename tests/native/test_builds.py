@@ -172,9 +172,9 @@ def _other_builds() -> list[str]:
             and choose(cpu_features(), platform.machine(), isa).isa == isa]
 
 
-def _outputs(library, model, encoded, weights: str):
+def _outputs(library, model, encoded, weights: str, cross_dtype: torch.dtype | None = None):
     """A pass over 11 tokens, the same tokens one step at a time, and the vocabulary logits, on `library`."""
-    runner = WhisperDecoderRunner(model, weights=weights)
+    runner = WhisperDecoderRunner(model, weights=weights, cross_dtype=cross_dtype)
     runner.native.library = library
     ids = [101, 110, 4, 9, 30, 2, 77, 12, 5, 60, 61]
     with torch.inference_mode():
@@ -193,11 +193,14 @@ def test_another_build_is_batch_invariant_and_gives_the_loaded_builds_bits(isa):
     other = load_build(isa)
     model = tiny_whisper(0, layers=2)
     _, encoded = encoder_output(model, 0)
-    for weights in ("float32", "bfloat16", "float16", "int8", "int8-vnni"):
-        together, alone, logits, choices = _outputs(other, model, encoded, weights)
+    # int8 cross-attention states (an int8 decoder's): integer scores and weights x values
+    for weights, cross in (("float32", None), ("bfloat16", None), ("float16", None), ("int8", None),
+                           ("int8-vnni", None), ("int8-vnni", torch.int8)):
+        together, alone, logits, choices = _outputs(other, model, encoded, weights, cross)
         assert torch.equal(together, alone), weights  # batch invariance within the build
         assert torch.equal(choices, logits.argmax(dim=1)), weights
-        for mine, theirs in zip(_outputs(kernels(), model, encoded, weights), (together, alone, logits, choices)):
+        for mine, theirs in zip(_outputs(kernels(), model, encoded, weights, cross),
+                                (together, alone, logits, choices)):
             assert torch.equal(mine, theirs), weights  # one kernel source: the same bits on either build
     generator = torch.Generator().manual_seed(0)
     packed = pack_linear(torch.randn(200, 128, generator=generator), torch.randn(200, generator=generator),

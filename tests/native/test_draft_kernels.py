@@ -55,6 +55,9 @@ def test_int8_vectors_are_quantized_one_scale_per_key_and_per_value():
     native = SimpleNamespace(library=kernels(), governor=governor())  # what a NativeDecoder holds
     for states, lanes, dim in ((keys, 16, 3), (values, 1, 3)):
         quantized, scales = _int8_vectors(native, states, lanes=lanes)
+        if lanes > 1:  # keys: [..., dim / 4, 16, 4] of q + 128, a key's four dims together; back to [..., dim, 16]
+            assert quantized.dtype == torch.uint8 and quantized.shape == (2, 3, 4, 8, 16, 4)
+            quantized = (quantized.to(torch.int16) - 128).transpose(-1, -2).reshape(states.shape)
         expected_scale = states.float().abs().amax(dim=dim) / 127.0
         assert torch.allclose(scales.view(expected_scale.shape), expected_scale, rtol=1e-6)
         restored = quantized.float() * scales.view(expected_scale.shape).unsqueeze(dim)

@@ -235,6 +235,28 @@ def test_a_store_forgets_the_packs_its_format_no_longer_keeps(tmp_path, monkeypa
         assert "layers.0.fc1.packed" in saved.keys()
 
 
+def test_saving_a_store_removes_the_packs_of_its_weights_earlier_versions(tmp_path, monkeypatch):
+    """Once a model's file changed (converted again), its key's version changes and the old version's packs would
+    never be read again: the first save of the new version removes them, of every storage, with the packs of the
+    older one-part keys; other weights' packs and the same version's other storages stay."""
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    which, earlier, now = "a" * 12, "0" * 12, "1" * 12
+    folder = tmp_path / "packed"
+    folder.mkdir()
+    names = {"earlier": f"{which}-{earlier}-int8.safetensors",
+             "earlier other": f"{which}-{earlier}-int8-vnni.safetensors",
+             "old form": "0123456789abcdef01234567-int8.safetensors",
+             "other weights": f"{'b' * 12}-{earlier}-int8.safetensors",
+             "same version": f"{which}-{now}-float32.safetensors"}
+    for name in names.values():
+        (folder / name).write_bytes(b"not read")
+    store = PackStore(f"{which}-{now}", "int8")
+    store.tensor("x", lambda: torch.ones(3))
+    store.save()
+    left = {path.name for path in folder.glob("*.safetensors")}
+    assert left == {names["other weights"], names["same version"], f"{which}-{now}-int8.safetensors"}
+
+
 def _mapped_file(tensor: torch.Tensor) -> str | None:
     """The file whose mapping holds `tensor`'s data, or None (the heap)."""
     address = tensor.data_ptr()

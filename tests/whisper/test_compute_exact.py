@@ -173,7 +173,8 @@ def test_an_int8_decoder_caches_int8_cross_states_quantized_from_the_bfloat16_on
         keys, values = pipeline.runner.cross_attention_states(encoded, pipeline.encoder.cross_projection)
         cache = pipeline.runner.new_cache(encoded, cross_states=(keys, values))
     assert {state.dtype for state in keys + values} == {torch.bfloat16}
-    assert {state.dtype for state in cache.cross_keys + cache.cross_values} == {torch.int8}
+    assert {state.dtype for state in cache.cross_values} == {torch.int8}
+    assert {state.dtype for state in cache.cross_keys} == {torch.uint8}  # q + 128, as the int8 scores read them
     assert len(cache.cross_key_scales) == len(cache.cross_value_scales) == len(keys)
     for quantized, scale, state in zip(cache.cross_values, cache.cross_value_scales, values):
         error = (quantized.float() * scale[..., None] - state.float()).abs()

@@ -5,7 +5,9 @@ what the same checkpoint converted all in float32 decodes, and speculative decod
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 
 import pytest
 import torch
@@ -147,3 +149,20 @@ def test_the_decoder_and_the_word_timestamp_pass_equal_the_float32_conversions(c
             outputs.append((logits, *aligned))
     for mine, theirs in zip(*outputs):
         assert torch.equal(mine, theirs)
+
+
+def test_a_weights_key_names_the_folder_and_dtype_then_the_files_version(converted, tmp_path):
+    """The packs' key: "WHICH-VERSION", the same for the same folder, dtype and file, a new version (and the same
+    WHICH) once the file changed, another WHICH for another dtype or folder (PackStore.save removes the packs of
+    a WHICH's earlier versions)."""
+    copy = tmp_path / "half-0"
+    shutil.copytree(converted / "half-0", copy)
+    keys = [load_lean_whisper(copy).weights_key, load_lean_whisper(copy).weights_key]
+    assert keys[0] == keys[1] and re.fullmatch(r"[0-9a-f]{12}-[0-9a-f]{12}", keys[0])
+    safetensors = copy / "model.safetensors"
+    stat = safetensors.stat()
+    os.utime(safetensors, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # converted again
+    changed = load_lean_whisper(copy).weights_key
+    assert changed.split("-")[0] == keys[0].split("-")[0] and changed != keys[0]
+    assert load_lean_whisper(copy, dtype=torch.bfloat16).weights_key.split("-")[0] != keys[0].split("-")[0]
+    assert load_lean_whisper(converted / "half-0").weights_key.split("-")[0] != keys[0].split("-")[0]

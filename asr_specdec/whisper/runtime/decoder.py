@@ -292,13 +292,16 @@ def linear_as_inputs(layer: nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
 def _int8_vectors(native, states: torch.Tensor, lanes: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(int8 values, float32 scales [blocks, lanes]) of `states` [..., dim, lanes] (float32 or bfloat16, contiguous):
     every vector along dim quantized symmetrically with its own scale (by the kernels of the NativeDecoder `native`,
-    on the threads its governor gives)."""
+    on the threads its governor gives). Keys (lanes 16, blocks of 16 keys) come back as [..., dim / 4, 16, 4] uint8
+    q + 128, the four dims of a key together, as the kernels' int8 scores read them; values (lanes 1) as int8 in
+    the states' layout."""
     states = states.contiguous()
     if states.dtype not in (torch.float32, torch.bfloat16):
         states = states.float()
     dim = states.shape[-2] if lanes > 1 else states.shape[-1]
     blocks = states.numel() // (dim * lanes)
-    values = torch.empty(states.shape, dtype=torch.int8)
+    values = (torch.empty(*states.shape[:-2], dim // 4, lanes, 4, dtype=torch.uint8) if lanes > 1
+              else torch.empty(states.shape, dtype=torch.int8))
     scales = torch.empty(blocks, lanes)
     native.library.quantize_int8_vectors(states.data_ptr(), 0 if states.dtype == torch.float32 else 2, blocks, dim,
                                          lanes, values.data_ptr(), scales.data_ptr(), native.governor.threads())

@@ -87,9 +87,10 @@ class KVCache:
     """Self-attention keys (in their backend's layout, see the module's docstring) and values [batch, heads,
     slots, head_dim] per layer; slots hold positions 0..max_positions-1, the scratch slot for padding, then
     padding to a multiple of 16. Cross-attention keys (the same layout over the encoder's frames) and values
-    [batch, heads, encoder_length, head_dim], computed once from the encoder output; in int8 (a drafter's,
-    native kernels only) with a scale per key [batch, heads, encoder slots] and per value [batch, heads,
-    encoder_length]."""
+    [batch, heads, encoder_length, head_dim], computed once from the encoder output; in int8 (native kernels
+    only) with a scale per key [batch, heads, encoder slots] and per value [batch, heads, encoder_length], the
+    keys then [batch, heads, slots / 16, head_dim / 4, 16, 4] uint8 (q + 128, a key's four dims together, what
+    the kernels' int8 scores read)."""
 
     self_keys: list[torch.Tensor]
     self_values: list[torch.Tensor]

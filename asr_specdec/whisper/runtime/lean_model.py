@@ -207,8 +207,11 @@ def load_lean_whisper(directory: str | Path, device: str = "cpu", dtype: torch.d
     model.load_state_dict({name: tensor if name in stay and tensor.dtype in STORED_16_BIT else tensor.to(dtype)
                            for name, tensor in weights.items() if name in parameters}, assign=True, strict=False)
     model.proj_out.weight = model.model.decoder.embed_tokens.weight
-    # names these exact weights, so that converted copies of them (packed decoder weights) can be kept on disk
+    # names these exact weights, so that converted copies of them (packed decoder weights) can be kept on disk:
+    # which weights (the folder, the dtype), then which version of them (the file's size and time), so that the packs
+    # of an earlier version can be found and removed once the file changed (PackStore.save)
     status = (directory / "model.safetensors").stat()
-    identity = f"{directory.resolve()}|{status.st_size}|{status.st_mtime_ns}|{dtype}"
-    model.weights_key = hashlib.sha256(identity.encode()).hexdigest()[:24]
+    which = hashlib.sha256(f"{directory.resolve()}|{dtype}".encode()).hexdigest()[:12]
+    version = hashlib.sha256(f"{status.st_size}|{status.st_mtime_ns}".encode()).hexdigest()[:12]
+    model.weights_key = f"{which}-{version}"
     return model.eval()

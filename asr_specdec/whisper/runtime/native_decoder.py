@@ -222,7 +222,7 @@ class NativeDecoder:
             if cache.cross_key_scales is None:
                 arrays += [None, None]
             cross_rows = None if cache.cross_rows is None else cache.cross_rows.to(torch.int32).contiguous()
-            view = Cache(KV_FORMATS[cache.self_keys[0].dtype], KV_FORMATS[cache.cross_keys[0].dtype], cache.slots,
+            view = Cache(KV_FORMATS[cache.self_keys[0].dtype], KV_FORMATS[cache.cross_values[0].dtype], cache.slots,
                          cache.encoder_length,
                          cache.cross_keys[0].shape[2] * cache.cross_keys[0].shape[4], *arrays,
                          as_pointer(cross_rows))
