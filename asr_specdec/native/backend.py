@@ -40,18 +40,17 @@ WITH_FEATURE = {  # a build's flags where the CPU has the feature: faster int8 s
 # without AVX-VNNI (Zen 4): with ASR_SPECDEC_EVEX_VNNI=1 under ../shared/tools/avxvnni-sim.sh the avx2 build writes
 # vpdpbusd in its EVEX form on ymm0-15 (the same instruction and integers; it faults where AVX512-VNNI is missing)
 EVEX_VNNI = "avx_vnni_evex"
-# the fastest compute type measured to keep float32's WER on the shared clips, per build (docs/compute.md): on
-# AVX2 int8:float32 measured 2.6x slower than float32 (int8 sums without VNNI are no faster than float32 FMAs,
-# and PyTorch's bfloat16 runs emulated); NEON is unmeasured and follows AVX2 (no native bfloat16 either)
-# measured per build (docs/compute.md, "auto per build"): the AVX-512 build needs AVX512-BF16, where the bfloat16
-# encoder measures faster than the int8 products with the same WER (the speed table of docs/benchmarks.md)
-AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("float32", "float32"), "neon": ("float32", "float32")}
-# where the build multiplies int8 with a dot-product instruction (vpdpbusd on ymm): the int8 encoder with float32
-# activations measured faster than float32 at float32's WER (docs/compute.md, "auto per build"); with AMX tiles for
-# its sums (its linear layers' and its attention's) faster than the bfloat16 encoder at the same WER and float32's
-# text on the 12 shared clips (docs/compute.md, "The int8 encoder's form on AVX-512")
-AUTO_COMPUTE_WITH = {("avx2", "avx_vnni"): ("int8", "float32"), ("avx2", EVEX_VNNI): ("int8", "float32"),
-                     ("avx512", "amx_int8"): ("int8", "float32")}
+# the fastest compute type measured to keep float32's WER on the shared clips, per build (docs/compute.md, "auto per
+# build"). AVX-512 (it needs AVX512-BF16): the bfloat16 encoder measured faster than the int8 products at the same WER
+# (the speed table of docs/benchmarks.md). AVX2: the int8 encoder with float32 activations between its products,
+# with or without a dot-product instruction: on a Zen 3 (no VNNI) 9.57 s against float32's 11.72 s on the 12 shared
+# clips, 12/12 of float32's text (tests/native/test_builds.py MEASURED_BASE_AVX2); with AVX-VNNI further ahead. NEON
+# is unmeasured and keeps float32 (no native bfloat16, and its int8 sums have not been timed on a real ARM CPU).
+AUTO_COMPUTE = {"avx512": ("bfloat16", "float32"), "avx2": ("int8", "float32"), "neon": ("float32", "float32")}
+# with AMX tiles for its sums (its linear layers' and its attention's) the int8 encoder measured faster than the
+# bfloat16 encoder at the same WER and float32's text on the 12 shared clips (docs/compute.md, "The int8 encoder's
+# form on AVX-512")
+AUTO_COMPUTE_WITH = {("avx512", "amx_int8"): ("int8", "float32")}
 # wider models, per build: model width (d_model) -> the fastest compute type measured at that width, which holds from
 # it up to the next width listed; narrower models keep the choices above. AVX-512: issue 49's table (random weights at
 # small 768, medium 1024, large-v3-turbo and large-v3 1280, 2 threads, 30-s window, 100 tokens forced): int8's whole

@@ -22,7 +22,7 @@ from ...errors import ModelError
 PRECISIONS = ("float32", "bfloat16", "float16", "int8")
 COMPUTE_TYPE_HELP = ("float32, bfloat16, float16 (CUDA), int8, auto, or ENCODER:DECODER such as int8:float32 "
                      "(default auto: bfloat16:float32 on the AVX-512 kernel build and other CPUs with native bfloat16, "
-                     "int8:float32 on the AVX2 build with AVX-VNNI, float32 on other AVX2 CPUs and on NEON, "
+                     "int8:float32 on the AVX2 build, float32 on NEON, "
                      "int8 on the AVX-512 and AVX2 builds for models wider than base, float16 on CUDA, else float32)")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
