@@ -268,7 +268,6 @@ SIMD_INLINE vi vi_dot_nibbles(vi acc, vb u, vb x) {
     return result;
 }
 #endif
-/* acc + a_odd * b_odd, then + a_even * b_even (vdpbf16ps's order; the products of bfloat16 values are exact) */
 /* acc + per lane sum of 2 products of int16 pairs (vpmaddwd then an add: the same integers as vpdpwssd) */
 SIMD_INLINE vi vi_dot_pairs(vi acc, vb a, vb b) {
     vi result;
@@ -283,6 +282,7 @@ SIMD_INLINE vb vb_pairs_i8(const int8_t *first, const int8_t *second) {
     result.v[1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
     return result;
 }
+/* acc + a_odd * b_odd, then + a_even * b_even (vdpbf16ps's order; the products of bfloat16 values are exact) */
 SIMD_INLINE vf vf_dot_bf16(vf acc, vb a, vb b) {
     const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
     vf result;

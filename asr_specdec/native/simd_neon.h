@@ -208,7 +208,6 @@ SIMD_INLINE vi vi_dot_nibbles(vi acc, vb u, vb x) {
     EACH4(dot4(acc.v[i], vreinterpretq_s8_u8(u.v[i]), vreinterpretq_s8_u8(x.v[i])));
     return result;
 }
-/* acc + a_odd * b_odd, then + a_even * b_even (vdpbf16ps's order; the products of bfloat16 values are exact) */
 /* acc + per lane sum of 2 products of int16 pairs */
 SIMD_INLINE vi vi_dot_pairs(vi acc, vb a, vb b) {
     vi result;
@@ -228,6 +227,7 @@ SIMD_INLINE vb vb_pairs_i8(const int8_t *first, const int8_t *second) {
     result.v[3] = vreinterpretq_u8_s16(vmovl_high_s8(high));
     return result;
 }
+/* acc + a_odd * b_odd, then + a_even * b_even (vdpbf16ps's order; the products of bfloat16 values are exact) */
 SIMD_INLINE vf vf_dot_bf16(vf acc, vb a, vb b) {
     const uint32x4_t high = vdupq_n_u32(0xffff0000u);
     vf result;
