@@ -34,6 +34,21 @@ def test_reduced_encoders_stay_close_to_float32(precision, tolerance):
     assert 0 < relative(actual, expected) < tolerance
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_a_bfloat16_encoder_says_so_where_the_cpu_emulates_bfloat16(monkeypatch, native):
+    import warnings
+
+    from asr_specdec.native import backend
+
+    monkeypatch.setattr(backend, "native_bfloat16", lambda: native)
+    for precision in ("bfloat16", "float32"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            EncoderRunner(MODEL.model.encoder, precision)
+        said = [str(warning.message) for warning in caught if "emulated bfloat16" in str(warning.message)]
+        assert len(said) == (precision == "bfloat16" and not native), (precision, said)
+
+
 @needs_int8
 def test_the_int8_layers_write_over_one_buffer_a_part_within_a_window_and_let_them_go_after_it():
     # every layer's output of a part is the same buffer, rewritten (faulted in once a window, not once a layer);

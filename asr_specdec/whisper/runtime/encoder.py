@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...weights.mapped import FilePages, file_pages, let_go
-from .compute import DTYPES
+from .compute import DTYPES, auto_compute_type
 from .lean_model import narrower_linears
 
 _ENCODER_COPIES: dict[int, tuple[weakref.ref, dict]] = {}
@@ -149,6 +149,8 @@ def encoder_backend(encoder: nn.Module, precision: str, weights_key: str | None)
         return FusedForward(frame, products, dtype, attend, products)
     if precision in ("bfloat16", "float16"):
         dtype = DTYPES[precision]
+        if precision == "bfloat16" and next(encoder.parameters()).device.type == "cpu":
+            _announce_emulated_bfloat16()
         copied = encoder if dtype == own else _encoder_copy(encoder, precision, weights_key)
         return FusedForward(copied, float_products(copied), dtype, encoder_attention(copied, dtype, int8_level=0))
     if precision == "int8":  # no native int8 products: torch's dynamic int8 of a float32 copy
@@ -156,6 +158,18 @@ def encoder_backend(encoder: nn.Module, precision: str, weights_key: str | None)
     dtype = DTYPES[precision]
     as_stored = dtype == own and not narrower_linears(encoder, dtype)  # (else a copy: lean_model, Stored in 16 bits)
     return ModelForward(encoder if as_stored else _encoder_copy(encoder, precision, weights_key), dtype)
+
+
+def _announce_emulated_bfloat16() -> None:
+    """Warn (once a process, Python's default for a warning's place) where the CPU has no native bfloat16: there
+    PyTorch emulates the encoder's bfloat16 products (on a Zen 3, one thread, base: a short clip's whole call 9.5 s
+    at bfloat16:float32 against 1.3 s at int8:float32); faster-whisper refuses bfloat16 on such a CPU."""
+    from ...native.backend import native_bfloat16
+
+    if not native_bfloat16():
+        warnings.warn("a bfloat16 encoder on this CPU (no AVX512-BF16 or AMX) runs on PyTorch's emulated bfloat16, "
+                      f"several times slower than float32 or int8 here (auto: {auto_compute_type('cpu')})",
+                      RuntimeWarning, stacklevel=2)
 
 
 class ModelForward:
