@@ -16,27 +16,44 @@ contiguously and a step reads each weight once for all its rows (memory speed fo
 _Thread_local Claim *claims_here;
 _Thread_local int claims_walked, claims_count;
 
+/* Column vectors of a tile accumulated together for R rows: TILE_PASS for a full row block; where a SIMD layer's
+   registers hold one column vector per row (AVX2, NEON), fewer rows take more columns, as many as fit. A one-token
+   step there otherwise ran two chains of FMAs, each waiting for the last (Zen 3: ~4.5 cycles per 16 products, the
+   decoder's products at half the memory's speed). Each column's sum is the same chain of FMAs in k order either
+   way: the bits do not change, only how many independent chains run side by side. */
+#define MAX_PASS 4
+#define PASS_FOR(R) (TILE_PASS >= MAX_PASS || (R) > 2 ? TILE_PASS : MAX_PASS / (R))
+
 static inline __attribute__((always_inline)) void tile_block(const Linear *lin, int tile, const float *x, int ldx,
                                                              int rows, float *y, int ldy, int epilogue,
                                                              float factor, int format, int R) {
-    const int k_total = lin->k;
+    const int k_total = lin->k, pass = PASS_FOR(R);
     const size_t bytes = format_bytes(format);
     const void *w = (const char *)lin->packed + (size_t)tile * k_total * TILE * bytes;
-    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
+    for (int c0 = 0; c0 < 4; c0 += pass) {
         if (tile * TILE + c0 * 16 >= lin->n) break;
-        vf acc[ROW_BLOCK][TILE_PASS];
+        vf acc[ROW_BLOCK][MAX_PASS];
         for (int r = 0; r < R; r++)
-            for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_zero();
+            for (int c = 0; c < pass; c++) acc[r][c] = vf_zero();
         for (int k = 0; k < k_total; k++) {
-            prefetch_ahead((const char *)w + ((size_t)k * TILE + c0 * 16) * bytes, TILE_PASS * 16 * bytes);
-            vf weights[TILE_PASS];
-            for (int c = 0; c < TILE_PASS; c++) weights[c] = load16(w, (size_t)k * TILE + (c0 + c) * 16, format);
+            prefetch_ahead((const char *)w + ((size_t)k * TILE + c0 * 16) * bytes, pass * 16 * bytes);
+            vf weights[MAX_PASS];
+            for (int c = 0; c < pass; c++) weights[c] = load16(w, (size_t)k * TILE + (c0 + c) * 16, format);
             for (int r = 0; r < R; r++) {
                 vf xb = vf_set1(x[(size_t)r * ldx + k]);
-                for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_fma(weights[c], xb, acc[r][c]);
+                for (int c = 0; c < pass; c++) acc[r][c] = vf_fma(weights[c], xb, acc[r][c]);
             }
         }
+#if TILE_PASS >= MAX_PASS
         finish_tile(lin, tile, c0, acc, R, y, ldy, epilogue, factor);
+#else
+        for (int first = 0; first < pass; first += TILE_PASS) {
+            vf part[ROW_BLOCK][TILE_PASS];
+            for (int r = 0; r < R; r++)
+                for (int c = 0; c < TILE_PASS; c++) part[r][c] = acc[r][first + c];
+            finish_tile(lin, tile, c0 + first, part, R, y, ldy, epilogue, factor);
+        }
+#endif
     }
     (void)rows;
 }
