@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
                 for (int c = 0; c < pass; c++) acc[r][c] = vf_fma(weights[c], xb, acc[r][c]);
             }
         }
-#if TILE_PASS >= MAX_PASS
+#if TILE_PASS >= MAX_PASS /* acc itself: the wide layers' build compiles to the instructions it had before */
         finish_tile(lin, tile, c0, acc, R, y, ldy, epilogue, factor);
 #else
         for (int first = 0; first < pass; first += TILE_PASS) {
