@@ -230,9 +230,9 @@ static inline __attribute__((always_inline)) void score_chunks_int8(int chunk, c
     }
 }
 
-/* how many key chunks (head vectors) Q queries take together: as many as the SIMD layer says, within SUM_REGISTERS */
-#define CHUNKS_FOR(Q) (SUM_REGISTERS / (Q) < SCORE_CHUNKS ? SUM_REGISTERS / (Q) : SCORE_CHUNKS)
-#define VECTORS_FOR(Q) (SUM_REGISTERS / (Q) < WEIGH_VECTORS ? SUM_REGISTERS / (Q) : WEIGH_VECTORS)
+/* how many key chunks (head vectors) Q queries take together: at most MOST (the SIMD layer's SCORE_CHUNKS or
+   WEIGH_VECTORS, their INT8_ forms for int8 keys and values), within SUM_REGISTERS */
+#define SUMS_FOR(Q, MOST) (SUM_REGISTERS / (Q) < (MOST) ? SUM_REGISTERS / (Q) : (MOST))
 
 /* kv_format is a constant at every call: one of the two scorers is compiled in */
 static inline __attribute__((always_inline)) void score_block(int chunks, const float *const *query,
@@ -240,7 +240,7 @@ static inline __attribute__((always_inline)) void score_block(int chunks, const 
                                                               const void *keys_t, int kv_format,
                                                               const float *key_scales, float *scores,
                                                               int key_stride, int Q) {
-    const int CH = CHUNKS_FOR(Q);
+    const int CH = kv_format == FMT_I8 ? SUMS_FOR(Q, INT8_SCORE_CHUNKS) : SUMS_FOR(Q, SCORE_CHUNKS);
     int chunk = 0;
     if (kv_format == FMT_I8) {
         for (; chunk + CH <= chunks; chunk += CH)
@@ -259,7 +259,7 @@ static inline __attribute__((always_inline)) void score_block(int chunks, const 
 static inline __attribute__((always_inline)) void weigh_block(int longest, const int *lengths, const float *scores,
                                                               int key_stride, const void *values, int kv_format,
                                                               float *const *out, int Q, int HV) {
-    const int VECTORS = VECTORS_FOR(Q);
+    const int VECTORS = SUMS_FOR(Q, WEIGH_VECTORS);
     for (int v0 = 0; v0 < HV; v0 += VECTORS) { /* as many head vectors at once as the registers hold */
         const int VN = HV - v0 < VECTORS ? HV - v0 : VECTORS;
         vf acc[QUERY_BLOCK][WEIGH_VECTORS];
@@ -321,7 +321,7 @@ static inline __attribute__((always_inline)) void weigh_block_int8(int longest, 
                                                                    const float *steps, int key_stride,
                                                                    const int8_t *values, float *const *out, int Q,
                                                                    int HV) {
-    const int VECTORS = VECTORS_FOR(Q), head_dim = HV * 16;
+    const int VECTORS = SUMS_FOR(Q, INT8_WEIGH_VECTORS), head_dim = HV * 16;
     for (int v0 = 0; v0 < HV; v0 += VECTORS) {
         const int VN = HV - v0 < VECTORS ? HV - v0 : VECTORS;
         vi acc[QUERY_BLOCK][WEIGH_VECTORS];

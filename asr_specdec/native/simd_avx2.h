@@ -8,8 +8,12 @@
 
 #define SIMD_ISA "avx2"
 #define TILE_PASS 1     /* 16 registers: 6 rows x 1 column vector (2 registers each) + the weights */
-#define SCORE_CHUNKS 1
-#define WEIGH_VECTORS 2
+#define SCORE_CHUNKS 4  /* a decoder attention block's sums: up to 4 vectors (8 registers), each of its own chain, */
+#define WEIGH_VECTORS 4 /* so that one query still keeps 8 multiply-adds in flight with keys or values beside them */
+#define SUM_REGISTERS 8
+#define INT8_SCORE_CHUNKS 1 /* int8: the dot products' own temporaries take the registers more sums would */
+#define INT8_WEIGH_VECTORS 2
+#define ENCODER_WEIGH_VECTORS 2
 #if defined(__AVXVNNI__) || defined(ASR_SPECDEC_EVEX_VNNI)
 #define INT8_DOT_BIAS 128 /* vpdpbusd multiplies the stored w + 128 */
 #else

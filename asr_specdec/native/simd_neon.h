@@ -7,8 +7,12 @@
 
 #define SIMD_ISA "neon"
 #define TILE_PASS 1 /* 32 registers: 6 rows x 1 column vector (4 registers each) + the weights */
-#define SCORE_CHUNKS 1
-#define WEIGH_VECTORS 2
+#define SCORE_CHUNKS 4  /* a decoder attention block's sums: up to 4 vectors (16 registers), each of its own chain, */
+#define WEIGH_VECTORS 4 /* so that one query still keeps 16 multiply-adds in flight with keys or values beside them */
+#define SUM_REGISTERS 4
+#define INT8_SCORE_CHUNKS 1 /* int8: the dot products' own temporaries take the registers more sums would */
+#define INT8_WEIGH_VECTORS 2
+#define ENCODER_WEIGH_VECTORS 2
 #define INT8_DOT_BIAS 0 /* the dot products multiply w itself (signed x signed) */
 
 typedef struct { float32x4_t v[4]; } vf;
