@@ -255,37 +255,60 @@ static inline __attribute__((always_inline)) void score_block(int chunks, const 
         score_chunks(chunk, query, head_dim, keys_t, kv_format, scores, key_stride, Q, 1);
 }
 
-/* out[q] = sum_j p[q][j] * values[j] over j < lengths[q], one chain of fused multiply-adds per element in j order */
+/* Calls PASS(N) with N the compile-time constant equal to `vectors` (1 to MOST, itself a constant): the head vectors
+   of one pass over the keys, so that its sums stay in registers whichever head_dim the model has. */
+#define WITH_CONSTANT_VECTORS(vectors, MOST, PASS)                                                           \
+    switch (vectors) {                                                                                       \
+    case 1: PASS(1); break;                                                                                  \
+    case 2: if (2 <= (MOST)) PASS(2); break;                                                                 \
+    case 3: if (3 <= (MOST)) PASS(3); break;                                                                 \
+    case 4: if (4 <= (MOST)) PASS(4); break;                                                                 \
+    case 5: if (5 <= (MOST)) PASS(5); break;                                                                 \
+    case 6: if (6 <= (MOST)) PASS(6); break;                                                                 \
+    case 7: if (7 <= (MOST)) PASS(7); break;                                                                 \
+    default: if (8 <= (MOST)) PASS(8); break;                                                                \
+    }
+
+/* out[q] (head vectors v0..v0+VN-1) = sum_j p[q][j] * values[j] over j < lengths[q], one chain of fused
+   multiply-adds per element in j order */
+static inline __attribute__((always_inline)) void weigh_pass(int longest, const int *lengths, const float *scores,
+                                                             int key_stride, const void *values, int kv_format,
+                                                             float *const *out, int Q, int HV, int v0, int VN) {
+    vf acc[QUERY_BLOCK][WEIGH_VECTORS];
+    for (int q = 0; q < Q; q++)
+        for (int v = 0; v < VN; v++) acc[q][v] = vf_zero();
+    int shortest = longest;
+    for (int q = 0; q < Q; q++) shortest = lengths[q] < shortest ? lengths[q] : shortest;
+    for (int j = 0; j < shortest; j++) { /* every query weighs these (all of cross-attention's keys) */
+        vf value[WEIGH_VECTORS];
+        for (int v = 0; v < VN; v++) value[v] = load16(values, (size_t)j * HV * 16 + (v0 + v) * 16, kv_format);
+        for (int q = 0; q < Q; q++) {
+            vf p = vf_set1(scores[(size_t)q * key_stride + j]);
+            for (int v = 0; v < VN; v++) acc[q][v] = vf_fma(p, value[v], acc[q][v]);
+        }
+    }
+    for (int j = shortest; j < longest; j++) {
+        vf value[WEIGH_VECTORS];
+        for (int v = 0; v < VN; v++) value[v] = load16(values, (size_t)j * HV * 16 + (v0 + v) * 16, kv_format);
+        for (int q = 0; q < Q; q++) {
+            if (j >= lengths[q]) continue;
+            vf p = vf_set1(scores[(size_t)q * key_stride + j]);
+            for (int v = 0; v < VN; v++) acc[q][v] = vf_fma(p, value[v], acc[q][v]);
+        }
+    }
+    for (int q = 0; q < Q; q++)
+        for (int v = 0; v < VN; v++) vf_store(out[q] + (v0 + v) * 16, acc[q][v]);
+}
+
+/* out[q] = sum_j p[q][j] * values[j] over j < lengths[q]: HV head vectors, as many a pass as the registers hold */
 static inline __attribute__((always_inline)) void weigh_block(int longest, const int *lengths, const float *scores,
                                                               int key_stride, const void *values, int kv_format,
                                                               float *const *out, int Q, int HV) {
     const int VECTORS = SUMS_FOR(Q, WEIGH_VECTORS);
-    for (int v0 = 0; v0 < HV; v0 += VECTORS) { /* as many head vectors at once as the registers hold */
-        const int VN = HV - v0 < VECTORS ? HV - v0 : VECTORS;
-        vf acc[QUERY_BLOCK][WEIGH_VECTORS];
-        for (int q = 0; q < Q; q++)
-            for (int v = 0; v < VN; v++) acc[q][v] = vf_zero();
-        int shortest = longest;
-        for (int q = 0; q < Q; q++) shortest = lengths[q] < shortest ? lengths[q] : shortest;
-        for (int j = 0; j < shortest; j++) { /* every query weighs these (all of cross-attention's keys) */
-            vf value[WEIGH_VECTORS];
-            for (int v = 0; v < VN; v++) value[v] = load16(values, (size_t)j * HV * 16 + (v0 + v) * 16, kv_format);
-            for (int q = 0; q < Q; q++) {
-                vf p = vf_set1(scores[(size_t)q * key_stride + j]);
-                for (int v = 0; v < VN; v++) acc[q][v] = vf_fma(p, value[v], acc[q][v]);
-            }
-        }
-        for (int j = shortest; j < longest; j++) {
-            vf value[WEIGH_VECTORS];
-            for (int v = 0; v < VN; v++) value[v] = load16(values, (size_t)j * HV * 16 + (v0 + v) * 16, kv_format);
-            for (int q = 0; q < Q; q++) {
-                if (j >= lengths[q]) continue;
-                vf p = vf_set1(scores[(size_t)q * key_stride + j]);
-                for (int v = 0; v < VN; v++) acc[q][v] = vf_fma(p, value[v], acc[q][v]);
-            }
-        }
-        for (int q = 0; q < Q; q++)
-            for (int v = 0; v < VN; v++) vf_store(out[q] + (v0 + v) * 16, acc[q][v]);
+    for (int v0 = 0; v0 < HV; v0 += VECTORS) {
+#define WEIGH_PASS(N) weigh_pass(longest, lengths, scores, key_stride, values, kv_format, out, Q, HV, v0, N)
+        WITH_CONSTANT_VECTORS(HV - v0 < VECTORS ? HV - v0 : VECTORS, VECTORS, WEIGH_PASS)
+#undef WEIGH_PASS
     }
 }
 
@@ -317,31 +340,40 @@ static const int8_t zero_values[MAX_HEAD_VECTORS * 16];
    made them: two keys at a time, their values widened to int16 pairs, summed exactly in int32 (vi_dot_pairs), then
    times the weights' step. Half the instructions of float32 products, which are what a verification's queries
    cost beyond one query's reading of the values. */
+static inline __attribute__((always_inline)) void weigh_pass_int8(int longest, const int16_t *weights,
+                                                                  const float *steps, int key_stride,
+                                                                  const int8_t *values, float *const *out, int Q,
+                                                                  int head_dim, int v0, int VN) {
+    vi acc[QUERY_BLOCK][WEIGH_VECTORS];
+    for (int q = 0; q < Q; q++)
+        for (int v = 0; v < VN; v++) acc[q][v] = vi_zero();
+    for (int j = 0; j < longest; j += 2) {
+        const int8_t *first = values + (size_t)j * head_dim;
+        const int8_t *second = j + 1 < longest ? first + head_dim : zero_values; /* its weight is 0 */
+        vb value[WEIGH_VECTORS];
+        for (int v = 0; v < VN; v++) value[v] = vb_pairs_i8(first + (v0 + v) * 16, second + (v0 + v) * 16);
+        for (int q = 0; q < Q; q++) {
+            int32_t two;
+            memcpy(&two, weights + (size_t)q * key_stride + j, 4);
+            vb both = vb_set1_i32(two);
+            for (int v = 0; v < VN; v++) acc[q][v] = vi_dot_pairs(acc[q][v], value[v], both);
+        }
+    }
+    for (int q = 0; q < Q; q++)
+        for (int v = 0; v < VN; v++)
+            vf_store(out[q] + (v0 + v) * 16, vf_mul(vf_from_vi(acc[q][v]), vf_set1(steps[q])));
+}
+
+/* the same for HV head vectors, as many a pass as the registers hold */
 static inline __attribute__((always_inline)) void weigh_block_int8(int longest, const int16_t *weights,
                                                                    const float *steps, int key_stride,
                                                                    const int8_t *values, float *const *out, int Q,
                                                                    int HV) {
-    const int VECTORS = SUMS_FOR(Q, INT8_WEIGH_VECTORS), head_dim = HV * 16;
+    const int VECTORS = SUMS_FOR(Q, INT8_WEIGH_VECTORS);
     for (int v0 = 0; v0 < HV; v0 += VECTORS) {
-        const int VN = HV - v0 < VECTORS ? HV - v0 : VECTORS;
-        vi acc[QUERY_BLOCK][WEIGH_VECTORS];
-        for (int q = 0; q < Q; q++)
-            for (int v = 0; v < VN; v++) acc[q][v] = vi_zero();
-        for (int j = 0; j < longest; j += 2) {
-            const int8_t *first = values + (size_t)j * head_dim;
-            const int8_t *second = j + 1 < longest ? first + head_dim : zero_values; /* its weight is 0 */
-            vb value[WEIGH_VECTORS];
-            for (int v = 0; v < VN; v++) value[v] = vb_pairs_i8(first + (v0 + v) * 16, second + (v0 + v) * 16);
-            for (int q = 0; q < Q; q++) {
-                int32_t two;
-                memcpy(&two, weights + (size_t)q * key_stride + j, 4);
-                vb both = vb_set1_i32(two);
-                for (int v = 0; v < VN; v++) acc[q][v] = vi_dot_pairs(acc[q][v], value[v], both);
-            }
-        }
-        for (int q = 0; q < Q; q++)
-            for (int v = 0; v < VN; v++)
-                vf_store(out[q] + (v0 + v) * 16, vf_mul(vf_from_vi(acc[q][v]), vf_set1(steps[q])));
+#define WEIGH_PASS(N) weigh_pass_int8(longest, weights, steps, key_stride, values, out, Q, HV * 16, v0, N)
+        WITH_CONSTANT_VECTORS(HV - v0 < VECTORS ? HV - v0 : VECTORS, VECTORS, WEIGH_PASS)
+#undef WEIGH_PASS
     }
 }
 
@@ -355,23 +387,14 @@ static inline __attribute__((always_inline)) void weigh_block_int8(int longest, 
             score_block(chunks, query, quantized, head_dim, keys_t, FMT_I8, key_scales, scores, key_stride, Q); \
         break;
 
-#define WEIGH_FORMATS(Q, HV)                                                                                   \
-    if (kv_format == FMT_F32) weigh_block(longest, lengths, scores, key_stride, values, FMT_F32, out, Q, HV);     \
-    else if (kv_format == FMT_BF16) weigh_block(longest, lengths, scores, key_stride, values, FMT_BF16, out, Q, HV); \
-    else weigh_block_int8(longest, pairs, steps, key_stride, values, out, Q, HV);
-
 #define WEIGH_CASE(Q)                                                                                        \
     case Q:                                                                                                  \
-        switch (head_dim / 16) {                                                                             \
-        case 1: WEIGH_FORMATS(Q, 1) break;                                                                   \
-        case 2: WEIGH_FORMATS(Q, 2) break;                                                                   \
-        case 3: WEIGH_FORMATS(Q, 3) break;                                                                   \
-        case 4: WEIGH_FORMATS(Q, 4) break;                                                                   \
-        case 5: WEIGH_FORMATS(Q, 5) break;                                                                   \
-        case 6: WEIGH_FORMATS(Q, 6) break;                                                                   \
-        case 7: WEIGH_FORMATS(Q, 7) break;                                                                   \
-        default: WEIGH_FORMATS(Q, 8) break;                                                                  \
-        }                                                                                                    \
+        if (kv_format == FMT_F32)                                                                            \
+            weigh_block(longest, lengths, scores, key_stride, values, FMT_F32, out, Q, head_dim / 16);        \
+        else if (kv_format == FMT_BF16)                                                                      \
+            weigh_block(longest, lengths, scores, key_stride, values, FMT_BF16, out, Q, head_dim / 16);       \
+        else                                                                                                 \
+            weigh_block_int8(longest, pairs, steps, key_stride, values, out, Q, head_dim / 16);              \
         break;
 
 /* Attention of up to QUERY_BLOCK queries (one row, one head) over keys 0..lengths[q]-1.
