@@ -13,7 +13,7 @@
 #define SUM_REGISTERS 8
 #define INT8_SCORE_CHUNKS 1 /* int8: the dot products' own temporaries take the registers more sums would */
 #define INT8_WEIGH_VECTORS 2
-#define ENCODER_WEIGH_VECTORS 2
+#define ENC_AV_VECTORS 2
 #if defined(__AVXVNNI__) || defined(ASR_SPECDEC_EVEX_VNNI)
 #define INT8_DOT_BIAS 128 /* vpdpbusd multiplies the stored w + 128 */
 #else

@@ -12,7 +12,7 @@
 #define SUM_REGISTERS 4
 #define INT8_SCORE_CHUNKS 1 /* int8: the dot products' own temporaries take the registers more sums would */
 #define INT8_WEIGH_VECTORS 2
-#define ENCODER_WEIGH_VECTORS 2
+#define ENC_AV_VECTORS 2
 #define INT8_DOT_BIAS 0 /* the dot products multiply w itself (signed x signed) */
 
 typedef struct { float32x4_t v[4]; } vf;
