@@ -7,9 +7,9 @@
 
 #define SIMD_ISA "neon"
 #define TILE_PASS 1 /* 32 registers: 6 rows x 1 column vector (4 registers each) + the weights */
-#define SCORE_CHUNKS 4  /* a decoder attention block's sums: up to 4 vectors (16 registers), each of its own chain, */
-#define WEIGH_VECTORS 4 /* so that one query still keeps 16 multiply-adds in flight with keys or values beside them */
-#define SUM_REGISTERS 4
+#define SCORE_CHUNKS 4  /* the decoder attention's sums: up to 4 key chunks or head vectors a query, each its own */
+#define WEIGH_VECTORS 4 /* chain of FMAs, within SUM_REGISTERS vectors of sums (16 registers; the keys or values */
+#define SUM_REGISTERS 4 /* take the other 16; chosen by the register count: no ARM CPU has timed it) */
 #define INT8_SCORE_CHUNKS 1 /* int8: the dot products' own temporaries take the registers more sums would */
 #define INT8_WEIGH_VECTORS 2
 #define ENC_AV_VECTORS 2
