@@ -231,7 +231,7 @@ static inline __attribute__((always_inline)) void score_chunks_int8(int chunk, c
 }
 
 /* how many key chunks (head vectors) Q queries take together: at most MOST (the SIMD layer's SCORE_CHUNKS or
-   WEIGH_VECTORS, their INT8_ forms for int8 keys and values), within SUM_REGISTERS */
+   WEIGH_VECTORS), within SUM_REGISTERS */
 #define SUMS_FOR(Q, MOST) (SUM_REGISTERS / (Q) < (MOST) ? SUM_REGISTERS / (Q) : (MOST))
 
 /* kv_format is a constant at every call: one of the two scorers is compiled in */
@@ -240,7 +240,7 @@ static inline __attribute__((always_inline)) void score_block(int chunks, const 
                                                               const void *keys_t, int kv_format,
                                                               const float *key_scales, float *scores,
                                                               int key_stride, int Q) {
-    const int CH = kv_format == FMT_I8 ? SUMS_FOR(Q, INT8_SCORE_CHUNKS) : SUMS_FOR(Q, SCORE_CHUNKS);
+    const int CH = SUMS_FOR(Q, SCORE_CHUNKS);
     int chunk = 0;
     if (kv_format == FMT_I8) {
         for (; chunk + CH <= chunks; chunk += CH)
@@ -369,7 +369,7 @@ static inline __attribute__((always_inline)) void weigh_block_int8(int longest, 
                                                                    const float *steps, int key_stride,
                                                                    const int8_t *values, float *const *out, int Q,
                                                                    int HV) {
-    const int VECTORS = SUMS_FOR(Q, INT8_WEIGH_VECTORS);
+    const int VECTORS = SUMS_FOR(Q, WEIGH_VECTORS);
     for (int v0 = 0; v0 < HV; v0 += VECTORS) {
 #define WEIGH_PASS(N) weigh_pass_int8(longest, weights, steps, key_stride, values, out, Q, HV * 16, v0, N)
         WITH_CONSTANT_VECTORS(HV - v0 < VECTORS ? HV - v0 : VECTORS, VECTORS, WEIGH_PASS)

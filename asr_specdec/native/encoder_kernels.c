@@ -55,14 +55,14 @@ static inline __attribute__((always_inline)) void weigh_values(const uint16_t *v
                                                                uint16_t *out, int width, const int vectors) {
     const uint32_t *pair_weights[ENC_AV_QUERIES];
     for (int q = 0; q < ENC_AV_QUERIES; q++) pair_weights[q] = (const uint32_t *)(weights + (size_t)(q < rows ? q : 0) * padded);
-    for (int v0 = 0; v0 < vectors; v0 += ENC_AV_VECTORS) { /* as many head vectors at once as the registers hold */
-        const int VN = vectors - v0 < ENC_AV_VECTORS ? vectors - v0 : ENC_AV_VECTORS;
-        vf acc[ENC_AV_QUERIES][ENC_AV_VECTORS];
+    for (int v0 = 0; v0 < vectors; v0 += WEIGH_VECTORS) { /* as many head vectors at once as the registers hold */
+        const int VN = vectors - v0 < WEIGH_VECTORS ? vectors - v0 : WEIGH_VECTORS;
+        vf acc[ENC_AV_QUERIES][WEIGH_VECTORS];
         for (int q = 0; q < ENC_AV_QUERIES; q++)
             for (int v = 0; v < VN; v++) acc[q][v] = vf_zero();
         for (int pair = 0; pair < padded / 2; pair++) {
             const uint16_t *value = values + (size_t)pair * vectors * 32;
-            vb vv[ENC_AV_VECTORS];
+            vb vv[WEIGH_VECTORS];
             for (int v = 0; v < VN; v++) vv[v] = vb_load(value + (size_t)(v0 + v) * 32);
             for (int q = 0; q < ENC_AV_QUERIES; q++) {
                 vb weight = vb_set1_i32((int32_t)pair_weights[q][pair]);

@@ -27,13 +27,6 @@ static inline int omp_get_thread_num(void) { return 0; }
 #ifndef SUM_REGISTERS /* vector registers an attention block's sums may take (SIMD layers with few registers: all) */
 #define SUM_REGISTERS 64
 #endif
-#ifndef INT8_SCORE_CHUNKS /* the same counts for int8 keys and values (a SIMD layer whose int8 dot products take
-                             more registers sets fewer) */
-#define INT8_SCORE_CHUNKS SCORE_CHUNKS
-#endif
-#ifndef INT8_WEIGH_VECTORS
-#define INT8_WEIGH_VECTORS WEIGH_VECTORS
-#endif
 #define MAX_HEAD_VECTORS 8 /* head_dim up to 128 */
 /* Calls BLOCK(R) with R the compile-time constant equal to `rows` (1 to ROW_BLOCK), so that a kernel's loops over
    its rows unroll and its accumulators stay in registers. */

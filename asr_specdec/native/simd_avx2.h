@@ -8,12 +8,8 @@
 
 #define SIMD_ISA "avx2"
 #define TILE_PASS 1     /* 16 registers: 6 rows x 1 column vector (2 registers each) + the weights */
-#define SCORE_CHUNKS 4  /* the decoder attention's sums: up to 4 key chunks or head vectors a query, each its own */
-#define WEIGH_VECTORS 4 /* chain of FMAs (one query keeps 8 in flight), within SUM_REGISTERS vectors of sums */
-#define SUM_REGISTERS 8 /* (16 registers at two queries: some spill to L1, measured faster than fewer chains) */
-#define INT8_SCORE_CHUNKS 1 /* int8: the dot products' own temporaries take the registers more sums would */
-#define INT8_WEIGH_VECTORS 2
-#define ENC_AV_VECTORS 2
+#define SCORE_CHUNKS 1
+#define WEIGH_VECTORS 2
 #if defined(__AVXVNNI__) || defined(ASR_SPECDEC_EVEX_VNNI)
 #define INT8_DOT_BIAS 128 /* vpdpbusd multiplies the stored w + 128 */
 #else

@@ -11,7 +11,6 @@
 #define WEIGH_VECTORS 8 /* head vectors weighed together per query block */
 #define QUERY_BLOCK 8   /* a verification's queries of one head together: its keys and values widened once */
 #define SUM_REGISTERS 24 /* of 32: the rest hold the keys or values and a broadcast query element */
-#define ENC_AV_VECTORS 8 /* the bfloat16 encoder attention's head vectors weighed together */
 #define INT8_DOT_BIAS 128 /* vpdpbusd multiplies the stored w + 128: sums carry 128 * sum(x) */
 
 typedef __m512 vf;

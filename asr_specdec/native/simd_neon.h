@@ -7,12 +7,8 @@
 
 #define SIMD_ISA "neon"
 #define TILE_PASS 1 /* 32 registers: 6 rows x 1 column vector (4 registers each) + the weights */
-#define SCORE_CHUNKS 4  /* the decoder attention's sums: up to 4 key chunks or head vectors a query, each its own */
-#define WEIGH_VECTORS 4 /* chain of FMAs, within SUM_REGISTERS vectors of sums (16 registers; the keys or values */
-#define SUM_REGISTERS 4 /* take the other 16; chosen by the register count: no ARM CPU has timed it) */
-#define INT8_SCORE_CHUNKS 1 /* int8: the dot products' own temporaries take the registers more sums would */
-#define INT8_WEIGH_VECTORS 2
-#define ENC_AV_VECTORS 2
+#define SCORE_CHUNKS 1
+#define WEIGH_VECTORS 2
 #define INT8_DOT_BIAS 0 /* the dot products multiply w itself (signed x signed) */
 
 typedef struct { float32x4_t v[4]; } vf;
