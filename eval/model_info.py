@@ -11,7 +11,7 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 def describe_model(spec: str) -> dict:
     """{name, source, sha256, sha256_of, vocab_size, location}; raises asr_specdec's ModelError for a bad spec."""
-    from asr_specdec.weights.cache import sha256_file
+    from asr_specdec.weights.cache import known_sha256
     from asr_specdec.weights.packs import PACKS
     from asr_specdec.weights.whisper_models import resolve_model_dir
 
@@ -22,10 +22,10 @@ def describe_model(spec: str) -> dict:
     if spec in PACKS:
         info.update(source="offline pack", sha256=PACKS[spec].sha256, sha256_of="CTranslate2 model.bin")
     elif (given / "model.bin").is_file():
-        info.update(source="ctranslate2", sha256=sha256_file(given / "model.bin"), sha256_of="model.bin")
+        info.update(source="ctranslate2", sha256=known_sha256(given / "model.bin"), sha256_of="model.bin")
     elif isinstance(location, Path):
         weights = next((location / name for name in WEIGHT_FILES if (location / name).is_file()), None)
-        info.update(source="transformers", sha256=sha256_file(weights) if weights else None,
+        info.update(source="transformers", sha256=known_sha256(weights) if weights else None,
                     sha256_of=weights.name if weights else None)
     if isinstance(location, Path) and (location / "config.json").is_file():
         info["vocab_size"] = json.loads((location / "config.json").read_text()).get("vocab_size")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -24,6 +25,36 @@ def sha256_file(path: Path) -> str:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _identity(status: os.stat_result) -> list[int]:
+    # the change time too: no one can set it, and every write or rename of the file moves it, so a file replaced by
+    # another of the same size and modification time (a copy made with `cp -p`) still reads as changed
+    return [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+
+
+def known_sha256(path: Path) -> str:
+    """`path`'s SHA-256, remembered in the cache beside the file's identity (device, inode, size, modification and
+    change times) and read again only when that changed: hashing a large-v3 model.bin takes seconds of every load."""
+    path = path.resolve()
+    memo = cache_root() / "sha256" / (hashlib.sha256(str(path).encode()).hexdigest()[:24] + ".json")
+    identity = _identity(path.stat())
+    try:
+        remembered = json.loads(memo.read_text())
+        if remembered["path"] == str(path) and remembered["identity"] == identity:
+            return remembered["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    sha256 = sha256_file(path)
+    if _identity(path.stat()) == identity:  # not changed while it was read
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            staging = memo.with_name(f".{memo.name}.{os.getpid()}")
+            staging.write_text(json.dumps({"path": str(path), "identity": identity, "sha256": sha256}))
+            os.replace(staging, memo)
+        except OSError:
+            pass  # a read-only cache: hashed again next time
+    return sha256
 
 
 def package_dir(package: str) -> Path | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from ..errors import ModelError
-from .cache import sha256_file
+from .cache import known_sha256
 from .ct2 import quiet_progress_bars
 from .hub import hub_reachable, load_failure, looks_like_path
 from .packs import PACKS, cached_conversion, ensure_pack, pack_names
@@ -42,7 +42,7 @@ def _resolve(spec: str) -> _Resolved:
     path = Path(spec).expanduser()
     if path.is_dir():
         if (path / "model.bin").is_file():
-            sha256 = sha256_file(path / "model.bin")
+            sha256 = known_sha256(path / "model.bin")
             return _Resolved(cached_conversion(path, f"ct2/{path.resolve().name}-{sha256[:12]}", sha256), "ct2",
                              sha256)
         if (path / "config.json").is_file():
