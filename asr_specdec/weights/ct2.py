@@ -10,12 +10,17 @@ The layers' linear weights, nearly all of a model, keep the checkpoint's float16
 float16 is a float32, so nothing is lost): the copy takes the checkpoint's own disk space, not twice it. Whoever
 computes with them widens them (lean_model.py, "Stored in 16 bits"). Everything else (embeddings, positions,
 convolutions, norms, biases), and int8 checkpoints' dequantized weights, are float32.
+
+The cache's conversion of a CTranslate2 folder (whisper_models.py) copies none of those float16 linear weights:
+LINEARS_FILE in the directory names where each lies in the folder's own model.bin, and `linears_in_place` maps them
+from there, so the cache holds the packs made from them and the small rest, not a second copy of the checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import mmap
+import os
 import re
 import struct
 from contextlib import contextmanager
@@ -31,6 +36,7 @@ TIMESTAMP_COUNT = 1501  # <|0.00|> .. <|30.00|> in 0.02 s steps
 _DTYPES = {0: np.float32, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.float16, 5: "bfloat16"}
 _ITEM_SIZES = {0: 4, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2}
 _LANGUAGE_TOKEN = re.compile(r"<\|[a-z]{2,3}\|>")
+LINEARS_FILE = "asr_specdec-linears.json"
 
 
 @dataclass(frozen=True)
@@ -87,21 +93,22 @@ def _array(raw: memoryview, type_id: int, shape: tuple[int, ...]) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(_DTYPES[type_id]).newbyteorder("<")).reshape(shape)
 
 
-def _map(path: Path) -> mmap.mmap | bytes:
+def _map(path: Path, copy_on_write: bool) -> mmap.mmap | bytes:
     try:
         with open(path, "rb") as handle:
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ)
     except ValueError:  # an empty file cannot be mapped
         return b""
     except OSError as error:
         raise ModelError(f"cannot read {path}: {error.strerror or error}") from None
 
 
-def read_model_bin(path: str | Path) -> Ct2Checkpoint:
+def read_model_bin(path: str | Path, copy_on_write: bool = False) -> Ct2Checkpoint:
     """Parse a CTranslate2 model.bin, memory-mapped (its tensors are read when used); any malformed or truncated
-    file raises ModelError."""
+    file raises ModelError. `copy_on_write` maps it privately and writable (a write changes this process's page,
+    never the file), so that torch can hold its arrays without warning that they are read-only."""
     path = Path(path)
-    mapping = _map(path)
+    mapping = _map(path, copy_on_write)
     cursor = _Cursor(mapping, path)
     (version,) = cursor.unpack("<I")
     if version != BINARY_VERSION:
@@ -185,9 +192,10 @@ class _Weights:
         return int(values.reshape(-1)[0]) if values.size == 1 else None
 
 
-def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int) -> dict:
+def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int, sources: dict | None = None) -> dict:
     """transformers' parameter names -> Planned tensors, made from the checkpoint only when written: float32, but
-    the layers' linear weights in float16 where the checkpoint stores them so (see the module's docstring)."""
+    the layers' linear weights in float16 where the checkpoint stores them so (see the module's docstring); those
+    also in `sources` when given: name -> [variable in model.bin, part, parts] (a fused projection's rows)."""
     import torch
 
     from .streamed_safetensors import Planned
@@ -197,6 +205,8 @@ def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int) 
     def tensor(hf: str, ct2: str, part: int = 0, parts: int = 1, keep_float16: bool = False):
         shape = tuple(torch.empty(weights.array(ct2).shape, device="meta").chunk(parts)[part].shape)
         half = keep_float16 and weights.stored_float16(ct2)
+        if half and sources is not None:
+            sources[hf] = [weights.checkpoint.aliases.get(ct2, ct2), part, parts]
         read = weights.float16 if half else weights
         state[hf] = Planned(torch.float16 if half else torch.float32, shape,
                             lambda: read(ct2).chunk(parts)[part].contiguous() if parts > 1 else read(ct2))
@@ -341,13 +351,13 @@ def _whisper_config(weights: _Weights, ids: dict[str, int], ct2_config: dict):
     )
 
 
-def _planned_model(weights: _Weights, config) -> dict:
+def _planned_model(weights: _Weights, config, sources: dict | None = None) -> dict:
     """The model's weights as written by save_pretrained (a tied output projection is not written), checked
-    against the model the inferred config builds, without making any of them."""
+    against the model the inferred config builds, without making any of them (`sources`: _planned_state's)."""
     import torch
     from transformers import WhisperForConditionalGeneration
 
-    state = _planned_state(weights, config.encoder_layers, config.decoder_layers)
+    state = _planned_state(weights, config.encoder_layers, config.decoder_layers, sources)
     aliases, variables = weights.checkpoint.aliases, weights.checkpoint.variables
     if "decoder/projection/weight" in variables and \
             aliases.get("decoder/projection/weight") != "decoder/embeddings/weight":
@@ -394,9 +404,10 @@ def quiet_progress_bars():
             logging.enable_progress_bar()
 
 
-def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
+def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path, in_place_sha256: str | None = None) -> Path:
     """Write a transformers Whisper directory (model, processor, generation config) into out_dir: a float32 model
-    whose layers' linear weights may be stored in float16 (see the module's docstring)."""
+    whose layers' linear weights may be stored in float16 (see the module's docstring). With `in_place_sha256`
+    (model.bin's SHA-256) those float16 weights stay in model.bin, named in LINEARS_FILE (`linears_in_place`)."""
     from transformers import WhisperFeatureExtractor, WhisperProcessor
 
     from .streamed_safetensors import write_streamed
@@ -419,7 +430,10 @@ def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
     ids = _special_ids(tokenizer_json, ct2_dir / "tokenizer.json", multilingual)
 
     config = _whisper_config(weights, ids, ct2_config)
-    state = _planned_model(weights, config)
+    sources = {} if in_place_sha256 else None
+    state = _planned_model(weights, config, sources)
+    for name in sources or ():
+        del state[name]
     generation_config = _generation_config(ids, ct2_config, multilingual, config.max_target_positions)
     tokenizer = _tokenizer(ct2_dir / "tokenizer.json", tokenizer_json, ids, vocab_size)
     processor = WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=config.num_mel_bins),
@@ -432,6 +446,55 @@ def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path) -> Path:
             generation_config.save_pretrained(out_dir)
             processor.save_pretrained(out_dir)
         write_streamed(out_dir / "model.safetensors", state, {"format": "pt"})
+        if sources:
+            record_linears(out_dir, ct2_dir / "model.bin", in_place_sha256, sources)
     except OSError as error:
         raise ModelError(f"cannot write {out_dir}: {error.strerror or error}") from None
     return out_dir
+
+
+def record_linears(directory: Path, model_bin: Path, sha256: str, sources: dict | None = None) -> None:
+    """Write `directory`'s LINEARS_FILE: the model.bin its float16 linear weights lie in (its path and SHA-256) and
+    where each lies (`sources`; None: those the file already names, with a path that changed: a folder moved)."""
+    if sources is None:
+        sources = json.loads((directory / LINEARS_FILE).read_text())["tensors"]
+    record = {"model.bin": str(model_bin.resolve()), "sha256": sha256, "tensors": sources}
+    staging = directory / f".{LINEARS_FILE}.{os.getpid()}"
+    staging.write_text(json.dumps(record, indent=0))
+    os.replace(staging, directory / LINEARS_FILE)
+
+
+def recorded_model_bin(directory: Path) -> Path | None:
+    """The model.bin `directory`'s float16 linear weights are read from, or None where it holds them itself."""
+    record = directory / LINEARS_FILE
+    return Path(json.loads(record.read_text())["model.bin"]) if record.is_file() else None
+
+
+def linears_in_place(directory: str | Path) -> dict:
+    """The float16 linear weights a conversion left in its CTranslate2 model.bin (LINEARS_FILE), by transformers
+    name: views of model.bin mapped copy-on-write, read from the file when first used and let go as safetensors'
+    mapped tensors are (weights/mapped.py); {} where the directory holds all its weights. ModelError where that
+    model.bin is gone or is no longer the one converted."""
+    import torch
+
+    from .cache import known_sha256
+
+    directory = Path(directory)
+    if not (directory / LINEARS_FILE).is_file():
+        return {}
+    try:
+        record = json.loads((directory / LINEARS_FILE).read_text())
+        model_bin, sha256, sources = Path(record["model.bin"]), record["sha256"], record["tensors"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ModelError(f"{directory}: unreadable {LINEARS_FILE} ({error}): load the CTranslate2 folder again") \
+            from None
+    if not model_bin.is_file() or known_sha256(model_bin) != sha256:
+        why = "is gone" if not model_bin.is_file() else "has changed since"
+        raise ModelError(f"{directory} reads its weights from {model_bin}, which {why}: load the CTranslate2 folder "
+                         "itself again")
+    variables = read_model_bin(model_bin, copy_on_write=True).variables
+    tensors = {}
+    for name, (variable, part, parts) in sources.items():
+        tensor = torch.from_numpy(variables[variable])
+        tensors[name] = tensor.chunk(parts)[part] if parts > 1 else tensor
+    return tensors

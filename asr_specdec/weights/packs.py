@@ -45,20 +45,29 @@ def pack_names() -> list[str]:
 
 
 # the conversion's layout, written in a cache entry's marker beside model.bin's SHA-256: an entry of an older layout
-# (all float32, twice the disk space) is converted again and replaced
+# (all float32, twice the disk space; a CTranslate2 folder's float16 linear weights copied) is converted again and
+# replaced. A pack's entry holds all its weights (the model.bin it was assembled into is temporary); a folder's
+# leaves the float16 linear weights in the folder's model.bin (ct2.py, LINEARS_FILE).
 CONVERSION_LAYOUT = "float16-linears"
+IN_PLACE_LAYOUT = "float16-linears-in-model.bin"
 
 
-def conversion_marker(sha256: str) -> str:
-    return f"{sha256} {CONVERSION_LAYOUT}"
+def conversion_marker(sha256: str, in_place: bool = False) -> str:
+    return f"{sha256} {IN_PLACE_LAYOUT if in_place else CONVERSION_LAYOUT}"
 
 
-def cached_conversion(ct2_dir: Path, entry: str, sha256: str) -> Path:
-    """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use."""
-    from .ct2 import convert_ct2_whisper
+def cached_conversion(ct2_dir: Path, entry: str, sha256: str, in_place: bool = False) -> Path:
+    """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use;
+    `in_place`: its float16 linear weights are read from `ct2_dir`'s model.bin, not copied (a folder that stays)."""
+    from .ct2 import convert_ct2_whisper, record_linears, recorded_model_bin
 
-    return cached_build(cache_root() / entry, conversion_marker(sha256),
-                        lambda scratch, model: convert_ct2_whisper(ct2_dir, model))
+    directory = cached_build(cache_root() / entry, conversion_marker(sha256, in_place),
+                             lambda scratch, model: convert_ct2_whisper(ct2_dir, model,
+                                                                        sha256 if in_place else None))
+    recorded = recorded_model_bin(directory) if in_place else None
+    if recorded is not None and recorded != (ct2_dir / "model.bin").resolve():  # the same file, in a folder moved
+        record_linears(directory, ct2_dir / "model.bin", sha256)
+    return directory
 
 
 def _locate(pack: Pack) -> dict[str, Path]:

@@ -43,8 +43,8 @@ def _resolve(spec: str) -> _Resolved:
     if path.is_dir():
         if (path / "model.bin").is_file():
             sha256 = known_sha256(path / "model.bin")
-            return _Resolved(cached_conversion(path, f"ct2/{path.resolve().name}-{sha256[:12]}", sha256), "ct2",
-                             sha256)
+            entry = cached_conversion(path, f"ct2/{path.resolve().name}-{sha256[:12]}", sha256, in_place=True)
+            return _Resolved(entry, "ct2", sha256)
         if (path / "config.json").is_file():
             return _Resolved(path, "transformers")
         raise ModelError(f"'{spec}' holds neither a CTranslate2 model.bin nor a transformers config.json")
@@ -77,6 +77,25 @@ def _architectures(resolved: _Resolved, local_only: bool) -> list[str]:
     return AutoConfig.from_pretrained(resolved.location, local_files_only=local_only).architectures or []
 
 
+def _from_pretrained(model_class, resolved: _Resolved, dtype, local_only: bool):
+    """model_class.from_pretrained(location), given every weight where a converted folder leaves some in its
+    CTranslate2 model.bin (ct2.py, LINEARS_FILE): from the file alone those would be missing, and transformers would
+    initialise them at random."""
+    from safetensors.torch import load_file
+    from transformers import GenerationConfig
+
+    from .ct2 import linears_in_place
+
+    location = resolved.location
+    in_place = linears_in_place(location) if isinstance(location, Path) else {}
+    if not in_place:
+        return model_class.from_pretrained(location, dtype=dtype, local_files_only=local_only)
+    model = model_class.from_pretrained(None, config=model_class.config_class.from_pretrained(location), dtype=dtype,
+                                        state_dict={**load_file(location / "model.safetensors"), **in_place})
+    model.generation_config = GenerationConfig.from_pretrained(location)
+    return model
+
+
 def _load(spec: str, device, dtype, decoder_only: bool | None, need_processor: bool) -> LoadedWhisper:
     from transformers import WhisperForCausalLM, WhisperForConditionalGeneration, WhisperProcessor
 
@@ -88,7 +107,7 @@ def _load(spec: str, device, dtype, decoder_only: bool | None, need_processor: b
             decoder_only = "WhisperForCausalLM" in _architectures(resolved, local_only)
         model_class = WhisperForCausalLM if decoder_only else WhisperForConditionalGeneration
         with quiet_progress_bars():
-            model = model_class.from_pretrained(resolved.location, dtype=dtype, local_files_only=local_only)
+            model = _from_pretrained(model_class, resolved, dtype, local_only)
         try:
             processor = WhisperProcessor.from_pretrained(resolved.location, local_files_only=local_only)
         except (OSError, ValueError):

@@ -77,7 +77,7 @@ def test_missing_part_is_refused(tiny_en_copy):
 def test_failed_conversion_leaves_no_cache_entry(monkeypatch, tmp_path):
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
 
-    def interrupted(ct2_dir, out_dir):
+    def interrupted(ct2_dir, out_dir, in_place_sha256=None):
         (out_dir / "half").mkdir(parents=True)
         raise KeyboardInterrupt
 

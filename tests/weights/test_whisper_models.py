@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 import torch
 
@@ -31,26 +34,101 @@ def test_ct2_directory_is_converted_once_and_cached(tiny_ct2_dir, monkeypatch):
     sha = sha256_file(tiny_ct2_dir / "model.bin")
     assert (loaded.source, loaded.sha256, loaded.name) == ("ct2", sha, str(tiny_ct2_dir))
     assert loaded.path.parent == cache_root() / "ct2" and loaded.path.name.endswith(sha[:12])
-    assert (loaded.path / MARKER).read_text().strip() == f"{sha} float16-linears"
+    assert (loaded.path / MARKER).read_text().strip() == f"{sha} float16-linears-in-model.bin"
     assert not loaded.model.training and loaded.processor is not None
 
     monkeypatch.setattr("asr_specdec.weights.ct2.convert_ct2_whisper", lambda *_: pytest.fail("converted twice"))
     assert models.resolve_model_dir(str(tiny_ct2_dir)) == loaded.path
 
 
-def test_an_entry_of_the_older_all_float32_layout_is_converted_again_in_its_place(tiny_ct2_dir):
+@pytest.fixture(scope="module")
+def complete_conversion(tiny_ct2_dir, tmp_path_factory):
+    """The folder converted with every weight copied (as the convert command writes it): what a load must equal."""
+    from asr_specdec.weights.ct2 import convert_ct2_whisper
+
+    return convert_ct2_whisper(tiny_ct2_dir, tmp_path_factory.mktemp("complete") / "model")
+
+
+def test_the_cache_holds_no_copy_of_the_float16_linear_weights(tiny_ct2_dir, complete_conversion):
+    from safetensors import safe_open
+
+    from asr_specdec.weights.ct2 import LINEARS_FILE
+
+    entry = models.resolve_model_dir(str(tiny_ct2_dir))
+    with safe_open(str(entry / "model.safetensors"), "pt") as cached, \
+            safe_open(str(complete_conversion / "model.safetensors"), "pt") as complete:
+        kept, every = set(cached.keys()), set(complete.keys())
+        copied16 = {name for name in every if complete.get_tensor(name).dtype == torch.float16}
+    assert {"model.decoder.layers.0.fc1.weight", "model.encoder.layers.1.self_attn.q_proj.weight"} <= copied16
+    assert kept == every - copied16
+    record = json.loads((entry / LINEARS_FILE).read_text())
+    assert set(record["tensors"]) == copied16 and record["model.bin"] == str((tiny_ct2_dir / "model.bin").resolve())
+    assert (entry / "model.safetensors").stat().st_size < (complete_conversion / "model.safetensors").stat().st_size
+
+
+@pytest.mark.parametrize("loader", ["transformers", "lean"])
+def test_a_cached_conversion_loads_the_weights_of_a_complete_one(tiny_ct2_dir, complete_conversion, loader):
+    from asr_specdec.whisper.runtime.lean_model import load_lean_whisper
+
+    if loader == "transformers":
+        ours = models.load_whisper(str(tiny_ct2_dir)).model.state_dict()
+        theirs = models.load_whisper(str(complete_conversion)).model.state_dict()
+    else:
+        ours = load_lean_whisper(models.resolve_model_dir(str(tiny_ct2_dir))).state_dict()
+        theirs = load_lean_whisper(complete_conversion).state_dict()
+    assert set(ours) == set(theirs)
+    for name, tensor in theirs.items():
+        assert ours[name].dtype == tensor.dtype and torch.equal(ours[name], tensor), name
+
+
+def test_a_moved_folder_reads_its_weights_from_where_it_is_now(tiny_ct2_dir, tmp_path):
+    from asr_specdec.weights.ct2 import LINEARS_FILE
+
+    first, second = tmp_path / "a" / "whisper-tiny", tmp_path / "b" / "whisper-tiny"
+    shutil.copytree(tiny_ct2_dir, first)
+    entry = models.resolve_model_dir(str(first))
+    reference = models.load_whisper(str(first)).model.state_dict()
+    shutil.move(first, second)
+    assert models.resolve_model_dir(str(second)) == entry  # the same name and content: the same entry
+    assert json.loads((entry / LINEARS_FILE).read_text())["model.bin"] == str((second / "model.bin").resolve())
+    moved = models.load_whisper(str(second)).model.state_dict()
+    assert all(torch.equal(moved[name], tensor) for name, tensor in reference.items())
+
+
+def test_an_entry_whose_model_bin_changed_says_so(tiny_ct2_dir, tmp_path):
+    folder = tmp_path / "whisper-changed"
+    shutil.copytree(tiny_ct2_dir, folder)
+    entry = models.resolve_model_dir(str(folder))
+    from ..tiny_ct2 import write_tiny_ct2
+
+    write_tiny_ct2(tmp_path / "other", seed=1)
+    other = (tmp_path / "other" / "model.bin").read_bytes()
+    assert len(other) == (folder / "model.bin").stat().st_size
+    with open(folder / "model.bin", "r+b") as handle:  # another checkpoint of the same size, in the same file
+        handle.write(other)
+    with pytest.raises(ModelError, match="which has changed since: load the CTranslate2 folder itself again"):
+        models.load_whisper(str(entry))  # the entry itself, as a transformers directory
+    assert models.resolve_model_dir(str(folder)) != entry  # the folder: a new entry for its new content
+
+
+def test_an_entry_of_the_older_layouts_is_converted_again_in_its_place(tiny_ct2_dir):
     from safetensors import safe_open
 
     from asr_specdec.weights.cache import MARKER, sha256_file
+    from asr_specdec.weights.ct2 import LINEARS_FILE
 
     entry = models.resolve_model_dir(str(tiny_ct2_dir))
     sha = sha256_file(tiny_ct2_dir / "model.bin")
-    (entry / MARKER).write_text(sha + "\n")  # as every entry was marked before float16 linears
-    (entry / "model.safetensors").write_bytes(b"")
-    assert models.resolve_model_dir(str(tiny_ct2_dir)) == entry
-    assert (entry / MARKER).read_text().strip() == f"{sha} float16-linears"
-    with safe_open(str(entry / "model.safetensors"), "pt") as handle:  # (the checkpoint is float16)
-        assert handle.get_tensor("model.decoder.layers.0.fc1.weight").dtype == torch.float16
+    for older in (sha, f"{sha} float16-linears"):  # every weight float32; then the float16 linear weights copied
+        (entry / MARKER).write_text(older + "\n")
+        (entry / "model.safetensors").write_bytes(b"")
+        (entry / LINEARS_FILE).unlink()
+        assert models.resolve_model_dir(str(tiny_ct2_dir)) == entry
+        assert (entry / MARKER).read_text().strip() == f"{sha} float16-linears-in-model.bin"
+        with safe_open(str(entry / "model.safetensors"), "pt") as handle:
+            assert "model.decoder.layers.0.fc1.weight" not in handle.keys()
+            assert handle.get_tensor("model.decoder.layers.0.fc1.bias").dtype == torch.float32
+        assert "model.decoder.layers.0.fc1.weight" in json.loads((entry / LINEARS_FILE).read_text())["tensors"]
 
 
 def test_transformers_directory_is_loaded_as_is(tiny_ct2_dir):

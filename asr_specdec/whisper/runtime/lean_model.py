@@ -1,6 +1,7 @@
 """Whisper without importing transformers' modeling code: the same module tree and parameter names as
 `WhisperForConditionalGeneration` (so every part of this package, drafters included, reads it the same way),
-loaded straight from a transformers directory's config.json and model.safetensors.
+loaded straight from a transformers directory's config.json and model.safetensors (and, for the cache's conversion
+of a CTranslate2 folder, the float16 linear weights it left in the folder's model.bin: weights/ct2.py).
 
 Why: importing transformers' Whisper model costs seconds at start-up (it pulls in torch's compiler and
 distributed packages), more than decoding a short file. The encoder's forward pass repeats transformers' own
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...errors import ModelError
+from ...weights.ct2 import linears_in_place
 
 
 def _embedding(count: int, width: int) -> nn.Embedding:
@@ -193,6 +195,7 @@ def load_lean_whisper(directory: str | Path, device: str = "cpu", dtype: torch.d
     with torch.device("meta"):
         model = LeanWhisper(config, generation_config)
     weights = load_file(directory / "model.safetensors", device=str(device))
+    weights.update({name: tensor.to(device) for name, tensor in linears_in_place(directory).items()})
     weights = {name.removeprefix("model.") if name.startswith("model.proj_out") else name: tensor
                for name, tensor in weights.items()}
     weights.setdefault("proj_out.weight", weights.get("model.decoder.embed_tokens.weight"))
