@@ -49,6 +49,10 @@ class Ct2Checkpoint:
     aliases: dict[str, str]
     mapping: mmap.mmap | None = None  # the file's mapping, for release()
 
+    def offset(self, array: np.ndarray) -> int:
+        """Where `array` (a view of the mapping) starts in the file, in bytes."""
+        return array.ctypes.data - np.frombuffer(self.mapping, dtype=np.uint8).ctypes.data
+
     def release(self, array: np.ndarray) -> None:
         """Drop the pages of `array` (a view of the mapping) from this process's resident set; read again, they
         come back from the file. Without it a conversion would end up holding the whole file."""
@@ -195,7 +199,7 @@ class _Weights:
 def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int, sources: dict | None = None) -> dict:
     """transformers' parameter names -> Planned tensors, made from the checkpoint only when written: float32, but
     the layers' linear weights in float16 where the checkpoint stores them so (see the module's docstring); those
-    also in `sources` when given: name -> [variable in model.bin, part, parts] (a fused projection's rows)."""
+    also in `sources` when given: name -> [byte offset in model.bin, shape] (a part of a fused projection: its rows)."""
     import torch
 
     from .streamed_safetensors import Planned
@@ -205,8 +209,10 @@ def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int, 
     def tensor(hf: str, ct2: str, part: int = 0, parts: int = 1, keep_float16: bool = False):
         shape = tuple(torch.empty(weights.array(ct2).shape, device="meta").chunk(parts)[part].shape)
         half = keep_float16 and weights.stored_float16(ct2)
-        if half and sources is not None:
-            sources[hf] = [weights.checkpoint.aliases.get(ct2, ct2), part, parts]
+        if half and sources is not None:  # where this part's rows start in the file, and its shape
+            array = weights.array(ct2)
+            rows_before = sum(chunk.shape[0] for chunk in torch.empty(array.shape, device="meta").chunk(parts)[:part])
+            sources[hf] = [weights.checkpoint.offset(array) + rows_before * array[0].nbytes, list(shape)]
         read = weights.float16 if half else weights
         state[hf] = Planned(torch.float16 if half else torch.float32, shape,
                             lambda: read(ct2).chunk(parts)[part].contiguous() if parts > 1 else read(ct2))
@@ -474,7 +480,7 @@ def linears_in_place(directory: str | Path) -> dict:
     """The float16 linear weights a conversion left in its CTranslate2 model.bin (LINEARS_FILE), by transformers
     name: views of model.bin mapped copy-on-write, read from the file when first used and let go as safetensors'
     mapped tensors are (weights/mapped.py); {} where the directory holds all its weights. ModelError where that
-    model.bin is gone or is no longer the one converted."""
+    model.bin is gone or is no longer the one converted (its SHA-256 vouches for the recorded offsets)."""
     import torch
 
     from .cache import known_sha256
@@ -492,9 +498,11 @@ def linears_in_place(directory: str | Path) -> dict:
         why = "is gone" if not model_bin.is_file() else "has changed since"
         raise ModelError(f"{directory} reads its weights from {model_bin}, which {why}: load the CTranslate2 folder "
                          "itself again")
-    variables = read_model_bin(model_bin, copy_on_write=True).variables
+    # mapped, not parsed: reading the headers between the tensors (read_model_bin) left 170 MB of small's model.bin
+    # resident (153 headers; the kernel maps pages around each one read), for weights that packs replace
+    mapping = _map(model_bin, copy_on_write=True)
     tensors = {}
-    for name, (variable, part, parts) in sources.items():
-        tensor = torch.from_numpy(variables[variable])
-        tensors[name] = tensor.chunk(parts)[part] if parts > 1 else tensor
+    for name, (offset, shape) in sources.items():
+        count = int(np.prod(shape))
+        tensors[name] = torch.from_numpy(np.frombuffer(mapping, dtype="<f2", count=count, offset=offset).reshape(shape))
     return tensors

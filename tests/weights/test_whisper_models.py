@@ -81,6 +81,18 @@ def test_a_cached_conversion_loads_the_weights_of_a_complete_one(tiny_ct2_dir, c
         assert ours[name].dtype == tensor.dtype and torch.equal(ours[name], tensor), name
 
 
+def test_weights_left_in_model_bin_are_not_read_until_used(tiny_ct2_dir):
+    from asr_specdec.weights.ct2 import linears_in_place
+
+    from ..resident import resident_kib
+
+    tensors = linears_in_place(models.resolve_model_dir(str(tiny_ct2_dir)))
+    model_bin = (tiny_ct2_dir / "model.bin").resolve()
+    assert tensors and resident_kib(model_bin) == 0  # mapped only: a packed model never reads them
+    assert all(torch.isfinite(tensor.float()).all() for tensor in tensors.values())
+    assert resident_kib(model_bin) > 0
+
+
 def test_a_moved_folder_reads_its_weights_from_where_it_is_now(tiny_ct2_dir, tmp_path):
     from asr_specdec.weights.ct2 import LINEARS_FILE
 
