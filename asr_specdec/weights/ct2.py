@@ -499,7 +499,7 @@ def linears_in_place(directory: str | Path) -> dict:
         raise ModelError(f"{directory} reads its weights from {model_bin}, which {why}: load the CTranslate2 folder "
                          "itself again")
     # mapped, not parsed: reading the headers between the tensors (read_model_bin) left 170 MB of small's model.bin
-    # resident (153 headers; the kernel maps pages around each one read), for weights that packs replace
+    # resident (153 headers), for weights that packs replace
     mapping = _map(model_bin, copy_on_write=True)
     tensors = {}
     for name, (offset, shape) in sources.items():
