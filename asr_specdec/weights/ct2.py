@@ -470,10 +470,17 @@ def record_linears(directory: Path, model_bin: Path, sha256: str, sources: dict 
     os.replace(staging, directory / LINEARS_FILE)
 
 
-def recorded_model_bin(directory: Path) -> Path | None:
-    """The model.bin `directory`'s float16 linear weights are read from, or None where it holds them itself."""
-    record = directory / LINEARS_FILE
-    return Path(json.loads(record.read_text())["model.bin"]) if record.is_file() else None
+def read_linears_record(directory: Path) -> tuple[Path, str, dict]:
+    """(model.bin, its SHA-256, name -> (byte offset, shape)) from `directory`'s LINEARS_FILE; ModelError where it
+    cannot be read or is not in this layout."""
+    try:
+        record = json.loads((directory / LINEARS_FILE).read_text())
+        sources = {name: (int(offset), [int(size) for size in shape])
+                   for name, (offset, shape) in record["tensors"].items()}
+        return Path(record["model.bin"]), str(record["sha256"]), sources
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ModelError(f"{directory}: unreadable {LINEARS_FILE} ({error}): load the CTranslate2 folder itself "
+                         "again") from None
 
 
 def linears_in_place(directory: str | Path) -> dict:
@@ -488,12 +495,7 @@ def linears_in_place(directory: str | Path) -> dict:
     directory = Path(directory)
     if not (directory / LINEARS_FILE).is_file():
         return {}
-    try:
-        record = json.loads((directory / LINEARS_FILE).read_text())
-        model_bin, sha256, sources = Path(record["model.bin"]), record["sha256"], record["tensors"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ModelError(f"{directory}: unreadable {LINEARS_FILE} ({error}): load the CTranslate2 folder again") \
-            from None
+    model_bin, sha256, sources = read_linears_record(directory)
     if not model_bin.is_file() or known_sha256(model_bin) != sha256:
         why = "is gone" if not model_bin.is_file() else "has changed since"
         raise ModelError(f"{directory} reads its weights from {model_bin}, which {why}: load the CTranslate2 folder "

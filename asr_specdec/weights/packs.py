@@ -59,13 +59,21 @@ def conversion_marker(sha256: str, in_place: bool = False) -> str:
 def cached_conversion(ct2_dir: Path, entry: str, sha256: str, in_place: bool = False) -> Path:
     """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use;
     `in_place`: its float16 linear weights are read from `ct2_dir`'s model.bin, not copied (a folder that stays)."""
-    from .ct2 import convert_ct2_whisper, record_linears, recorded_model_bin
+    from .ct2 import LINEARS_FILE, convert_ct2_whisper, read_linears_record, record_linears
 
-    directory = cached_build(cache_root() / entry, conversion_marker(sha256, in_place),
-                             lambda scratch, model: convert_ct2_whisper(ct2_dir, model,
-                                                                        sha256 if in_place else None))
-    recorded = recorded_model_bin(directory) if in_place else None
-    if recorded is not None and recorded != (ct2_dir / "model.bin").resolve():  # the same file, in a folder moved
+    def build() -> Path:
+        return cached_build(cache_root() / entry, conversion_marker(sha256, in_place),
+                            lambda scratch, model: convert_ct2_whisper(ct2_dir, model, sha256 if in_place else None))
+
+    directory = build()
+    if not in_place or not (directory / LINEARS_FILE).is_file():
+        return directory
+    try:
+        recorded = read_linears_record(directory)[0]
+    except ModelError:  # damaged: made again
+        shutil.rmtree(directory, ignore_errors=True)
+        return build()
+    if recorded != (ct2_dir / "model.bin").resolve():  # the same file (its SHA-256), in a folder moved
         record_linears(directory, ct2_dir / "model.bin", sha256)
     return directory
 

@@ -123,6 +123,21 @@ def test_an_entry_whose_model_bin_changed_says_so(tiny_ct2_dir, tmp_path):
     assert models.resolve_model_dir(str(folder)) != entry  # the folder: a new entry for its new content
 
 
+@pytest.mark.parametrize("damage", ["not json", '{"tensors": {"x": ["encoder/layer_0/ffn/linear_0/weight", 0, 1]}}'])
+def test_a_damaged_record_of_where_the_weights_lie_is_made_again(tiny_ct2_dir, complete_conversion, damage):
+    from asr_specdec.weights.ct2 import LINEARS_FILE, read_linears_record
+
+    entry = models.resolve_model_dir(str(tiny_ct2_dir))
+    (entry / LINEARS_FILE).write_text(damage)
+    with pytest.raises(ModelError, match="unreadable asr_specdec-linears.json"):
+        models.load_whisper(str(entry))  # the entry itself: one line, no traceback
+    assert models.resolve_model_dir(str(tiny_ct2_dir)) == entry
+    assert read_linears_record(entry)[0] == (tiny_ct2_dir / "model.bin").resolve()
+    loaded = models.load_whisper(str(tiny_ct2_dir)).model.state_dict()
+    complete = models.load_whisper(str(complete_conversion)).model.state_dict()
+    assert all(torch.equal(loaded[name], tensor) for name, tensor in complete.items())
+
+
 def test_an_entry_of_the_older_layouts_is_converted_again_in_its_place(tiny_ct2_dir):
     from safetensors import safe_open
 
