@@ -48,6 +48,7 @@ class Ct2Checkpoint:
     variables: dict[str, np.ndarray]  # views of the memory-mapped file (read-only)
     aliases: dict[str, str]
     mapping: mmap.mmap | None = None  # the file's mapping, for release()
+    bfloat16: frozenset[str] = frozenset()  # variables stored in bfloat16: their arrays hold the raw bits (uint16)
 
     def offset(self, array: np.ndarray) -> int:
         """Where `array` (a view of the mapping) starts in the file, in bytes."""
@@ -60,7 +61,7 @@ class Ct2Checkpoint:
             return
         start = array.ctypes.data - np.frombuffer(self.mapping, dtype=np.uint8).ctypes.data
         if not 0 <= start < len(self.mapping):
-            return  # not a view of the file (bfloat16 values were widened into a new array)
+            return  # not a view of the file
         begin = start - start % mmap.PAGESIZE
         self.mapping.madvise(mmap.MADV_DONTNEED, begin, start + array.nbytes - begin)
 
@@ -91,10 +92,10 @@ class _Cursor:
 
 
 def _array(raw: memoryview, type_id: int, shape: tuple[int, ...]) -> np.ndarray:
-    if _DTYPES[type_id] == "bfloat16":
-        # numpy has no bfloat16: its bits are the top half of a float32
-        return (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-    return np.frombuffer(raw, dtype=np.dtype(_DTYPES[type_id]).newbyteorder("<")).reshape(shape)
+    """A view of the file's bytes; bfloat16 ones (numpy has none) as their raw bits, widened when read (_Weights):
+    widened here, every such variable would be copied whole at parse time, the whole model in float32 at once."""
+    dtype = "<u2" if _DTYPES[type_id] == "bfloat16" else np.dtype(_DTYPES[type_id]).newbyteorder("<")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
 def _map(path: Path, copy_on_write: bool) -> mmap.mmap | bytes:
@@ -120,7 +121,7 @@ def read_model_bin(path: str | Path, copy_on_write: bool = False) -> Ct2Checkpoi
     spec_name = cursor.string()
     (revision,) = cursor.unpack("<I")
     (count,) = cursor.unpack("<I")
-    variables = {}
+    variables, bfloat16 = {}, set()
     for _ in range(count):
         name = cursor.string()
         (rank,) = cursor.unpack("<B")
@@ -131,6 +132,8 @@ def read_model_bin(path: str | Path, copy_on_write: bool = False) -> Ct2Checkpoi
         if nbytes != int(np.prod(shape, dtype=np.int64)) * _ITEM_SIZES[type_id]:
             raise cursor.corrupt(f"variable {name!r} of shape {list(shape)} declares {nbytes} bytes")
         variables[name] = _array(cursor.take(nbytes), type_id, shape)
+        if _DTYPES[type_id] == "bfloat16":
+            bfloat16.add(name)
     (alias_count,) = cursor.unpack("<I")
     aliases = {}
     for _ in range(alias_count):
@@ -138,7 +141,8 @@ def read_model_bin(path: str | Path, copy_on_write: bool = False) -> Ct2Checkpoi
         aliases[alias] = cursor.string()
     if cursor.offset != len(cursor.data):
         raise cursor.corrupt(f"{len(cursor.data) - cursor.offset} unexpected trailing bytes")
-    return Ct2Checkpoint(spec_name, revision, variables, aliases, mapping if isinstance(mapping, mmap.mmap) else None)
+    return Ct2Checkpoint(spec_name, revision, variables, aliases, mapping if isinstance(mapping, mmap.mmap) else None,
+                         frozenset(bfloat16))
 
 
 class _Weights:
@@ -157,13 +161,20 @@ class _Weights:
             raise ModelError(f"{self.path}: not a Whisper checkpoint (no variable {name!r})")
         return self.checkpoint.variables[name]
 
+    def _float32(self, name: str) -> np.ndarray:
+        """`name`'s stored values in float32, a copy (bfloat16's bits are the top half of a float32's)."""
+        stored = self.array(name)
+        if self.checkpoint.aliases.get(name, name) in self.checkpoint.bfloat16:
+            return (stored.astype(np.uint32) << 16).view(np.float32)
+        return stored.astype(np.float32)
+
     def __call__(self, name: str):
         import torch
 
         stored = self.array(name)
-        values = stored.astype(np.float32)  # a copy: the mapping is read-only, and its pages are let go below
+        values = self._float32(name)  # a copy: the mapping is read-only, and its pages are let go below
         if self.has(name + "_scale"):  # quantized: stored value = round(weight * scale), per output channel
-            scale = self.array(name + "_scale").astype(np.float32)
+            scale = self._float32(name + "_scale")
             if scale.ndim == 1:
                 scale = scale.reshape(-1, *[1] * (values.ndim - 1))
             try:

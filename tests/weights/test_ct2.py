@@ -138,6 +138,22 @@ def test_conversion_streams_one_tensor_at_a_time(tiny_ct2, tmp_path, monkeypatch
     assert len(sizes) > 50 and held <= 2 * largest and held < total / 2
 
 
+def test_a_bfloat16_checkpoint_is_mapped_not_widened_whole_when_read(tmp_path):
+    """Its variables are views of the file (their raw bits) like every other dtype's, widened one at a time as the
+    conversion reads them: parsing no longer copies the whole model into float32 at once."""
+    write_tiny_ct2(tmp_path / "ct2", quantization="bfloat16")
+    checkpoint = read_model_bin(tmp_path / "ct2" / "model.bin")
+    assert checkpoint.bfloat16 and checkpoint.bfloat16 <= set(checkpoint.variables)
+    assert all(not array.flags.owndata for array in checkpoint.variables.values())
+    name = "decoder/layer_0/ffn/linear_0/weight"
+    raw = checkpoint.variables[name]
+    assert name in checkpoint.bfloat16 and raw.dtype == np.uint16
+    from asr_specdec.weights import ct2
+
+    widened = ct2._Weights(checkpoint, tmp_path / "ct2" / "model.bin")(name)
+    assert torch.equal(widened, torch.from_numpy(raw.view(np.int16).copy()).view(torch.bfloat16).float())
+
+
 def _first_data_offset(data: bytes) -> int:
     """Offset where the first variable's bytes start (everything before it is header)."""
     name_length = int.from_bytes(data[4:6], "little")
