@@ -6,12 +6,12 @@ tokenizer.json. The conversion infers the architecture from the tensor shapes an
 and a complete generation config. It streams: model.bin is memory-mapped, and each weight is converted, written
 and let go before the next is read, so a conversion holds about one tensor at a time, whatever the model's size.
 
-The layers' linear weights, nearly all of a model, keep the checkpoint's float16 when it stores them so (every
-float16 is a float32, so nothing is lost): the copy takes the checkpoint's own disk space, not twice it. Whoever
-computes with them widens them (lean_model.py, "Stored in 16 bits"). Everything else (embeddings, positions,
+The layers' linear weights, nearly all of a model, keep the checkpoint's float16 or bfloat16 when it stores them so
+(every such value is a float32, so nothing is lost): the copy takes the checkpoint's own disk space, not twice it.
+Whoever computes with them widens them (lean_model.py, "Stored in 16 bits"). Everything else (embeddings, positions,
 convolutions, norms, biases), and int8 checkpoints' dequantized weights, are float32.
 
-The cache's conversion of a CTranslate2 folder (whisper_models.py) copies none of those float16 linear weights:
+The cache's conversion of a CTranslate2 folder (whisper_models.py) copies none of those 16-bit linear weights:
 LINEARS_FILE in the directory names where each lies in the folder's own model.bin, and `linears_in_place` maps them
 from there, so the cache holds the packs made from them and the small rest, not a second copy of the checkpoint.
 """
@@ -37,6 +37,7 @@ _DTYPES = {0: np.float32, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.float16, 5
 _ITEM_SIZES = {0: 4, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2}
 _LANGUAGE_TOKEN = re.compile(r"<\|[a-z]{2,3}\|>")
 LINEARS_FILE = "asr_specdec-linears.json"
+SIXTEEN_BIT = ("float16", "bfloat16")  # the dtypes a LINEARS_FILE entry may name
 
 
 @dataclass(frozen=True)
@@ -184,16 +185,27 @@ class _Weights:
         self.checkpoint.release(stored)
         return torch.from_numpy(np.ascontiguousarray(values))
 
-    def stored_float16(self, name: str) -> bool:
-        """Whether `name` is stored as plain float16 (not quantized), so that a float16 copy is exact."""
-        return self.array(name).dtype == np.float16 and not self.has(name + "_scale")
+    def stored_16_bit(self, name: str):
+        """torch.float16 or torch.bfloat16 where `name` is stored plainly in that dtype (not quantized), so that a
+        copy in it is exact; else None."""
+        import torch
 
-    def float16(self, name: str):
-        """`name`'s float16 values as a new torch tensor (stored_float16 must hold); its pages are let go."""
+        if self.has(name + "_scale"):
+            return None
+        if self.checkpoint.aliases.get(name, name) in self.checkpoint.bfloat16:
+            return torch.bfloat16
+        return torch.float16 if self.array(name).dtype == np.float16 else None
+
+    def sixteen_bit(self, name: str):
+        """`name`'s values in the 16-bit dtype it is stored in (stored_16_bit), as a new torch tensor; its pages
+        are let go."""
         import torch
 
         stored = self.array(name)
-        values = torch.from_numpy(stored.astype(np.float16))  # a copy: the mapping is read-only
+        if self.stored_16_bit(name) == torch.bfloat16:
+            values = torch.from_numpy(stored.view(np.int16).copy()).view(torch.bfloat16)
+        else:
+            values = torch.from_numpy(stored.astype(np.float16))  # a copy: the mapping is read-only
         self.checkpoint.release(stored)
         return values
 
@@ -209,27 +221,29 @@ class _Weights:
 
 def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int, sources: dict | None = None) -> dict:
     """transformers' parameter names -> Planned tensors, made from the checkpoint only when written: float32, but
-    the layers' linear weights in float16 where the checkpoint stores them so (see the module's docstring); those
-    also in `sources` when given: name -> [byte offset in model.bin, shape] (a part of a fused projection: its rows)."""
+    the layers' linear weights in float16 or bfloat16 where the checkpoint stores them so (see the module's
+    docstring); those also in `sources` when given: name -> [byte offset in model.bin, shape, dtype name] (a part of
+    a fused projection: its rows)."""
     import torch
 
     from .streamed_safetensors import Planned
 
     state = {}
 
-    def tensor(hf: str, ct2: str, part: int = 0, parts: int = 1, keep_float16: bool = False):
+    def tensor(hf: str, ct2: str, part: int = 0, parts: int = 1, keep_16_bit: bool = False):
         shape = tuple(torch.empty(weights.array(ct2).shape, device="meta").chunk(parts)[part].shape)
-        half = keep_float16 and weights.stored_float16(ct2)
-        if half and sources is not None:  # where this part's rows start in the file, and its shape
+        sixteen = weights.stored_16_bit(ct2) if keep_16_bit else None
+        if sixteen is not None and sources is not None:  # where this part's rows start in the file, shape, dtype
             array = weights.array(ct2)
             rows_before = sum(chunk.shape[0] for chunk in torch.empty(array.shape, device="meta").chunk(parts)[:part])
-            sources[hf] = [weights.checkpoint.offset(array) + rows_before * array[0].nbytes, list(shape)]
-        read = weights.float16 if half else weights
-        state[hf] = Planned(torch.float16 if half else torch.float32, shape,
+            sources[hf] = [weights.checkpoint.offset(array) + rows_before * array[0].nbytes, list(shape),
+                           str(sixteen).removeprefix("torch.")]
+        read = weights.sixteen_bit if sixteen is not None else weights
+        state[hf] = Planned(sixteen or torch.float32, shape,
                             lambda: read(ct2).chunk(parts)[part].contiguous() if parts > 1 else read(ct2))
 
     def linear(hf: str, ct2: str, bias: bool = True, in_layer: bool = True):
-        tensor(f"{hf}.weight", f"{ct2}/weight", keep_float16=in_layer)
+        tensor(f"{hf}.weight", f"{ct2}/weight", keep_16_bit=in_layer)
         if bias:
             tensor(f"{hf}.bias", f"{ct2}/bias")
 
@@ -237,7 +251,7 @@ def _planned_state(weights: _Weights, encoder_layers: int, decoder_layers: int, 
         # a fused projection; the key projection has no bias in transformers, and CTranslate2 stores zeros
         # there (a key bias adds the same score to every key, which softmax ignores anyway)
         for part, hf in enumerate(hf_names):
-            tensor(f"{hf}.weight", f"{ct2}/weight", part, len(hf_names), keep_float16=True)
+            tensor(f"{hf}.weight", f"{ct2}/weight", part, len(hf_names), keep_16_bit=True)
             if not hf.endswith("k_proj"):
                 tensor(f"{hf}.bias", f"{ct2}/bias", part, len(hf_names))
 
@@ -423,8 +437,8 @@ def quiet_progress_bars():
 
 def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path, in_place_sha256: str | None = None) -> Path:
     """Write a transformers Whisper directory (model, processor, generation config) into out_dir: a float32 model
-    whose layers' linear weights may be stored in float16 (see the module's docstring). With `in_place_sha256`
-    (model.bin's SHA-256) those float16 weights stay in model.bin, named in LINEARS_FILE (`linears_in_place`)."""
+    whose layers' linear weights may be stored in 16 bits (see the module's docstring). With `in_place_sha256`
+    (model.bin's SHA-256) those 16-bit weights stay in model.bin, named in LINEARS_FILE (`linears_in_place`)."""
     from transformers import WhisperFeatureExtractor, WhisperProcessor
 
     from .streamed_safetensors import write_streamed
@@ -471,7 +485,7 @@ def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path, in_place_sha25
 
 
 def record_linears(directory: Path, model_bin: Path, sha256: str, sources: dict | None = None) -> None:
-    """Write `directory`'s LINEARS_FILE: the model.bin its float16 linear weights lie in (its path and SHA-256) and
+    """Write `directory`'s LINEARS_FILE: the model.bin its 16-bit linear weights lie in (its path and SHA-256) and
     where each lies (`sources`; None: those the file already names, with a path that changed: a folder moved)."""
     if sources is None:
         sources = json.loads((directory / LINEARS_FILE).read_text())["tensors"]
@@ -482,12 +496,14 @@ def record_linears(directory: Path, model_bin: Path, sha256: str, sources: dict 
 
 
 def read_linears_record(directory: Path) -> tuple[Path, str, dict]:
-    """(model.bin, its SHA-256, name -> (byte offset, shape)) from `directory`'s LINEARS_FILE; ModelError where it
-    cannot be read or is not in this layout."""
+    """(model.bin, its SHA-256, name -> (byte offset, shape, dtype name)) from `directory`'s LINEARS_FILE;
+    ModelError where it cannot be read or is not in this layout."""
     try:
         record = json.loads((directory / LINEARS_FILE).read_text())
-        sources = {name: (int(offset), [int(size) for size in shape])
-                   for name, (offset, shape) in record["tensors"].items()}
+        sources = {name: (int(offset), [int(size) for size in shape], str(dtype))
+                   for name, (offset, shape, dtype) in record["tensors"].items()}
+        if unknown := {dtype for _, _, dtype in sources.values()} - set(SIXTEEN_BIT):
+            raise ValueError(f"dtype {sorted(unknown)[0]}")
         return Path(record["model.bin"]), str(record["sha256"]), sources
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ModelError(f"{directory}: unreadable {LINEARS_FILE} ({error}): load the CTranslate2 folder itself "
@@ -495,7 +511,7 @@ def read_linears_record(directory: Path) -> tuple[Path, str, dict]:
 
 
 def linears_in_place(directory: str | Path) -> dict:
-    """The float16 linear weights a conversion left in its CTranslate2 model.bin (LINEARS_FILE), by transformers
+    """The 16-bit linear weights a conversion left in its CTranslate2 model.bin (LINEARS_FILE), by transformers
     name: views of model.bin mapped copy-on-write, read from the file when first used and let go as safetensors'
     mapped tensors are (weights/mapped.py); {} where the directory holds all its weights. ModelError where that
     model.bin is gone or is no longer the one converted (its SHA-256 vouches for the recorded offsets)."""
@@ -515,7 +531,7 @@ def linears_in_place(directory: str | Path) -> dict:
     # resident (153 headers), for weights that packs replace
     mapping = _map(model_bin, copy_on_write=True)
     tensors = {}
-    for name, (offset, shape) in sources.items():
-        count = int(np.prod(shape))
-        tensors[name] = torch.from_numpy(np.frombuffer(mapping, dtype="<f2", count=count, offset=offset).reshape(shape))
+    for name, (offset, shape, dtype) in sources.items():
+        bits = np.frombuffer(mapping, dtype="<i2", count=int(np.prod(shape)), offset=offset).reshape(shape)
+        tensors[name] = torch.from_numpy(bits).view(getattr(torch, dtype))
     return tensors

@@ -45,9 +45,9 @@ def pack_names() -> list[str]:
 
 
 # the conversion's layout, written in a cache entry's marker beside model.bin's SHA-256: an entry of an older layout
-# (all float32, twice the disk space; a CTranslate2 folder's float16 linear weights copied) is converted again and
+# (all float32, twice the disk space; a CTranslate2 folder's 16-bit linear weights copied) is converted again and
 # replaced. A pack's entry holds all its weights (the model.bin it was assembled into is temporary); a folder's
-# leaves the float16 linear weights in the folder's model.bin (ct2.py, LINEARS_FILE).
+# leaves the 16-bit linear weights in the folder's model.bin (ct2.py, LINEARS_FILE).
 CONVERSION_LAYOUT = "float16-linears"
 IN_PLACE_LAYOUT = "float16-linears-in-model.bin"
 
@@ -58,7 +58,7 @@ def conversion_marker(sha256: str, in_place: bool = False) -> str:
 
 def cached_conversion(ct2_dir: Path, entry: str, sha256: str, in_place: bool = False) -> Path:
     """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use;
-    `in_place`: its float16 linear weights are read from `ct2_dir`'s model.bin, not copied (a folder that stays)."""
+    `in_place`: its 16-bit linear weights are read from `ct2_dir`'s model.bin, not copied (a folder that stays)."""
     from .ct2 import LINEARS_FILE, convert_ct2_whisper, read_linears_record, record_linears
 
     def build() -> Path:

@@ -81,6 +81,31 @@ def test_a_cached_conversion_loads_the_weights_of_a_complete_one(tiny_ct2_dir, c
         assert ours[name].dtype == tensor.dtype and torch.equal(ours[name], tensor), name
 
 
+def test_a_bfloat16_folder_keeps_its_linear_weights_in_place_too(tmp_path):
+    """A bfloat16 checkpoint's linear weights are exact in bfloat16 as float16's are in float16: the complete
+    conversion stores them so, and the cache's leaves them in model.bin; both load the same model."""
+    from safetensors import safe_open
+
+    from asr_specdec.weights.ct2 import LINEARS_FILE, convert_ct2_whisper
+
+    from ..tiny_ct2 import write_tiny_ct2
+
+    folder = tmp_path / "whisper-bf16"
+    folder.mkdir()
+    write_tiny_ct2(folder, quantization="bfloat16")
+    complete = convert_ct2_whisper(folder, tmp_path / "complete")
+    with safe_open(str(complete / "model.safetensors"), "pt") as handle:
+        assert handle.get_tensor("model.decoder.layers.0.fc1.weight").dtype == torch.bfloat16
+        assert handle.get_tensor("model.decoder.layers.0.fc1.bias").dtype == torch.float32
+    entry = models.resolve_model_dir(str(folder))
+    record = json.loads((entry / LINEARS_FILE).read_text())["tensors"]
+    assert record["model.decoder.layers.0.fc1.weight"][2] == "bfloat16"
+    assert len(record) == 2 * 6 + 2 * 10  # two layers a side: 6 linear weights an encoder layer, 10 a decoder one
+    ours = models.load_whisper(str(folder)).model.state_dict()
+    theirs = models.load_whisper(str(complete)).model.state_dict()
+    assert all(torch.equal(ours[name], tensor) for name, tensor in theirs.items())
+
+
 def test_weights_left_in_model_bin_are_not_read_until_used(tiny_ct2_dir):
     from asr_specdec.weights.ct2 import linears_in_place
 

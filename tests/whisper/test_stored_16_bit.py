@@ -39,7 +39,7 @@ def converted(tmp_path_factory):
         write_tiny_ct2(root / f"ct2-{seed}", quantization="float16", seed=seed)
         convert_ct2_whisper(root / f"ct2-{seed}", root / f"half-{seed}")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ct2._Weights, "stored_float16", lambda self, name: False)
+        patch.setattr(ct2._Weights, "stored_16_bit", lambda self, name: None)
         convert_ct2_whisper(root / "ct2-0", root / "full-0")
     return root
 

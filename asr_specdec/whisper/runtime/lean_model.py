@@ -1,7 +1,7 @@
 """Whisper without importing transformers' modeling code: the same module tree and parameter names as
 `WhisperForConditionalGeneration` (so every part of this package, drafters included, reads it the same way),
 loaded straight from a transformers directory's config.json and model.safetensors (and, for the cache's conversion
-of a CTranslate2 folder, the float16 linear weights it left in the folder's model.bin: weights/ct2.py).
+of a CTranslate2 folder, the 16-bit linear weights it left in the folder's model.bin: weights/ct2.py).
 
 Why: importing transformers' Whisper model costs seconds at start-up (it pulls in torch's compiler and
 distributed packages), more than decoding a short file. The encoder's forward pass repeats transformers' own
@@ -152,9 +152,9 @@ class LeanWhisper(nn.Module):
     dtype = property(lambda self: self.proj_out.weight.dtype)
 
 
-# Stored in 16 bits: a CTranslate2 checkpoint's float16 linear weights, converted (weights/ct2.py), stay float16 in
-# a float32 model on the CPU, mapped from the file: half its memory and disk. Every float16 is a float32, so widened
-# they are the float32 weights exactly, and every consumer either widens them where it reads them (the packers,
+# Stored in 16 bits: a CTranslate2 checkpoint's float16 (or bfloat16) linear weights, converted (weights/ct2.py), stay
+# so in a float32 model on the CPU, mapped from the file: half its memory and disk. Every such value is a float32, so
+# widened they are the float32 weights exactly, and every consumer either widens them where it reads them (the packers,
 # the decoder's own products: decoder.py linear_as_inputs, a converted copy of the encoder) or holds the float32 copy
 # widen_linears makes (the PyTorch decoder). This module's own forward (an assistant's own encoder, a user calling
 # the module) widens them as it reads them (_project).
