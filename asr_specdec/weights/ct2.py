@@ -100,6 +100,8 @@ def _array(raw: memoryview, type_id: int, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _map(path: Path, copy_on_write: bool) -> mmap.mmap | bytes:
+    """The file mapped read-only, or (`copy_on_write`) privately and writable: a write would change this process's
+    page, never the file, and torch holds such arrays without warning that they are read-only."""
     try:
         with open(path, "rb") as handle:
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ)
@@ -109,12 +111,11 @@ def _map(path: Path, copy_on_write: bool) -> mmap.mmap | bytes:
         raise ModelError(f"cannot read {path}: {error.strerror or error}") from None
 
 
-def read_model_bin(path: str | Path, copy_on_write: bool = False) -> Ct2Checkpoint:
+def read_model_bin(path: str | Path) -> Ct2Checkpoint:
     """Parse a CTranslate2 model.bin, memory-mapped (its tensors are read when used); any malformed or truncated
-    file raises ModelError. `copy_on_write` maps it privately and writable (a write changes this process's page,
-    never the file), so that torch can hold its arrays without warning that they are read-only."""
+    file raises ModelError."""
     path = Path(path)
-    mapping = _map(path, copy_on_write)
+    mapping = _map(path, copy_on_write=False)
     cursor = _Cursor(mapping, path)
     (version,) = cursor.unpack("<I")
     if version != BINARY_VERSION:
@@ -484,11 +485,9 @@ def convert_ct2_whisper(ct2_dir: str | Path, out_dir: str | Path, in_place_sha25
     return out_dir
 
 
-def record_linears(directory: Path, model_bin: Path, sha256: str, sources: dict | None = None) -> None:
+def record_linears(directory: Path, model_bin: Path, sha256: str, sources: dict) -> None:
     """Write `directory`'s LINEARS_FILE: the model.bin its 16-bit linear weights lie in (its path and SHA-256) and
-    where each lies (`sources`; None: those the file already names, with a path that changed: a folder moved)."""
-    if sources is None:
-        sources = json.loads((directory / LINEARS_FILE).read_text())["tensors"]
+    where each lies (`sources`: name -> offset, shape, dtype name)."""
     record = {"model.bin": str(model_bin.resolve()), "sha256": sha256, "tensors": sources}
     staging = directory / f".{LINEARS_FILE}.{os.getpid()}"
     staging.write_text(json.dumps(record, indent=0))

@@ -69,12 +69,12 @@ def cached_conversion(ct2_dir: Path, entry: str, sha256: str, in_place: bool = F
     if not in_place or not (directory / LINEARS_FILE).is_file():
         return directory
     try:
-        recorded = read_linears_record(directory)[0]
+        recorded, _, sources = read_linears_record(directory)
     except ModelError:  # damaged: made again
         shutil.rmtree(directory, ignore_errors=True)
         return build()
     if recorded != (ct2_dir / "model.bin").resolve():  # the same file (its SHA-256), in a folder moved
-        record_linears(directory, ct2_dir / "model.bin", sha256)
+        record_linears(directory, ct2_dir / "model.bin", sha256, sources)
     return directory
 
 

@@ -77,7 +77,7 @@ def _architectures(resolved: _Resolved, local_only: bool) -> list[str]:
     return AutoConfig.from_pretrained(resolved.location, local_files_only=local_only).architectures or []
 
 
-def _from_pretrained(model_class, resolved: _Resolved, dtype, local_only: bool):
+def _from_pretrained(model_class, location: Path | str, dtype, local_only: bool):
     """model_class.from_pretrained(location), given every weight where a converted folder leaves some in its
     CTranslate2 model.bin (ct2.py, LINEARS_FILE): from the file alone those would be missing, and transformers would
     initialise them at random."""
@@ -86,7 +86,6 @@ def _from_pretrained(model_class, resolved: _Resolved, dtype, local_only: bool):
 
     from .ct2 import linears_in_place
 
-    location = resolved.location
     in_place = linears_in_place(location) if isinstance(location, Path) else {}
     if not in_place:
         return model_class.from_pretrained(location, dtype=dtype, local_files_only=local_only)
@@ -107,7 +106,7 @@ def _load(spec: str, device, dtype, decoder_only: bool | None, need_processor: b
             decoder_only = "WhisperForCausalLM" in _architectures(resolved, local_only)
         model_class = WhisperForCausalLM if decoder_only else WhisperForConditionalGeneration
         with quiet_progress_bars():
-            model = _from_pretrained(model_class, resolved, dtype, local_only)
+            model = _from_pretrained(model_class, resolved.location, dtype, local_only)
         try:
             processor = WhisperProcessor.from_pretrained(resolved.location, local_files_only=local_only)
         except (OSError, ValueError):
