@@ -58,6 +58,47 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
     (void)rows;
 }
 
+/* Float32 activations (R rows, `ldx` apart) times an FMT_I8_VNNI tile (FMT_I8_VNNI_FLOAT reads one so): each
+   column's sum is tile_block's for an FMT_I8 pack of the same values, the same chain of FMAs in k order (a byte
+   + 128 less 128 is the int8 value, exactly, in float32) and the same finish, so the same bits. */
+static inline __attribute__((always_inline)) void vnni_tile_float(const Linear *lin, int tile, const float *x,
+                                                                  int ldx, float *y, int ldy, int epilogue,
+                                                                  float factor, int R) {
+    const int k = lin->k, pass = PASS_FOR(R);
+    const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
+    const vi low = vi_set1(0xff), middle = vi_set1(128);
+    for (int c0 = 0; c0 < 4; c0 += pass) {
+        if (tile * TILE + c0 * 16 >= lin->n) break;
+        vf acc[ROW_BLOCK][MAX_PASS];
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < pass; c++) acc[r][c] = vf_zero();
+        for (int g = 0; g < k / 4; g++) {
+            prefetch_ahead(w + ((size_t)g * TILE + c0 * 16) * 4, pass * 64);
+            for (int c = 0; c < pass; c++) {
+                vi bytes = vi_load(w + (size_t)g * TILE * 4 + 64 * (c0 + c));
+                for (int j = 0; j < 4; j++) {
+                    vf weight = vf_from_vi(vi_sub(vi_and(vi_srl(bytes, 8 * j), low), middle));
+                    for (int r = 0; r < R; r++)
+                        acc[r][c] = vf_fma(weight, vf_set1(x[(size_t)r * ldx + 4 * g + j]), acc[r][c]);
+                }
+            }
+        }
+        for (int first = 0; first < pass; first += TILE_PASS) {
+            vf part[ROW_BLOCK][TILE_PASS];
+            for (int r = 0; r < R; r++)
+                for (int c = 0; c < TILE_PASS; c++) part[r][c] = acc[r][first + c];
+            finish_tile(lin, tile, c0 + first, part, R, y, ldy, epilogue, factor);
+        }
+    }
+}
+
+static void vnni_tile_float_rows(const Linear *lin, int tile, const float *x, int ldx, float *y, int ldy, int rows,
+                                 int epilogue, float factor) {
+#define BLOCK(R) vnni_tile_float(lin, tile, x, ldx, y, ldy, epilogue, factor, R)
+    WITH_CONSTANT_ROWS(rows, BLOCK)
+#undef BLOCK
+}
+
 #define FORMAT_CASES(R)                                                                                  \
     switch (lin->format) {                                                                               \
     case FMT_F32: tile_block(lin, tile, x, ldx, R, y, ldy, epilogue, factor, FMT_F32, R); break;        \
@@ -68,6 +109,10 @@ static inline __attribute__((always_inline)) void tile_block(const Linear *lin, 
 
 static void tile_rows(const Linear *lin, int tile, const float *x, int ldx, int rows, float *y, int ldy,
                       int epilogue, float factor) {
+    if (lin->format == FMT_I8_VNNI_FLOAT) {
+        vnni_tile_float_rows(lin, tile, x, ldx, y, ldy, rows, epilogue, factor);
+        return;
+    }
     WITH_CONSTANT_ROWS(rows, FORMAT_CASES)
 }
 
@@ -677,40 +722,6 @@ static float quantization_drift(const float *row, int k) {
    approximate best, v can win only if a_v + B_v >= a_b - B_b, and exactly those columns are scored by `exact`.
    suppressed: [rows][n] bytes, nonzero = never chosen (or NULL). Ties go to the lowest column, as torch.argmax.
    Returns the number of exact scores taken. */
-/* Float32 activations (R rows, `ldx` apart) times an FMT_I8_VNNI tile, scaled: what an FMT_I8 pack of the same
-   values computes, up to the order of the sums (which the error bound does not depend on). */
-static inline __attribute__((always_inline)) void vnni_tile_float(const Linear *lin, int tile, const float *x,
-                                                                  int ldx, float *y, int ldy, int R) {
-    const int k = lin->k;
-    const uint8_t *w = (const uint8_t *)lin->packed + (size_t)tile * k * TILE;
-    for (int c0 = 0; c0 < 4; c0 += TILE_PASS) {
-        vf acc[ROW_BLOCK][TILE_PASS];
-        for (int r = 0; r < R; r++)
-            for (int c = 0; c < TILE_PASS; c++) acc[r][c] = vf_zero();
-        const vi low = vi_set1(0xff), middle = vi_set1(128);
-        for (int g = 0; g < k / 4; g++)
-            for (int c = 0; c < TILE_PASS; c++) {
-                vi bytes = vi_load(w + (size_t)g * TILE * 4 + 64 * (c0 + c));
-                for (int j = 0; j < 4; j++) {
-                    vf weight = vf_from_vi(vi_sub(vi_and(vi_srl(bytes, 8 * j), low), middle));
-                    for (int r = 0; r < R; r++)
-                        acc[r][c] = vf_fma(weight, vf_set1(x[(size_t)r * ldx + 4 * g + j]), acc[r][c]);
-                }
-            }
-        for (int c = 0; c < TILE_PASS; c++) {
-            const int column = tile * TILE + (c0 + c) * 16, valid = lin->n - column;
-            vf scale = vf_load_tail(lin->scale + column, valid);
-            for (int r = 0; r < R; r++) vf_store_tail(y + (size_t)r * ldy + column, valid, vf_mul(acc[r][c], scale));
-        }
-    }
-}
-
-static void vnni_tile_float_rows(const Linear *lin, int tile, const float *x, int ldx, float *y, int ldy, int rows) {
-#define BLOCK(R) vnni_tile_float(lin, tile, x, ldx, y, ldy, R)
-    WITH_CONSTANT_ROWS(rows, BLOCK)
-#undef BLOCK
-}
-
 typedef struct {
     float floor;  /* no column whose bound stays below this can win */
     float reach;  /* ||x||, rounded up */
@@ -800,7 +811,7 @@ long certified_argmax(const Linear *approx, const Linear *exact, int rows, const
                 for (int f0 = 0; f0 < flat_count; f0 += ROW_BLOCK)
                     vnni_tile_float_rows(approx, tile, inputs + (size_t)f0 * exact->k, exact->k,
                                          rescreen + (size_t)f0 * stride, stride,
-                                         flat_count - f0 < ROW_BLOCK ? flat_count - f0 : ROW_BLOCK);
+                                         flat_count - f0 < ROW_BLOCK ? flat_count - f0 : ROW_BLOCK, EPI_STORE, 0.0f);
             ClaimLoop rescreened = claim_loop(flat_count);
             for (int f; (f = claim(&rescreened)) >= 0;) {
                 const int r = flat[f];

@@ -46,7 +46,9 @@ static inline void prefetch_ahead(const void *here, size_t bytes) {
     for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch((const char *)here + PREFETCH_BYTES + line, 0, 3);
 }
 
-enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3, FMT_I8_VNNI = 4, FMT_I4_VNNI = 5 };
+/* FMT_I8_VNNI_FLOAT: an FMT_I8_VNNI pack read with float32 activations, the bits an FMT_I8 pack of the same values
+   gives (decoder_kernels.c, vnni_tile_float): one copy of an int8 vocabulary both screens and settles an argmax */
+enum { FMT_F32 = 0, FMT_F16 = 1, FMT_BF16 = 2, FMT_I8 = 3, FMT_I8_VNNI = 4, FMT_I4_VNNI = 5, FMT_I8_VNNI_FLOAT = 6 };
 enum { EPI_STORE = 0, EPI_ADD = 1, EPI_GELU = 2, EPI_SCALE = 3 };
 
 typedef struct {
@@ -93,7 +95,7 @@ typedef struct {
 /* ---------------------------------------------------------------- elementwise math, fixed per lane */
 
 static inline size_t format_bytes(int format) {
-    return format == FMT_F32 ? 4 : format == FMT_I8 || format == FMT_I8_VNNI ? 1 : 2;
+    return format == FMT_F32 ? 4 : format == FMT_I8 || format == FMT_I8_VNNI || format == FMT_I8_VNNI_FLOAT ? 1 : 2;
 }
 
 static inline __attribute__((always_inline)) vf load16(const void *base, size_t offset, int format) {

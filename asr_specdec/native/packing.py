@@ -3,7 +3,8 @@
 Storage formats: float32, float16, bfloat16 and int8 (symmetric, one float32 scale per output column);
 int8-vnni, the same int8 values + 128 as [ceil(n / 64)][k / 4][64][4] for products with int8 activations, and
 int4-vnni, 4-bit values with a scale per column and group of inputs (draft_kernels.c; the drafter's
-vocabulary screen): drafters and the int8 encoder only, since those products are not float32's. A
+vocabulary screen): drafters and the int8 encoder only, since those products are not float32's; and
+int8-vnni-float, an int8-vnni pack read with float32 activations (`float_activations`): an int8 pack's bits. A
 float32 matrix whose every value is a float16 (Whisper checkpoints shipped as float16 are) is stored as
 float16: the kernels widen it back exactly, so the arithmetic is float32's at half the memory traffic.
 """
@@ -27,8 +28,9 @@ TILE = 64
 OLD_KEY_FORM = re.compile(r"[0-9a-f]{24}-")
 SPOOL_MIN_BYTES = 1 << 16  # smaller tensors stay in the heap: a page-aligned mapping each would cost more
 TRIM_BYTES = 64 << 20
-FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4, "int4-vnni": 5}
-STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8, 4: torch.uint8, 5: torch.uint8}
+FORMATS = {"float32": 0, "float16": 1, "bfloat16": 2, "int8": 3, "int8-vnni": 4, "int4-vnni": 5, "int8-vnni-float": 6}
+STORAGE = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16, 3: torch.int8, 4: torch.uint8, 5: torch.uint8,
+           6: torch.uint8}
 PART_TILES = 64  # tiles dequantized at once for a bound over a whole matrix (all of large-v3's vocabulary in
 # float32, twice, was ~530 MB of its first load)
 INT4_GROUP = 128  # inputs per int4 scale (the whole row when it does not divide the input width)
@@ -87,7 +89,7 @@ class PackedLinear:
             nibbles = torch.stack([packed & 0x0F, packed >> 4], dim=3).to(torch.int16) - 8
             values = nibbles.permute(0, 2, 1, 3, 4).reshape(-1, self.k)[:rows].float()  # [tiles, 64, k/8, 2, 4]
             return values * self.scale[:, start: start + rows].repeat_interleave(self.group, dim=0).t()
-        if self.format == "int8-vnni":
+        if self.format in ("int8-vnni", "int8-vnni-float"):
             values = (packed.float() - 128).permute(0, 2, 1, 3).reshape(-1, self.k)[:rows]
         else:
             values = packed.float().reshape(-1, self.k, TILE).permute(0, 2, 1).reshape(-1, self.k)[:rows]
@@ -130,6 +132,17 @@ def pack_linear(weight: torch.Tensor, bias: torch.Tensor | None, storage: str) -
         packed = padded.reshape(tiles, TILE, k).permute(0, 2, 1).contiguous()
     bias = bias.detach().float().contiguous() if bias is not None else None
     return packed_linear(n, packed, scale, bias, group or 0)
+
+
+def float_activations(pack: PackedLinear) -> PackedLinear:
+    """An int8-vnni `pack` read with float32 activations: the kernels compute, bit for bit, what an int8 pack of the
+    same values (quantize_int8 makes both from one weight) computes, so one copy serves as both (a vocabulary's
+    screen and its exact scores; decoder_kernels.c, vnni_tile_float)."""
+    if pack.format != "int8-vnni":
+        raise ValueError(f"float activations read an int8-vnni pack, not {pack.format}")
+    struct = Linear(FORMATS["int8-vnni-float"], pack.n, pack.k, pack.packed.shape[0], 0, pack.packed.data_ptr(),
+                    pack.scale.data_ptr(), pack.bias.data_ptr() if pack.bias is not None else None)
+    return PackedLinear("int8-vnni-float", pack.n, pack.k, pack.packed, pack.scale, pack.bias, struct)
 
 
 def packed_linear(n: int, packed: torch.Tensor, scale: torch.Tensor | None, bias: torch.Tensor | None,
@@ -274,7 +287,8 @@ class PackStore:
 
     def save(self) -> None:
         """Write the store if anything was added or dropped (atomically: a reader sees the old file or the new
-        one); what the file held, nobody asked for and nobody dropped is kept."""
+        one); what the file held, nobody asked for and nobody dropped is kept. A store left with nothing has no
+        file."""
         if self.path is None or not self.added:
             return
         import os
@@ -282,6 +296,10 @@ class PackStore:
 
         from ..weights.streamed_safetensors import Planned, write_streamed
 
+        if not self.names and not self.tensors:  # all of it dropped (an int8 decoder's vocabulary, since 2026-12-07)
+            self.path.unlink(missing_ok=True)
+            self.added = False
+            return
         read_back = [name for name in self.names if name not in self.tensors]  # only to be written again
         for name in self.names:
             self._get(name)

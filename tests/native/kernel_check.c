@@ -110,6 +110,39 @@ static void check_linear(int format) {
     }
 }
 
+/* an FMT_I8_VNNI pack read as FMT_I8_VNNI_FLOAT: an FMT_I8 pack's bits (rows alone and together, a short last
+   tile, a bias), and as the exact side of certified_argmax the full argmax over the FMT_I8 pack */
+static void check_vnni_float(void) {
+    const int n = 150, k = 96, rows = 9;
+    float *w = randoms((size_t)n * k, 0.3f);
+    float *bias = randoms(n, 1.0f);
+    float *x = randoms((size_t)rows * k, 1.0f);
+    Linear int8 = pack(n, k, w, bias, FMT_I8), read = pack(n, k, w, bias, FMT_I8_VNNI);
+    read.format = FMT_I8_VNNI_FLOAT;
+    float *expected = malloc((size_t)rows * n * sizeof(float)), *got = malloc((size_t)rows * n * sizeof(float));
+    for (int count = 1; count <= rows; count++) {
+        linear_forward(&int8, count, x, k, expected, n, 2);
+        linear_forward(&read, count, x, k, got, n, count % 2 + 1);
+        check(memcmp(expected, got, (size_t)count * n * sizeof(float)) == 0, "int8-vnni read as float = int8");
+    }
+    absorb(got, (size_t)rows * n * sizeof(float));
+    Linear screen = pack(n, k, w, NULL, FMT_I8_VNNI), exact = screen, whole = pack(n, k, w, NULL, FMT_I8);
+    exact.format = FMT_I8_VNNI_FLOAT;
+    float *error = malloc(n * sizeof(float)), *norms = malloc(n * sizeof(float));
+    for (int v = 0; v < n; v++) {
+        double norm = 0.0;
+        for (int i = 0; i < k; i++) norm += weight(&screen, v, i) * weight(&screen, v, i);
+        error[v] = (float)(2 * (k + 2) * 0x1p-24 * sqrt(norm) * 1.001);
+        norms[v] = (float)(sqrt(norm) * 1.001);
+    }
+    float *scratch = malloc((size_t)rows * screen.n_tiles * TILE * sizeof(float));
+    int64_t certified[9], full[9];
+    certified_argmax(&screen, &exact, rows, x, k, NULL, error, norms, scratch, certified, 2);
+    argmax_rows(&whole, rows, x, k, NULL, scratch, full, 2);
+    for (int r = 0; r < rows; r++) check(certified[r] == full[r], "certified argmax, int8-vnni read as float = int8's");
+    free(scratch), free(error), free(norms), free(expected), free(got);
+}
+
 static Linear random_linear(int n, int k, int format) { /* one statement per draw: C leaves argument order open */
     float *w = randoms((size_t)n * k, 0.2f);
     float *bias = randoms(n, 0.1f);
@@ -320,6 +353,7 @@ int main(void) {
     check_decoder(FMT_I8_VNNI, FMT_F32, FMT_I8);
     check_certified_argmax(FMT_I8);
     check_certified_argmax(FMT_I8_VNNI);
+    check_vnni_float();
     check_encoder_attention();
     check_encoder_attention_f32(0, 2.0f, 1e-5);
     check_encoder_attention_f32(1, 1.0f, 0.02);

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from asr_specdec.native import capabilities, kernels
-from asr_specdec.native.packing import PackStore, pack_linear
+from asr_specdec.native.packing import PackStore, float_activations, pack_linear
 from asr_specdec.whisper.runtime.decoder import WhisperDecoderRunner
 
 from ..tiny_whisper import encoder_output, tiny_whisper
@@ -136,6 +136,70 @@ def test_int8_products_of_int8_activations_stay_close_to_float32():
     assert torch.equal(alone[0], out[4])  # a row's numbers do not depend on the other rows
 
 
+@pytest.mark.skipif(not capabilities().int8_products, reason="no native kernels here")
+def test_an_int8_vnni_pack_read_with_float_activations_gives_an_int8_packs_bits():
+    # one copy of an int8 vocabulary screens it (int8 activations) and scores its candidates exactly (float32 ones):
+    # the second use must be what an int8 pack of the same values computes, bit for bit, at every row count, in a
+    # short last tile, and with a bias (the widths are not multiples of 64: 200 columns, 4 tiles)
+    generator = torch.Generator().manual_seed(4)
+    weight, bias = torch.randn(200, 96, generator=generator), torch.randn(200, generator=generator)
+    x = torch.randn(9, 96, generator=generator) * 3
+    vnni = pack_linear(weight, bias, "int8-vnni")
+    as_float, int8 = float_activations(vnni), pack_linear(weight, bias, "int8")
+    assert as_float.packed is vnni.packed and torch.equal(as_float.dequantized(), int8.dequantized())
+    for rows in range(1, 10):
+        outputs = []
+        for pack in (as_float, int8, vnni):
+            out = torch.empty(rows, 200)
+            kernels().linear_forward(ctypes.byref(pack.struct), rows, x.data_ptr(), 96, out.data_ptr(), 200, 2)
+            outputs.append(out)
+        assert torch.equal(outputs[0], outputs[1]), rows
+        assert not torch.equal(outputs[0], outputs[2])  # int8 activations: other numbers (the kernel is not vnni's)
+    with pytest.raises(ValueError, match="int8-vnni"):
+        float_activations(int8)
+
+
+def test_an_int8_decoder_keeps_one_copy_of_its_vocabulary(tmp_path, monkeypatch):
+    """Screened by its int8-vnni pack, an int8 decoder scores with that same pack (the int8 store keeps none, and
+    drops the one a cache made before); its logits and choices are those of the int8 pack a build without the
+    screen uses."""
+    from dataclasses import replace
+
+    from asr_specdec.whisper.runtime import native_decoder
+
+    monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
+    model = tiny_whisper(0, layers=3)
+    model.weights_key = "tiny-vocabulary"  # packs kept on disk, as lean_model.py keys a model's
+    _, encoded = encoder_output(model, 0)
+    ids = [101, 110, 4, 9, 30, 2, 77, 12]
+    earlier = PackStore(model.weights_key, "int8")  # what a cache made before 2026-12-07 held
+    vocabulary = model.proj_out.weight
+    earlier.linear("vocabulary", lambda: pack_linear(vocabulary, None, "int8"))
+    earlier.tensor("vocabulary.argmax_error", lambda: torch.zeros(vocabulary.shape[0]))
+    earlier.save()
+
+    def decode():
+        runner = WhisperDecoderRunner(model, weights="int8")
+        with torch.inference_mode():
+            hidden = runner.feed_rows(runner.new_cache(encoded), [ids], [0])[0]
+            return runner, runner.vocabulary_logits(hidden[None])[0], runner.greedy_choices(hidden, None)
+
+    if capabilities().int8_products:
+        runner, logits, choices = decode()
+        assert runner.native.vocab.packed is runner.native.approx.packed
+        assert runner.native.vocab.format == "int8-vnni-float"
+        assert torch.equal(choices, logits.argmax(dim=1))
+        assert not {name for name in PackStore(model.weights_key, "int8").names if name.startswith("vocabulary")}
+        assert {"vocabulary.packed", "vocabulary.argmax_error"} <= PackStore(model.weights_key, "int8-vnni").names
+        again = decode()  # from the cache: nothing built, the same numbers
+        assert torch.equal(again[1], logits) and torch.equal(again[2], choices)
+    monkeypatch.setattr(native_decoder, "capabilities", lambda: replace(capabilities(), int8_products=False))
+    plain, plain_logits, plain_choices = decode()
+    assert plain.native.approx is None and plain.native.vocab.format == "int8"
+    if capabilities().int8_products:
+        assert torch.equal(logits, plain_logits) and torch.equal(choices, plain_choices)
+
+
 def quantized_product(weight: torch.Tensor, bias: torch.Tensor, row: torch.Tensor, steps_from_all: bool = True
                       ) -> torch.Tensor:
     """What kernels.h quantize_row and the int8 product compute for one row, in float64: the first 8 entries above
@@ -198,8 +262,8 @@ def test_packs_kept_on_disk_are_the_packs_built(tmp_path, monkeypatch):
 
 
 def test_a_store_forgets_the_packs_its_format_no_longer_keeps(tmp_path, monkeypatch):
-    """An int8 decoder whose layers are int8-vnni packs (capabilities().int8_layers) leaves its int8 store the
-    vocabulary only: a cache made before, with the layers there too, is written again without them."""
+    """An int8 decoder whose layers are int8-vnni packs (capabilities().int8_layers) leaves its int8 store nothing
+    (its vocabulary is one int8-vnni pack too): a cache made before, with the layers there, loses its file."""
     from safetensors import safe_open
 
     monkeypatch.setenv("ASR_SPECDEC_CACHE", str(tmp_path))
@@ -228,9 +292,7 @@ def test_a_store_forgets_the_packs_its_format_no_longer_keeps(tmp_path, monkeypa
     stale.save()
     runner = WhisperDecoderRunner(model, weights="int8")
     assert runner.native.layer_storage == "int8-vnni"
-    with safe_open(str(stale.path), framework="pt") as saved:
-        names = set(saved.keys())
-    assert names and not any(name.startswith("layers.") for name in names)
+    assert not stale.path.exists()
     with safe_open(str(PackStore("tiny-key", "int8-vnni").path), framework="pt") as saved:
         assert "layers.0.fc1.packed" in saved.keys()
 

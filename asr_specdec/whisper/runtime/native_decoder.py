@@ -23,6 +23,7 @@ from ...native.packing import (
     PackedLinear,
     PackStore,
     argmax_error,
+    float_activations,
     pack_linear,
     quantize_int8,
 )
@@ -118,12 +119,15 @@ class NativeDecoder:
         self._vocab = None
         self.approx = None
         self.approx_norms = None
+        screen = capabilities().fastest_int8
+        # an int8 vocabulary is screened by its int8-vnni pack of the same values, which also gives its exact scores
+        # (read with float32 activations, an int8 pack's bits): one copy on disk and in memory, not two
+        one_copy = storage == "int8" and screen == "int8-vnni"
         if not self.exact:
             self._draft_vocabulary(vocabulary)
-        else:
+        elif not one_copy:
             self._vocab = shared_pack(vocabulary, "linear", storage, lambda: (vocabulary, None), self._store,
                                       "vocabulary")
-        screen = capabilities().fastest_int8
         if self.exact and (storage != "int8" or screen == "int8-vnni"):
             # an int8 copy screens the vocabulary, the exact pack settles the rest (an int8 one too: int8 activations
             # stream its bytes faster than float32 ones, and a verification's rows cost int8 products). Its store is
@@ -135,8 +139,14 @@ class NativeDecoder:
             if screen == "int8-vnni":  # its rows' norms bound what quantizing the activations changes
                 self.approx_norms = self._approx_store.tensor(
                     "vocabulary.norms", lambda: (self.approx.row_norms() * (1 + 1e-5)).contiguous())
+            if one_copy:
+                self._vocab = float_activations(self.approx)
+                self._store.drop("vocabulary")  # the int8 copy a cache made before 2026-12-07 kept here
+                error_store = self._approx_store
+            else:
+                error_store = self._store
+            self.error = error_store.tensor("vocabulary.argmax_error", lambda: argmax_error(self._vocab, self.approx))
             self._approx_store.save()
-            self.error = self._store.tensor("vocabulary.argmax_error", lambda: argmax_error(self._vocab, self.approx))
         self._store.save()
         let_go(vocabulary)  # read whole to pack; a step reads back only the rows of its tokens (the embedding)
         self._scratch = torch.empty(0)
