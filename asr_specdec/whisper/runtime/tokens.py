@@ -67,9 +67,12 @@ class WhisperTokens:
 
     def language_token(self, language: str) -> int:
         """Accepts 'en', 'english' or '<|en|>'."""
+        code = language.strip().lower()
+        key = code if code.startswith("<|") else f"<|{code}|>"
+        if key in self.language_ids:  # a code: no need of transformers' table of names, whose import holds ~1.3 s
+            return self.language_ids[key]  # and 20-odd MB (a call's first language would pay for it)
         from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
 
-        code = language.strip().lower()
         code = TO_LANGUAGE_CODE.get(code, code)
         key = code if code.startswith("<|") else f"<|{code}|>"
         if key not in self.language_ids:

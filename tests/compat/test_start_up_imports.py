@@ -1,0 +1,57 @@
+"""A process that loads a model and transcribes never imports transformers where it has no need of it: importing its
+Whisper tables alone took ~1.3 s and 20-odd MB, which a short file's whole transcription is not much more than. A
+language code, given or detected, is looked up in the model's own vocabulary; only a language's name ('english')
+needs transformers' table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from asr_specdec.errors import SpecdecError
+
+SCRIPT = """
+import sys
+from asr_specdec import WhisperModel
+
+def loaded():
+    return sorted(name for name in sys.modules if name.split(".")[0] == "transformers")
+
+model = WhisperModel("base")
+steps = {"load": loaded()}
+segments, _ = model.transcribe("samples/message.wav", language="en")
+steps["language given"] = (" ".join(segment.text for segment in segments), loaded())
+segments, info = model.transcribe("samples/message.wav")
+steps["language detected"] = (info.language, " ".join(segment.text for segment in segments), loaded())
+print(repr(steps))
+"""
+
+
+def test_a_transcription_with_a_language_code_imports_no_transformers():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    warm = subprocess.run([sys.executable, "-c", "from asr_specdec import WhisperModel; WhisperModel('base')"], cwd=root,
+                          capture_output=True, text=True, timeout=600)  # a first load converts the pack (transformers)
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    steps = eval(done.stdout.strip().splitlines()[-1])
+    assert steps["load"] == []
+    text, modules = steps["language given"]
+    assert "call me back" in text and modules == []
+    language, text, modules = steps["language detected"]
+    assert language == "en" and "call me back" in text and modules == []
+
+
+def test_a_language_by_name_or_code_gives_its_token_and_an_unknown_one_says_so():
+    from asr_specdec import WhisperModel
+
+    tokens = WhisperModel("base").speculative.tokens
+    english = tokens.language_ids["<|en|>"]
+    assert tokens.language_token("en") == tokens.language_token("English") == tokens.language_token("<|en|>") == english
+    assert tokens.language_token("castilian") == tokens.language_ids["<|es|>"]  # a name transformers' table aliases
+    with pytest.raises(SpecdecError, match="unknown language 'klingon'"):
+        tokens.language_token("klingon")
