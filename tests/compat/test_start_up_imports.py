@@ -33,8 +33,8 @@ def test_a_transcription_with_a_language_code_imports_no_transformers():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    warm = subprocess.run([sys.executable, "-c", "from asr_specdec import WhisperModel; WhisperModel('base')"], cwd=root,
-                          capture_output=True, text=True, timeout=600)  # a first load converts the pack (transformers)
+    load = "from asr_specdec import WhisperModel; WhisperModel('base')"  # a first load converts (transformers)
+    warm = subprocess.run([sys.executable, "-c", load], cwd=root, capture_output=True, text=True, timeout=600)
     assert warm.returncode == 0, warm.stderr[-3000:]
     done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
