@@ -16,15 +16,14 @@ import zlib
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from ..whisper.io.formats import Segment, to_srt, to_vtt
+from ..whisper.runtime.languages import NAMES
 from .forms import AudioRequest
 
 TELEMETRY_KEY = "asr_specdec"
 
 
 def language_name(code: str | None) -> str | None:
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
-    return LANGUAGES.get(code, code) if code else None
+    return NAMES.get(code, code) if code else None
 
 
 def render(result, request: AudioRequest, telemetry: dict) -> Response:

@@ -1,7 +1,6 @@
 """A process that loads a model and transcribes never imports transformers where it has no need of it: importing its
-Whisper tables alone took ~1.3 s and 20-odd MB, which a short file's whole transcription is not much more than. A
-language code, given or detected, is looked up in the model's own vocabulary; only a language's name ('english')
-needs transformers' table."""
+Whisper tables alone took ~1.3 s and 20-odd MB, which a short file's whole transcription is not much more than.
+Languages, by code or by name, are looked up in the package's own table (runtime/languages.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ def loaded():
 
 model = WhisperModel("base")
 steps = {"load": loaded()}
-segments, _ = model.transcribe("samples/message.wav", language="en")
+segments, _ = model.transcribe("samples/message.wav", language="English")
 steps["language given"] = (" ".join(segment.text for segment in segments), loaded())
 segments, info = model.transcribe("samples/message.wav")
 steps["language detected"] = (info.language, " ".join(segment.text for segment in segments), loaded())
@@ -29,7 +28,7 @@ print(repr(steps))
 """
 
 
-def test_a_transcription_with_a_language_code_imports_no_transformers():
+def test_a_transcription_with_a_language_named_or_detected_imports_no_transformers():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]

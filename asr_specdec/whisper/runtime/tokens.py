@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ...core.logits import LogitRules
 from ...errors import SpecdecError
+from .languages import CODES, NAMES
 from .timestamps import TimestampRules
 
 DEFAULT_MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai's max_initial_timestamp of 1.0 s
@@ -68,15 +69,10 @@ class WhisperTokens:
     def language_token(self, language: str) -> int:
         """Accepts 'en', 'english' or '<|en|>'."""
         code = language.strip().lower()
-        key = code if code.startswith("<|") else f"<|{code}|>"
-        if key in self.language_ids:  # a code: no need of transformers' table of names, whose import holds ~1.3 s
-            return self.language_ids[key]  # and 20-odd MB (a call's first language would pay for it)
-        from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
-
-        code = TO_LANGUAGE_CODE.get(code, code)
+        code = CODES.get(code, code)
         key = code if code.startswith("<|") else f"<|{code}|>"
         if key not in self.language_ids:
-            known = ", ".join(sorted(LANGUAGES)[:12])
+            known = ", ".join(sorted(NAMES)[:12])
             raise SpecdecError(f"unknown language '{language}' for this model (use a code such as {known}, ...)")
         return self.language_ids[key]
 
