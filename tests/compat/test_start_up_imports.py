@@ -1,6 +1,7 @@
 """A process that loads a model and transcribes never imports transformers where it has no need of it: importing its
 Whisper tables alone took ~1.3 s and 20-odd MB, which a short file's whole transcription is not much more than.
-Languages, by code or by name, are looked up in the package's own table (runtime/languages.py)."""
+Languages, by code or by name, are looked up in the package's own table (runtime/languages.py); a first load's
+conversion, which needs transformers, runs in a process of its own (weights/conversion_process.py)."""
 
 from __future__ import annotations
 
@@ -28,21 +29,28 @@ print(repr(steps))
 """
 
 
-def test_a_transcription_with_a_language_named_or_detected_imports_no_transformers():
+def test_a_first_load_and_a_transcription_with_a_language_named_or_detected_import_no_transformers(tmp_path):
+    """In a cache without `base` (its first load converts it, in a child process: conversion_process.py), then
+    again in that cache."""
+    import os
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    load = "from asr_specdec import WhisperModel; WhisperModel('base')"  # a first load converts (transformers)
-    warm = subprocess.run([sys.executable, "-c", load], cwd=root, capture_output=True, text=True, timeout=600)
-    assert warm.returncode == 0, warm.stderr[-3000:]
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    steps = eval(done.stdout.strip().splitlines()[-1])
-    assert steps["load"] == []
-    text, modules = steps["language given"]
-    assert "call me back" in text and modules == []
-    language, text, modules = steps["language detected"]
-    assert language == "en" and "call me back" in text and modules == []
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "native").symlink_to(Path(os.environ["ASR_SPECDEC_CACHE"]) / "native")  # the session's kernel build
+    env = {**os.environ, "ASR_SPECDEC_CACHE": str(cache)}
+    for load in ("first", "warm"):
+        done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        steps = eval(done.stdout.strip().splitlines()[-1])
+        assert steps["load"] == [], load
+        text, modules = steps["language given"]
+        assert "call me back" in text and modules == [], load
+        language, text, modules = steps["language detected"]
+        assert language == "en" and "call me back" in text and modules == [], load
+    assert any((cache / "packs").iterdir())
 
 
 def test_a_language_by_name_or_code_gives_its_token_and_an_unknown_one_says_so():
