@@ -52,7 +52,10 @@ def _audio():
 
 
 def probe(config: dict) -> dict:
-    """Runs in the measured process: load, one call, the numbers."""
+    """Runs in the measured process: load, one call, the numbers (a first load's peak counts its conversion process:
+    memory.py `peak_beside_children`)."""
+    from .memory import peak_beside_children
+
     if config["system"].startswith("fw-"):
         from faster_whisper import WhisperModel
     else:
@@ -63,16 +66,18 @@ def probe(config: dict) -> dict:
     audio = _audio()
     tokenizer = json.loads((Path(config["folder"]) / "tokenizer.json").read_text())
     end_of_text = next(token["id"] for token in tokenizer["added_tokens"] if token["content"] == "<|endoftext|>")
+    before = _status()["VmRSS"]
     model = WhisperModel(config["folder"], device="cpu", compute_type=SYSTEMS[config["system"]],
                          cpu_threads=config["threads"])
     loaded = _status()
+    load_peak, conversion_peak = peak_beside_children(loaded["VmHWM"], before)
     segments, _ = model.transcribe(audio, beam_size=1, temperature=0, without_timestamps=True, language="en",
                                    condition_on_previous_text=False, vad_filter=False, no_speech_threshold=None,
                                    max_new_tokens=config["tokens"], suppress_tokens=[-1, end_of_text])
     tokens = sum(len(segment.tokens) for segment in segments)
     called = _status()
-    return {"load_peak": loaded["VmHWM"], "after_load": loaded["VmRSS"], "after_call": called["VmRSS"],
-            "peak": called["VmHWM"], "tokens": tokens}
+    return {"load_peak": load_peak, "conversion_peak": conversion_peak, "after_load": loaded["VmRSS"],
+            "after_call": called["VmRSS"], "peak": max(called["VmHWM"], load_peak), "tokens": tokens}
 
 
 def kernels_cache() -> Path:
@@ -148,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing := [str(folder) for folder in arguments.folders if not (folder / "model.bin").is_file()]:
         print(f"not a CTranslate2 folder (no model.bin): {missing[0]}", file=sys.stderr)
         return 2
-    print("| folder | system | phase | load peak MB | after load MB | after call MB | peak MB | tokens | "
-          "cache on disk MB |")
-    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| folder | system | phase | load peak MB | conversion process peak MB | after load MB | after call MB | "
+          "peak MB | tokens | cache on disk MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     kernels = kernels_cache()
     for folder in arguments.folders:
         table(folder.expanduser(), systems, arguments, kernels)
@@ -161,7 +166,8 @@ def table(folder: Path, systems: list[str], arguments, kernels: Path) -> None:
     megabytes = lambda value: f"{value / 1e6:,.0f}"  # noqa: E731
     for system, phase, numbers in rows(folder, systems, arguments.threads, arguments.tokens, kernels):
         disk = megabytes(numbers["cache_disk"]) if "cache_disk" in numbers else ""
-        print(f"| {folder.name} | {system} | {phase} | {megabytes(numbers['load_peak'])} | "
+        conversion = megabytes(numbers["conversion_peak"]) if numbers.get("conversion_peak") else ""
+        print(f"| {folder.name} | {system} | {phase} | {megabytes(numbers['load_peak'])} | {conversion} | "
               f"{megabytes(numbers['after_load'])} | {megabytes(numbers['after_call'])} | "
               f"{megabytes(numbers['peak'])} | {numbers['tokens']} | {disk} |", flush=True)
         if arguments.json:

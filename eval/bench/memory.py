@@ -30,6 +30,15 @@ PROBE_TIMEOUT_SECONDS = 3600
 LAUNCHER = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
 
 
+def peak_beside_children(own_peak: int, resident_before: int) -> tuple[int, int]:
+    """(the peak of this process and the children it waited for, the children's own peak), in bytes. A first load
+    converts a CTranslate2 folder in a child process (asr_specdec/weights/conversion_process.py), while this one
+    waits holding about what it held before it began loading (`resident_before`); a peak of this process alone would
+    leave the conversion out."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
+    return max(own_peak, resident_before + children if children else 0), children
+
+
 def save_workload(clips: list[np.ndarray], order: list[int], path: Path) -> Path:
     """The workload's audio as one .npz (each clip once, plus the utterance order), read by every probe."""
     np.savez(path, order=np.asarray(order), **{f"clip{index}": clip for index, clip in enumerate(clips)})

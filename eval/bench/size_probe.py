@@ -1,5 +1,6 @@
-"""Memory of one system on one size model, in a fresh process: the peak resident set while it loads, the resident
-set after one whole 30-s call, and the peak over both. `"fresh_cache": true` loads with an empty model cache (the
+"""Memory of one system on one size model, in a fresh process: the peak resident set while it loads (with its
+conversion process beside it on a first load: memory.py `peak_beside_children`), the resident set after one whole
+30-s call, and the peak over both. `"fresh_cache": true` loads with an empty model cache (the
 native kernels kept), so ours converts the CTranslate2 folder as on its first load.
 
     python -m eval.bench.size_probe '{"system": "ours", "compute_type": "int8", "folder": "...", ...}'
@@ -18,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..paths import PROJECT_ROOT
-from .memory import LAUNCHER, PROBE_TIMEOUT_SECONDS
+from .memory import LAUNCHER, PROBE_TIMEOUT_SECONDS, peak_beside_children
 from .systems import one_line
 
 
@@ -33,11 +34,13 @@ def run_probe(config: dict) -> dict:
     from .sizes import build_system, forced_call
 
     samples = np.load(config["audio"])
+    before = _status_mib("VmRSS")
     system = build_system(config["system"], config["folder"], config["compute_type"], config.get("mode"),
                           config["threads"])
-    load_peak = _status_mib("VmHWM")
+    load_peak, conversion_peak = peak_beside_children(round(_status_mib("VmHWM") * 2**20), round(before * 2**20))
     forced_call(system, samples, config["tokens"], config["end_of_text"])
-    return {"load_peak_mib": load_peak, "rss_after_call_mib": _status_mib("VmRSS"), "peak_mib": _status_mib("VmHWM")}
+    return {"load_peak_mib": round(load_peak / 2**20, 1), "conversion_peak_mib": round(conversion_peak / 2**20, 1),
+            "rss_after_call_mib": _status_mib("VmRSS"), "peak_mib": max(_status_mib("VmHWM"), load_peak / 2**20)}
 
 
 def measure(config: dict) -> dict:

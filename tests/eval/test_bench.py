@@ -193,3 +193,17 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments, message, capsys, tmp_p
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error:") and message in err and "Traceback" not in err
     assert not Path(tmp_path / "out").exists()
+
+
+def test_a_peak_counts_the_child_processes_a_load_waited_for():
+    """A first load converts in a child process (asr_specdec/weights/conversion_process.py): the probes' load peak
+    is what this process held before it, plus the child's own peak."""
+    import subprocess
+    import sys
+
+    from eval.bench.memory import peak_beside_children
+
+    subprocess.run([sys.executable, "-c", "block = bytearray(300 * 2**20)"], check=True)  # touches 300 MiB
+    peak, children = peak_beside_children(own_peak=10 * 2**20, resident_before=50 * 2**20)
+    assert children >= 300 * 2**20 and peak == 50 * 2**20 + children
+    assert peak_beside_children(own_peak=2**40, resident_before=0)[0] == 2**40
