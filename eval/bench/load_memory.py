@@ -70,7 +70,8 @@ def probe(config: dict) -> dict:
     model = WhisperModel(config["folder"], device="cpu", compute_type=SYSTEMS[config["system"]],
                          cpu_threads=config["threads"])
     loaded = _status()
-    load_peak, conversion_peak = peak_beside_children(loaded["VmHWM"], before)
+    load_peak, conversion_peak = (peak_beside_children(loaded["VmHWM"], before) if config.get("first_load")
+                                  else (loaded["VmHWM"], 0))
     segments, _ = model.transcribe(audio, beam_size=1, temperature=0, without_timestamps=True, language="en",
                                    condition_on_previous_text=False, vad_filter=False, no_speech_threshold=None,
                                    max_new_tokens=config["tokens"], suppress_tokens=[-1, end_of_text])
@@ -97,9 +98,10 @@ def fresh_cache(kernels: Path) -> Path:
     return cache
 
 
-def measure(system: str, folder: Path, cache: Path, threads: int, tokens: int) -> dict:
+def measure(system: str, folder: Path, cache: Path, threads: int, tokens: int, first_load: bool = False) -> dict:
     """probe() in a fresh process with `cache` as the package's cache; raises RuntimeError with its last line."""
-    config = json.dumps({"system": system, "folder": str(folder), "threads": threads, "tokens": tokens})
+    config = json.dumps({"system": system, "folder": str(folder), "threads": threads, "tokens": tokens,
+                         "first_load": first_load})
     environment = dict(os.environ, ASR_SPECDEC_CACHE=str(cache),
                        PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])))
     completed = subprocess.run([sys.executable, "-c", LAUNCHER, sys.executable, "-m", "eval.bench.load_memory",
@@ -126,7 +128,7 @@ def rows(folder: Path, systems: list[str], threads: int, tokens: int, kernels: P
             continue
         cache = fresh_cache(kernels)
         try:
-            first = measure(system, folder, cache, threads, tokens)
+            first = measure(system, folder, cache, threads, tokens, first_load=True)
             first["cache_disk"] = disk_bytes(cache) - disk_bytes(cache / "native")
             yield system, "first load", first
             yield system, "warm load", measure(system, folder, cache, threads, tokens)
