@@ -1,7 +1,8 @@
 """A process that loads a model and transcribes never imports transformers where it has no need of it: importing its
 Whisper tables alone took ~1.3 s and 20-odd MB, which a short file's whole transcription is not much more than.
-Languages, by code or by name, are looked up in the package's own table (runtime/languages.py); a first load's
-conversion, which needs transformers, runs in a process of its own (weights/conversion_process.py)."""
+Languages, by code or by name, are looked up in the package's own table (runtime/languages.py), a prompt's text is
+encoded with the `tokenizers` library (runtime/lean_processor.py), and a first load's conversion, which needs
+transformers, runs in a process of its own (weights/conversion_process.py)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ segments, _ = model.transcribe("samples/message.wav", language="English")
 steps["language given"] = (" ".join(segment.text for segment in segments), loaded())
 segments, info = model.transcribe("samples/message.wav")
 steps["language detected"] = (info.language, " ".join(segment.text for segment in segments), loaded())
+segments, _ = model.transcribe("samples/message.wav", initial_prompt="Voicemail.", hotwords="message")
+steps["prompt and hotwords"] = (" ".join(segment.text for segment in segments), loaded())
 print(repr(steps))
 """
 
 
-def test_a_first_load_and_a_transcription_with_a_language_named_or_detected_import_no_transformers(tmp_path):
+def test_a_first_load_and_a_transcription_with_a_language_or_a_prompt_import_no_transformers(tmp_path):
     """In a cache without `base` (its first load converts it, in a child process: conversion_process.py), then
     again in that cache."""
     import os
@@ -50,6 +53,8 @@ def test_a_first_load_and_a_transcription_with_a_language_named_or_detected_impo
         assert "call me back" in text and modules == [], load
         language, text, modules = steps["language detected"]
         assert language == "en" and "call me back" in text and modules == [], load
+        text, modules = steps["prompt and hotwords"]
+        assert "call me back" in text and modules == [], load
     assert any((cache / "packs").iterdir())
 
 
