@@ -28,6 +28,11 @@ segments, info = model.transcribe("samples/message.wav")
 steps["language detected"] = (info.language, " ".join(segment.text for segment in segments), loaded())
 segments, _ = model.transcribe("samples/message.wav", initial_prompt="Voicemail.", hotwords="message")
 steps["prompt and hotwords"] = (" ".join(segment.text for segment in segments), loaded())
+from asr_specdec import SpeculativeWhisper
+
+universal = SpeculativeWhisper("base", mode="universal", assistant_model="tiny.en", language="en")
+result = universal.transcribe("samples/message.wav")
+steps["universal"] = (result.text, result.stats.drafted_tokens, loaded())
 print(repr(steps))
 """
 
@@ -55,6 +60,8 @@ def test_a_first_load_and_a_transcription_with_a_language_or_a_prompt_import_no_
         assert language == "en" and "call me back" in text and modules == [], load
         text, modules = steps["prompt and hotwords"]
         assert "call me back" in text and modules == [], load
+        text, drafted, modules = steps["universal"]  # tiny.en's tokenizer beside base's
+        assert "call me back" in text and drafted > 0 and modules == [], load
     assert any((cache / "packs").iterdir())
 
 

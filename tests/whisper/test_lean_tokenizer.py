@@ -1,6 +1,6 @@
-"""lean_processor.LeanTokenizer encodes text without special tokens (a prompt, hotwords, a prefix) with the
-`tokenizers` library: the ids transformers' own tokenizer gives, on both packs' vocabularies (multilingual base,
-English-only tiny.en), for text of every kind a prompt may hold."""
+"""lean_processor.LeanTokenizer encodes text without special tokens (a prompt, hotwords, a prefix) and looks tokens
+up with the `tokenizers` library: the ids transformers' own tokenizer gives, on both packs' vocabularies
+(multilingual base, English-only tiny.en), for text of every kind a prompt may hold."""
 
 from __future__ import annotations
 
@@ -23,4 +23,9 @@ def test_text_encodes_to_transformers_ids(pack, request):
     for text in TEXTS + [" " + text.strip() for text in TEXTS]:
         assert lean.encode(text, add_special_tokens=False) == full.encode(text, add_special_tokens=False), text
     assert lean.encode("hello") == full.encode("hello")  # with special tokens: transformers' own
+    assert lean.get_added_vocab() == full.get_added_vocab() and len(lean.get_added_vocab()) > 1500
+    tokens = ["<|startoftranscript|>", "<|0.00|>", "<|30.00|>", "hello", "Ġworld", "<|en|>", "no such token"]
+    for token in tokens:
+        assert lean.convert_tokens_to_ids(token) == full.convert_tokens_to_ids(token), token
+    assert lean.convert_tokens_to_ids(tokens[:-1]) == full.convert_tokens_to_ids(tokens[:-1])
     assert lean._full is not None

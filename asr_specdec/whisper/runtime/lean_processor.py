@@ -91,9 +91,9 @@ class LogMelFeatures:
 
 
 class LeanTokenizer:
-    """Decodes ids to text and encodes text without special tokens (a prompt, hotwords, a prefix) with the
-    `tokenizers` library, which transformers' fast tokenizer wraps; other requests go to transformers' tokenizer
-    (importing it costs ~2 s)."""
+    """Decodes ids to text, encodes text without special tokens (a prompt, hotwords, a prefix, universal mode's
+    drafts) and looks tokens up with the `tokenizers` library, which transformers' fast tokenizer wraps; other
+    requests go to transformers' tokenizer (importing it costs ~2 s)."""
 
     def __init__(self, directory: Path):
         from tokenizers import Tokenizer
@@ -116,6 +116,16 @@ class LeanTokenizer:
         if add_special_tokens or options:
             return self.full.encode(text, add_special_tokens=add_special_tokens, **options)
         return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def get_added_vocab(self) -> dict[str, int]:
+        return {token.content: id_ for id_, token in self._tokenizer.get_added_tokens_decoder().items()}
+
+    def convert_tokens_to_ids(self, tokens: str | list[str]):
+        """Each token's id; transformers' own answer (its unknown-token id) for a token not in the vocabulary."""
+        ids = [self._tokenizer.token_to_id(token) for token in ([tokens] if isinstance(tokens, str) else tokens)]
+        if None in ids:
+            return self.full.convert_tokens_to_ids(tokens)
+        return ids[0] if isinstance(tokens, str) else ids
 
     @property
     def full(self):
