@@ -25,9 +25,9 @@ def convert_in_own_process(ct2_dir: Path, out_dir: Path, in_place_sha256: str | 
                            own_process: bool | None = None) -> None:
     """`convert_ct2_whisper(ct2_dir, out_dir, in_place_sha256)`, in a child process unless `own_process` is False;
     None: in a child unless transformers is already imported here (nothing to save) or there is no interpreter
-    to start."""
+    to start (none named, or a frozen application's, which would start the application again)."""
     if own_process is None:
-        own_process = "transformers" not in sys.modules and bool(sys.executable)
+        own_process = "transformers" not in sys.modules and bool(sys.executable) and not getattr(sys, "frozen", False)
     if not own_process:
         from .ct2 import convert_ct2_whisper
 

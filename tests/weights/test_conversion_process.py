@@ -57,3 +57,24 @@ def test_a_child_that_dies_says_so(tiny_ct2, tmp_path, monkeypatch):
     monkeypatch.setattr("sys.executable", "/bin/false")  # exits 1 without a word
     with pytest.raises(RuntimeError, match="failed in its own process"):
         convert_in_own_process(tiny_ct2, tmp_path / "child", own_process=True)
+
+
+@pytest.mark.parametrize("frozen, transformers_imported, in_child", [
+    (False, False, True), (False, True, False), (True, False, False)])
+def test_where_it_converts_by_default(tmp_path, monkeypatch, frozen, transformers_imported, in_child):
+    """In a child unless transformers is imported already, or the interpreter is a frozen application's."""
+    import subprocess
+    import sys
+
+    children, here = [], []
+    monkeypatch.setattr(subprocess, "run", lambda command, **_: children.append(command) or subprocess.CompletedProcess(
+        command, 0, "", ""))
+    monkeypatch.setattr("asr_specdec.weights.ct2.convert_ct2_whisper", lambda *arguments: here.append(arguments))
+    if frozen:
+        monkeypatch.setattr(sys, "frozen", True, raising=False)
+    if transformers_imported:
+        monkeypatch.setitem(sys.modules, "transformers", sys.modules.get("transformers") or object())
+    else:
+        monkeypatch.delitem(sys.modules, "transformers", raising=False)
+    convert_in_own_process(tmp_path / "ct2", tmp_path / "out")
+    assert (len(children), len(here)) == ((1, 0) if in_child else (0, 1))
