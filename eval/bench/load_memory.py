@@ -70,8 +70,7 @@ def probe(config: dict) -> dict:
     model = WhisperModel(config["folder"], device="cpu", compute_type=SYSTEMS[config["system"]],
                          cpu_threads=config["threads"])
     loaded = _status()
-    load_peak, conversion_peak = (peak_beside_children(loaded["VmHWM"], before) if config.get("first_load")
-                                  else (loaded["VmHWM"], 0))
+    load_peak, conversion_peak = peak_beside_children(loaded["VmHWM"], before, config.get("first_load", False))
     segments, _ = model.transcribe(audio, beam_size=1, temperature=0, without_timestamps=True, language="en",
                                    condition_on_previous_text=False, vad_filter=False, no_speech_threshold=None,
                                    max_new_tokens=config["tokens"], suppress_tokens=[-1, end_of_text])

@@ -30,13 +30,15 @@ PROBE_TIMEOUT_SECONDS = 3600
 LAUNCHER = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
 
 
-def peak_beside_children(own_peak: int, resident_before: int) -> tuple[int, int]:
-    """(the peak of this process and the children it waited for, the children's own peak), in bytes, for a first
-    load: it converts a CTranslate2 folder in a child process (asr_specdec/weights/conversion_process.py) while this
-    one waits holding about what it held before it began loading (`resident_before`); this process's peak alone would
-    leave the conversion out. A child's ru_maxrss is at least this process's peak when it was started (Linux carries
-    the high-water mark across fork and exec), so this errs high, never low; any child counts (a warm load's only
-    one, `gcc --version`, reads as this process's peak), so call it where a conversion ran, not for warm loads."""
+def peak_beside_children(own_peak: int, resident_before: int, first_load: bool = True) -> tuple[int, int]:
+    """(the peak of this process and the children it waited for, the children's own peak), in bytes. A first load
+    converts a CTranslate2 folder in a child process (asr_specdec/weights/conversion_process.py) while this one waits
+    holding about what it held before it began loading (`resident_before`); this process's peak alone would leave the
+    conversion out. A child's ru_maxrss is at least this process's peak when it was started (Linux carries the
+    high-water mark across fork and exec), so this errs high, never low; any child counts (a warm load's only one,
+    `gcc --version`, reads as this process's peak), so a load that is not `first_load` gives (`own_peak`, 0)."""
+    if not first_load:
+        return own_peak, 0
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
     return max(own_peak, resident_before + children if children else 0), children
 

@@ -37,12 +37,12 @@ def run_probe(config: dict) -> dict:
     before = _status_mib("VmRSS")
     system = build_system(config["system"], config["folder"], config["compute_type"], config.get("mode"),
                           config["threads"])
-    own_peak = round(_status_mib("VmHWM") * 2**20)
-    load_peak, conversion_peak = (peak_beside_children(own_peak, round(before * 2**20)) if config.get("fresh_cache")
-                                  else (own_peak, 0))
+    load_peak, conversion_peak = peak_beside_children(round(_status_mib("VmHWM") * 2**20), round(before * 2**20),
+                                                      config.get("fresh_cache", False))
     forced_call(system, samples, config["tokens"], config["end_of_text"])
-    return {"load_peak_mib": round(load_peak / 2**20, 1), "conversion_peak_mib": round(conversion_peak / 2**20, 1),
-            "rss_after_call_mib": _status_mib("VmRSS"), "peak_mib": max(_status_mib("VmHWM"), load_peak / 2**20)}
+    load_peak_mib = round(load_peak / 2**20, 1)
+    return {"load_peak_mib": load_peak_mib, "conversion_peak_mib": round(conversion_peak / 2**20, 1),
+            "rss_after_call_mib": _status_mib("VmRSS"), "peak_mib": max(_status_mib("VmHWM"), load_peak_mib)}
 
 
 def measure(config: dict) -> dict:

@@ -207,3 +207,4 @@ def test_a_peak_counts_the_child_processes_a_load_waited_for():
     peak, children = peak_beside_children(own_peak=10 * 2**20, resident_before=50 * 2**20)
     assert children >= 300 * 2**20 and peak == 50 * 2**20 + children
     assert peak_beside_children(own_peak=2**40, resident_before=0)[0] == 2**40
+    assert peak_beside_children(own_peak=10 * 2**20, resident_before=50 * 2**20, first_load=False) == (10 * 2**20, 0)
