@@ -4,7 +4,6 @@ killed worker each give a failed row while the job goes on, and without Ray the 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import sys
@@ -34,10 +33,20 @@ class KillingEvaluator(UtteranceEvaluator):
 def ray_session(pack_cache):
     """One embedded Ray for the module (starting Ray costs ~10 s on 2 cores); the engine joins it."""
     ray = pytest.importorskip("ray")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT), "ASR_SPECDEC_CACHE": str(pack_cache)}})
+    from eval.ray_runner import start_embedded
+
+    start_embedded(ray, num_cpus=2, num_gpus=0,
+                   env_vars={"PYTHONPATH": str(PROJECT), "ASR_SPECDEC_CACHE": str(pack_cache)})
     yield ray
     ray.shutdown()
+
+
+def test_the_embedded_workers_run_at_the_drivers_priority(ray_session):
+    @ray_session.remote
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray_session.get(niceness.remote()) == os.nice(0)
 
 
 def rows_by_key(folder: Path) -> dict:

@@ -78,7 +78,9 @@ def head(tmp_path_factory, tiny_en_dir, pack_cache):
     process = subprocess.Popen(
         ["ray", "start", "--head", "--port", str(port), "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
          "--include-dashboard=false", "--disable-usage-stats", "--temp-dir", temp_dir, "--block"],
-        env=clean_env(home, pack_cache, **LOOPBACK), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # workers at normal priority (Ray renices them to 15): beside the suite's other worker they would crawl
+        env=clean_env(home, pack_cache, **LOOPBACK, RAY_worker_niceness="0"), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while "Ray runtime started" not in (home / "head.log").read_text():
