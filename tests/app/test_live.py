@@ -14,6 +14,7 @@ from .served import LONG_CLIP, chromium_with_microphone, normalized
 
 pytestmark = pytest.mark.slow
 CLIP_SECONDS = 16.04
+EARLY_WORDS = 6  # committed words judged: enough that one fragment cannot decide
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,9 @@ def test_speech_from_the_microphone_is_committed_before_the_clip_ends(server, li
     open_tab(live_chromium, "Live")
     press_recorder(live_chromium, "record", "live-audio")
     # a loaded machine delays the chunks' delivery, so "before the clip ends" is read in the stream's own time:
-    # the update that first commits text has heard less audio than the clip holds
-    early = WebDriverWait(live_chromium, 90, poll_frequency=0.2).until(committed_text)
+    # the update that has committed a few words has heard less audio than the clip holds
+    early = WebDriverWait(live_chromium, 90, poll_frequency=0.2).until(
+        lambda driver: len(normalized(committed_text(driver)).split()) >= EARLY_WORDS and committed_text(driver))
     telemetry = live_chromium.find_element(By.CSS_SELECTOR, "#live-telemetry").text
     heard = float(re.search(r"audio heard ([0-9.]+) s", telemetry).group(1))
     assert heard < CLIP_SECONDS, (early, telemetry)
@@ -58,7 +60,10 @@ def test_speech_from_the_microphone_is_committed_before_the_clip_ends(server, li
     assert normalized(final).startswith(normalized(early))  # committed text never changes, it only grows
     spoken = set(normalized(Client(server, verbose=False).predict(
         audio=handle_file(str(LONG_CLIP)), mode="off", api_name="/transcribe")[0]).split())
-    words = normalized(early).split()
+    # the fake microphone plays its clip in a loop from the moment chromium opens it, so a recording starts wherever
+    # the loop is when Record is pressed (on a loaded machine 1.2 s in, "...as | I have given you"): its first word
+    # may be a fragment's, heard as anything ("at given you", "by a given")
+    words = normalized(early).split()[1:]
     assert sum(word in spoken for word in words) >= 0.7 * len(words), (early, spoken)
 
 
