@@ -16,6 +16,8 @@ import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from asr_specdec.native.threads import usable_cpus
+
 from .errors import EvalError
 from .evaluator import UtteranceEvaluator
 from .paths import PROJECT_ROOT
@@ -101,7 +103,7 @@ class RayEngine:
                  logging_level=logging.ERROR, log_to_driver=False)
             return
         path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-        start_embedded(ray, num_cpus=os.cpu_count(), num_gpus=self._local_gpus(), env_vars={"PYTHONPATH": path})
+        start_embedded(ray, num_cpus=usable_cpus(), num_gpus=self._local_gpus(), env_vars={"PYTHONPATH": path})
 
     def _local_gpus(self) -> int:
         import torch

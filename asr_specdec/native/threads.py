@@ -72,6 +72,11 @@ def thread_budget(requested: int, quota: int | None = None) -> int:
     return max(1, min(budget, quota) if quota else budget)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: the machine's, capped by its affinity and a cgroup quota."""
+    return thread_budget(os.cpu_count() or 1, cgroup_cpus())
+
+
 class RunQueueClock:
     """Seconds the calling thread has waited for a CPU while runnable, since it started (None where unreadable)."""
 

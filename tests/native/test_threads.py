@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from asr_specdec.native import threads as governed
-from asr_specdec.native.threads import RunQueueClock, ThreadGovernor, cgroup_cpus
+from asr_specdec.native.threads import RunQueueClock, ThreadGovernor, cgroup_cpus, usable_cpus
 
 WINDOW = governed.WINDOW_SECONDS
 
@@ -145,6 +145,17 @@ def test_cgroup_quotas_v2_and_v1(tmp_path):
     (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
     assert cgroup_cpus(tmp_path) is None
     assert cgroup_cpus(tmp_path / "absent") is None
+
+
+def test_usable_cpus_are_the_machines_within_the_affinity_and_the_quota(monkeypatch):
+    monkeypatch.setattr(governed.os, "cpu_count", lambda: 64)  # a container on a large host
+    monkeypatch.setattr(governed, "cgroup_cpus", lambda: None)
+    monkeypatch.setattr(governed, "affinity_cpus", lambda: 64)
+    assert usable_cpus() == 64
+    monkeypatch.setattr(governed, "cgroup_cpus", lambda: 2)  # docker --cpus 2
+    assert usable_cpus() == 2
+    monkeypatch.setattr(governed, "affinity_cpus", lambda: 1)  # taskset -c 0
+    assert usable_cpus() == 1
 
 
 def test_the_run_queue_clock_reads_each_threads_own_delay():
